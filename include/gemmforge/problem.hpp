@@ -1,0 +1,80 @@
+#pragma once
+// The problem model: one GEMM with its epilogue, a stable text key, and validation.
+//
+//   D = act(alpha * scale_a * scale_b * (A B^T) + beta * C + bias)     (TN, nn.Linear)
+//   D = silu(gate) * up  of the above, when the epilogue is gated (D has N/2 columns)
+//
+// A is row-major M x K. B ("W") is row-major N x K for layout TN (y = x W^T, the nn.Linear case)
+// or row-major K x N for layout NN. C and D are row-major M x N (M x N/2 when gated).
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "gemmforge/dtype.hpp"
+
+namespace gf {
+
+enum class Activation : uint8_t { none, relu, gelu_erf, gelu_tanh, silu };
+enum class BiasKind : uint8_t { none, per_col, per_row };  // per_col: length N; per_row: length M
+// SwiGLU gate: D[:, j] = silu(G[:, gate(j)]) * G[:, up(j)] over the pre-activation G.
+// interleaved: gate(j) = 2j, up(j) = 2j+1. split: gate(j) = j, up(j) = j + N/2.
+enum class GateKind : uint8_t { none, interleaved, split };
+// FP8 dequantisation scales applied to the accumulator.
+enum class ScaleKind : uint8_t { none, tensor, rowcol };
+
+struct Epilogue {
+  float alpha = 1.0f;
+  float beta = 0.0f;  // non-zero: a C input (residual) of D's shape is added
+  BiasKind bias = BiasKind::none;
+  Activation act = Activation::none;
+  GateKind gate = GateKind::none;
+  ScaleKind scale = ScaleKind::none;
+
+  bool is_identity() const;
+  bool has_c() const { return beta != 0.0f; }
+  // "" for the identity, else tokens joined by '+': alpha=0.5+bias+residual+gelu_tanh ...
+  std::string to_string() const;
+  bool operator==(const Epilogue& o) const {
+    return alpha == o.alpha && beta == o.beta && bias == o.bias && act == o.act && gate == o.gate && scale == o.scale;
+  }
+};
+
+// Parses "bias+gelu_tanh", "residual", "swiglu", "alpha=0.5+beta=2", "none". Throws gf::Error.
+Epilogue parse_epilogue(std::string_view text);
+std::string_view to_string(Activation a);
+
+enum class Layout : uint8_t { tn, nn };
+std::string_view to_string(Layout l);
+
+struct GemmProblem {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t batch = 1;
+  DType a = DType::bf16;  // A and B share one input dtype
+  DType out = DType::bf16;
+  Layout layout = Layout::tn;
+  Epilogue epilogue;
+
+  // Columns of D: N, or N/2 when the epilogue is a gate.
+  int64_t out_cols() const;
+  double flops() const { return 2.0 * double(m) * double(n) * double(k) * double(batch); }
+  // Bytes the GEMM must move at least: A, B, D (and C, bias) once each.
+  double min_bytes() const;
+
+  // Stable key, also the compact text form: "4096x6144x4096:bf16", "77x1000x1000:f16->f32:nn",
+  // "4096x28672x4096:bf16:swiglu". Batch appears as a fourth size when it is not 1.
+  std::string key() const;
+  // "" when the problem is valid, else a one-line reason.
+  std::string invalid_reason() const;
+  // Throws gf::Error naming the problem when invalid.
+  void validate() const;
+
+  // Parses the text form: "MxNxK[xBATCH][:DTYPE[->OUT]][:tn|nn][:EPILOGUE]". Fields after the
+  // sizes may come in any order. Throws gf::Error with a one-line message on bad input.
+  static GemmProblem parse(std::string_view spec);
+  bool operator==(const GemmProblem& o) const {
+    return m == o.m && n == o.n && k == o.k && batch == o.batch && a == o.a && out == o.out && layout == o.layout &&
+           epilogue == o.epilogue;
+  }
+};
+
+}  // namespace gf

@@ -1,0 +1,12 @@
+#pragma once
+// Each subcommand registers itself on the app; its callback does the work.
+#include <CLI/CLI.hpp>
+
+namespace gf::cli {
+void add_tune(CLI::App& app);
+void add_bench(CLI::App& app);
+void add_candidates(CLI::App& app);
+void add_compile(CLI::App& app);
+void add_db(CLI::App& app);
+void add_doctor(CLI::App& app);
+}  // namespace gf::cli

@@ -1,0 +1,126 @@
+#include "cli/common.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "gemmforge/error.hpp"
+
+namespace gf::cli {
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(',', start);
+    if (end == std::string::npos) end = s.size();
+    if (end > start) out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+void ProblemArgs::add_to(CLI::App& app) {
+  app.add_option("-p,--problem", specs, "GEMM spec MxNxK[xBATCH][:dtype[->out]][:tn|nn][:epilogue], repeatable");
+  app.add_option("-m,--model", model, "shipped model: llama3-8b (default), llama3-70b, mistral-7b");
+  app.add_option("--hf-config", hf_config, "a Hugging Face config.json of any decoder model");
+  app.add_option("-t,--tokens", tokens, "token counts M, comma separated")->capture_default_str();
+  app.add_option("--dtype", dtype, "input dtype of the model GEMMs")->capture_default_str();
+  app.add_option("--epilogue", epilogue, "epilogue for every model GEMM, e.g. bias+gelu_tanh, residual, swiglu");
+  app.add_option("--fuse", fuse, "none, or natural: qkv+bias, o/down+residual, gate_up+swiglu")->capture_default_str();
+}
+
+std::vector<LabeledProblem> ProblemArgs::resolve() const {
+  std::vector<LabeledProblem> out;
+  if (!specs.empty()) {
+    GF_CHECK(model.empty() && hf_config.empty(), "give either --problem or --model/--hf-config, not both");
+    for (const auto& s : specs) {
+      GemmProblem p = GemmProblem::parse(s);
+      out.push_back({p.key(), p});
+    }
+    return out;
+  }
+  GF_CHECK(model.empty() || hf_config.empty(), "give either --model or --hf-config, not both");
+  ModelShape shape = load_model(hf_config.empty() ? (model.empty() ? "llama3-8b" : model) : hf_config);
+  std::vector<int64_t> ms;
+  for (const auto& t : split_list(tokens)) {
+    char* end = nullptr;
+    long long v = std::strtoll(t.c_str(), &end, 10);
+    GF_CHECK(end && *end == '\0' && v > 0, "bad token count '{}' in --tokens {}", t, tokens);
+    ms.push_back(v);
+  }
+  GF_CHECK(!ms.empty(), "--tokens is empty");
+  auto dt = parse_dtype(dtype);
+  GF_CHECK(dt, "unknown dtype '{}'", dtype);
+  GF_CHECK(fuse == "none" || fuse == "natural", "--fuse takes none or natural, not '{}'", fuse);
+  GF_CHECK(epilogue.empty() || fuse == "none", "give either --epilogue or --fuse natural, not both");
+  auto gemms = model_gemms(shape, ms, *dt, fuse == "natural" ? Fuse::natural : Fuse::none);
+  Epilogue e = parse_epilogue(epilogue);
+  for (auto& g : gemms) {
+    if (!epilogue.empty()) {
+      g.problem.epilogue = e;
+      std::string why = g.problem.invalid_reason();
+      GF_CHECK(why.empty(), "--epilogue {} on {} {}: {}", epilogue, g.model, g.name, why);
+    }
+    out.push_back({fmt::format("{} {} M={}", g.model, g.name, g.problem.m), g.problem});
+  }
+  return out;
+}
+
+void Table::print() const {
+  std::vector<size_t> width;
+  for (const auto& row : rows_)
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (width.size() <= i) width.push_back(0);
+      width[i] = std::max(width[i], row[i].size());
+    }
+  for (size_t r = 0; r < rows_.size(); ++r) {
+    std::string line;
+    for (size_t i = 0; i < rows_[r].size(); ++i)
+      line += fmt::format("{:<{}}", rows_[r][i], i + 1 < rows_[r].size() ? width[i] + 2 : 0);
+    std::cout << line << "\n";
+    if (r == 0) {
+      size_t total = 0;
+      for (size_t w : width) total += w + 2;
+      std::cout << std::string(total - 2, '-') << "\n";
+    }
+  }
+  std::cout.flush();
+}
+
+void Progress::update(const std::string& what, int done, int total) {
+  if (!started_) {
+    tty_ = isatty(STDERR_FILENO);
+    started_ = true;
+  }
+  if (tty_) {
+    constexpr int kWidth = 24;
+    int filled = total > 0 ? done * kWidth / total : kWidth;
+    std::string bar = std::string(size_t(filled), '#') + std::string(size_t(kWidth - filled), '.');
+    fmt::print(stderr, "\r\033[K[{}] {}/{} {}", bar, done, total, what);
+    open_line_ = true;
+  } else if (done == total) {
+    fmt::print(stderr, "  {} ({}/{})\n", what, done, total);
+  }
+  std::fflush(stderr);
+}
+
+void Progress::finish() {
+  if (open_line_) fmt::print(stderr, "\r\033[K");
+  open_line_ = false;
+  std::fflush(stderr);
+}
+
+void write_json(const std::string& path, const nlohmann::json& j) {
+  std::ofstream out(path);
+  GF_CHECK(out.good(), "cannot write {}", path);
+  out << j.dump(2) << "\n";
+}
+
+std::string fixed(double v, int digits) { return fmt::format("{:.{}f}", v, digits); }
+
+}  // namespace gf::cli

@@ -1,0 +1,62 @@
+#pragma once
+// What the subcommands share: choosing problems, printing tables, a progress bar, JSON output.
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "gemmforge/backend.hpp"
+#include "gemmforge/workloads.hpp"
+
+namespace gf::cli {
+
+// A problem with the label it is shown under ("llama3-8b gate_up M=4096", or the spec).
+struct LabeledProblem {
+  std::string label;
+  GemmProblem problem;
+};
+
+struct ProblemArgs {
+  std::vector<std::string> specs;  // --problem
+  std::string model;               // --model
+  std::string hf_config;           // --hf-config
+  std::string tokens = "16,128,4096";
+  std::string dtype = "bf16";
+  std::string epilogue;  // applied to every model GEMM
+  std::string fuse = "none";
+
+  void add_to(CLI::App& app);
+  // --problem specs if given, else the model's GEMMs (llama3-8b by default). Throws gf::Error.
+  std::vector<LabeledProblem> resolve() const;
+};
+
+std::vector<std::string> split_list(const std::string& s);
+
+// A plain text table with aligned columns.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> headers) : rows_{std::move(headers)} {}
+  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  void print() const;
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// One line on stderr, redrawn in place on a terminal; elsewhere a line per finished stage.
+class Progress {
+ public:
+  void update(const std::string& what, int done, int total);
+  void finish();
+
+ private:
+  bool tty_ = false;
+  bool started_ = false;
+  bool open_line_ = false;
+};
+
+void write_json(const std::string& path, const nlohmann::json& j);
+std::string fixed(double v, int digits);
+
+}  // namespace gf::cli

@@ -1,0 +1,32 @@
+// gemmforge: tune, benchmark and inspect GEMM kernels for NVIDIA Hopper GPUs.
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "gemmforge/error.hpp"
+#include "tune/worker.hpp"
+
+int main(int argc, char** argv) {
+  gf::tune::maybe_run_worker(argc, argv);
+  CLI::App app{"gemmforge: picks, builds and runs the fastest GEMM for each matrix product of a transformer "
+               "on NVIDIA Hopper GPUs"};
+  app.set_version_flag("--version", std::string("gemmforge ") + GF_VERSION);
+  app.require_subcommand(1);
+  gf::cli::add_tune(app);
+  gf::cli::add_bench(app);
+  gf::cli::add_candidates(app);
+  gf::cli::add_compile(app);
+  gf::cli::add_db(app);
+  gf::cli::add_doctor(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const gf::Error& e) {
+    std::cerr << "gemmforge: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "gemmforge: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,53 @@
+#include "cuda/module.hpp"
+
+#include <utility>
+
+#include "cuda/check.hpp"
+#include "cuda/driver.hpp"
+
+namespace gf::cuda {
+
+Module::Module(const std::string& cubin) { GF_CU_CHECK(driver().cuModuleLoadData(&mod_, cubin.data())); }
+
+Module::~Module() {
+  if (mod_) driver().cuModuleUnload(mod_);
+}
+
+Module::Module(Module&& o) noexcept : mod_(std::exchange(o.mod_, nullptr)) {}
+
+Module& Module::operator=(Module&& o) noexcept {
+  std::swap(mod_, o.mod_);
+  return *this;
+}
+
+CUfunction Module::function(const char* name) const {
+  CUfunction fn = nullptr;
+  GF_CU_CHECK(driver().cuModuleGetFunction(&fn, mod_, name));
+  return fn;
+}
+
+void set_max_dynamic_smem(CUfunction fn, unsigned bytes) {
+  GF_CU_CHECK(driver().cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(bytes)));
+}
+
+void launch(CUfunction fn, const LaunchConfig& cfg, void** args, CUstream stream) {
+  CUlaunchAttribute attrs[1];
+  unsigned num_attrs = 0;
+  if (cfg.cluster.x * cfg.cluster.y * cfg.cluster.z > 1) {
+    attrs[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attrs[0].value.clusterDim.x = cfg.cluster.x;
+    attrs[0].value.clusterDim.y = cfg.cluster.y;
+    attrs[0].value.clusterDim.z = cfg.cluster.z;
+    num_attrs = 1;
+  }
+  CUlaunchConfig lc{};
+  lc.gridDimX = cfg.grid.x, lc.gridDimY = cfg.grid.y, lc.gridDimZ = cfg.grid.z;
+  lc.blockDimX = cfg.block.x, lc.blockDimY = cfg.block.y, lc.blockDimZ = cfg.block.z;
+  lc.sharedMemBytes = cfg.smem_bytes;
+  lc.hStream = stream;
+  lc.attrs = attrs;
+  lc.numAttrs = num_attrs;
+  GF_CU_CHECK(driver().cuLaunchKernelEx(&lc, fn, args, nullptr));
+}
+
+}  // namespace gf::cuda

@@ -1,0 +1,35 @@
+#pragma once
+// A loaded cubin and one kernel in it, through the lazily reached driver API.
+#include <cuda.h>
+#include <vector_types.h>
+
+#include <string>
+
+namespace gf::cuda {
+
+class Module {
+ public:
+  Module() = default;
+  explicit Module(const std::string& cubin);
+  ~Module();
+  Module(Module&& o) noexcept;
+  Module& operator=(Module&& o) noexcept;
+  CUfunction function(const char* name) const;
+
+ private:
+  CUmodule mod_ = nullptr;
+};
+
+struct LaunchConfig {
+  dim3 grid{1, 1, 1};
+  dim3 block{1, 1, 1};
+  unsigned smem_bytes = 0;
+  dim3 cluster{1, 1, 1};
+};
+
+// Lets fn use more than 48 KiB of dynamic shared memory. Call once, when the kernel is loaded.
+void set_max_dynamic_smem(CUfunction fn, unsigned bytes);
+// cuLaunchKernelEx with the cluster dimensions as a launch attribute.
+void launch(CUfunction fn, const LaunchConfig& cfg, void** args, CUstream stream);
+
+}  // namespace gf::cuda

@@ -1,0 +1,69 @@
+#include "cuda/nvrtc.hpp"
+
+#include <nvrtc.h>
+
+#include <chrono>
+#include <regex>
+
+#include <fmt/format.h>
+
+namespace gf::cuda {
+namespace {
+
+int report_value(const std::string& log, const std::regex& re, int group_sum_count = 1) {
+  std::smatch m;
+  if (!std::regex_search(log, m, re)) return -1;
+  int total = 0;
+  for (int i = 1; i <= group_sum_count; ++i) total += std::stoi(m[i]);
+  return total;
+}
+
+}  // namespace
+
+CompileResult nvrtc_compile(const std::string& source, const std::string& name, const CompileOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  CompileResult r;
+  nvrtcProgram prog = nullptr;
+  if (nvrtcCreateProgram(&prog, source.c_str(), name.c_str(), 0, nullptr, nullptr) != NVRTC_SUCCESS) {
+    r.log = "nvrtcCreateProgram failed";
+    return r;
+  }
+  std::vector<std::string> opts = {"--gpu-architecture=" + options.arch, "--std=c++17", "--ptxas-options=-v",
+                                   "-default-device", "--use_fast_math"};
+  if (options.line_info) opts.push_back("-lineinfo");
+  opts.insert(opts.end(), options.extra.begin(), options.extra.end());
+  std::vector<const char*> argv;
+  for (const auto& o : opts) argv.push_back(o.c_str());
+  nvrtcResult status = nvrtcCompileProgram(prog, int(argv.size()), argv.data());
+  size_t log_size = 0;
+  nvrtcGetProgramLogSize(prog, &log_size);
+  r.log.resize(log_size);
+  nvrtcGetProgramLog(prog, r.log.data());
+  while (!r.log.empty() && (r.log.back() == '\0' || r.log.back() == '\n')) r.log.pop_back();
+  if (status == NVRTC_SUCCESS) {
+    size_t cubin_size = 0;
+    nvrtcGetCUBINSize(prog, &cubin_size);
+    r.cubin.resize(cubin_size);
+    nvrtcGetCUBIN(prog, r.cubin.data());
+    r.ok = cubin_size > 0;
+    static const std::regex regs(R"(Used (\d+) registers)");
+    static const std::regex spills(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
+    static const std::regex stack(R"((\d+) bytes stack frame)");
+    r.registers = report_value(r.log, regs);
+    r.spill_bytes = report_value(r.log, spills, 2);
+    r.stack_bytes = report_value(r.log, stack);
+  } else if (r.log.empty()) {
+    r.log = nvrtcGetErrorString(status);
+  }
+  nvrtcDestroyProgram(&prog);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+std::string nvrtc_version() {
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  return fmt::format("{}.{}", major, minor);
+}
+
+}  // namespace gf::cuda

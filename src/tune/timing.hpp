@@ -1,0 +1,38 @@
+#pragma once
+// The one timing harness every backend is measured with: CUDA events around each launch, a
+// warm-up first, the L2 flushed before every timed launch, input sets rotated, the median kept.
+#include <cuda_runtime_api.h>
+
+#include <functional>
+
+#include "cuda/memory.hpp"
+
+namespace gf::tune {
+
+struct TimingOptions {
+  int warmup = 3;
+  int min_reps = 10;
+  int max_reps = 100;
+  double budget_ms = 150;  // timed launches stop after about this much kernel time
+  bool flush_l2 = true;
+};
+
+struct Timing {
+  double median_us = 0;
+  double min_us = 0;
+  double max_us = 0;
+  int reps = 0;
+};
+
+class Timer {
+ public:
+  // l2_bytes: the device's L2 size; the flush writes twice that.
+  explicit Timer(int64_t l2_bytes);
+  // launch(set) launches one run reading input set `set`; sets rotate.
+  Timing time(const std::function<void(int)>& launch, int sets, cudaStream_t stream, const TimingOptions& o);
+
+ private:
+  cuda::DeviceBuffer flush_;
+};
+
+}  // namespace gf::tune

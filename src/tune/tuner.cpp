@@ -1,0 +1,197 @@
+#include "gemmforge/tuner.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "core/log.hpp"
+#include "gemmforge/error.hpp"
+#include "tune/measure_session.hpp"
+
+namespace gf {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Runs fn(i) for i in [0, n) on `jobs` threads.
+void parallel_for(int n, int jobs, const std::function<void(int)>& fn) {
+  std::atomic<int> next{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < std::min(jobs, n); ++t)
+    threads.emplace_back([&] {
+      for (int i = next++; i < n; i = next++) fn(i);
+    });
+  for (auto& t : threads) t.join();
+}
+
+const Measurement* best_of(const std::vector<Measurement>& ms, const std::string& backend = "") {
+  const Measurement* best = nullptr;
+  for (const auto& m : ms)
+    if (m.verified && m.us > 0 && (backend.empty() || m.backend == backend) && (!best || m.us < best->us)) best = &m;
+  return best;
+}
+
+Candidate candidate_of(const Measurement& m) { return {m.backend, m.candidate, m.config}; }
+
+}  // namespace
+
+std::string tuning_fingerprint(const DeviceInfo& device) {
+  return device.fingerprint() + "|" + backend_versions();
+}
+
+struct Tuner::Impl {
+  TuneOptions opt;
+  DeviceInfo device = DeviceInfo::query();
+  std::unique_ptr<TuningDb> db;
+  std::vector<std::shared_ptr<Backend>> backends;
+  std::set<std::string> warned;
+
+  void progress(const std::string& what, int done, int total) const {
+    if (opt.progress) opt.progress(what, done, total);
+  }
+  uint64_t seed() const { return opt.seed ? opt.seed : std::random_device{}(); }
+  std::string worker_exe() const { return opt.worker_exe.empty() ? "/proc/self/exe" : opt.worker_exe; }
+  std::vector<std::string> backend_names() const {
+    std::vector<std::string> names;
+    for (const auto& b : backends) names.push_back(b->name());
+    return names;
+  }
+};
+
+Tuner::Tuner(TuneOptions options) : impl_(std::make_unique<Impl>()) {
+  Impl& I = *impl_;
+  I.opt = std::move(options);
+  GF_CHECK(I.device.present, "no GPU: {}. Listing and compiling candidates still work (gemmforge candidates, "
+           "gemmforge compile).", I.device.absent_reason);
+  if (I.opt.db_path.empty()) I.opt.db_path = TuningDb::default_path();
+  I.db = std::make_unique<TuningDb>(I.opt.db_path, tuning_fingerprint(I.device));
+  if (I.opt.compile_jobs <= 0) I.opt.compile_jobs = int(std::max(1u, std::thread::hardware_concurrency()));
+  for (const auto& b : all_backends()) {
+    bool wanted = I.opt.backends.empty() ||
+                  std::find(I.opt.backends.begin(), I.opt.backends.end(), b->name()) != I.opt.backends.end();
+    if (!wanted) continue;
+    if (std::string why = b->unavailable(); !why.empty()) {
+      log().warn("backend {} is unavailable: {}", b->name(), why);
+      continue;
+    }
+    I.backends.push_back(b);
+  }
+  for (const auto& name : I.opt.backends)
+    GF_CHECK(find_backend(name), "unknown backend '{}' (known: {})", name, backend_versions());
+  GF_CHECK(!I.backends.empty(), "no backend is available");
+}
+
+Tuner::~Tuner() = default;
+
+const DeviceInfo& Tuner::device() const { return impl_->device; }
+TuningDb& Tuner::db() { return *impl_->db; }
+
+TuneResult Tuner::tune(const GemmProblem& problem) {
+  Impl& I = *impl_;
+  auto start = std::chrono::steady_clock::now();
+  problem.validate();
+  TuneResult result;
+  result.problem = problem;
+  const std::string key = problem.key();
+  std::vector<std::string> wanted = I.backend_names();
+
+  if (!I.opt.force) {
+    if (auto d = I.db->decision(key)) {
+      bool covers = std::all_of(wanted.begin(), wanted.end(), [&](const std::string& b) {
+        return std::find(d->backends_considered.begin(), d->backends_considered.end(), b) !=
+               d->backends_considered.end();
+      });
+      if (covers) {
+        result.decision = *d;
+        result.from_db = true;
+        result.seconds = seconds_since(start);
+        return result;
+      }
+    }
+  }
+
+  // Candidates of every backend that can run the problem.
+  std::vector<Candidate> cands;
+  for (const auto& b : I.backends) {
+    if (std::string why = b->supports(problem); !why.empty()) {
+      result.skipped[b->name()] = why;
+      continue;
+    }
+    try {
+      auto cs = b->candidates(problem, I.device, I.opt.search);
+      cands.insert(cands.end(), cs.begin(), cs.end());
+    } catch (const Error& e) {
+      result.skipped[b->name()] = e.what();
+    }
+  }
+  GF_CHECK(!cands.empty(), "no backend offers a candidate for {}", key);
+
+  // Compile in parallel (threads; NVRTC is thread-safe), then measure one by one in the worker.
+  std::vector<CompileReport> compiled(cands.size());
+  std::atomic<int> done{0};
+  parallel_for(int(cands.size()), I.opt.compile_jobs, [&](int i) {
+    try {
+      compiled[size_t(i)] = find_backend(cands[size_t(i)].backend)->compile(problem, cands[size_t(i)], true);
+    } catch (const std::exception& e) {
+      compiled[size_t(i)] = {.ok = false, .log = e.what()};
+    }
+    I.progress(key + " compile", ++done, int(cands.size()));
+  });
+
+  tune::MeasureSession session(I.worker_exe(), problem, I.seed(), I.opt.candidate_timeout_s);
+  for (size_t i = 0; i < cands.size(); ++i) {
+    Measurement m;
+    if (!compiled[i].ok) {
+      m = {key, cands[i].backend, cands[i].name, cands[i].config};
+      m.error = "compile failed: " + compiled[i].log.substr(0, 2000);
+    } else {
+      m = session.measure(cands[i]);
+    }
+    m.compile_seconds = compiled[i].seconds;
+    if (!m.error.empty()) log().debug("{} {}: {}", key, cands[i].id(), m.error);
+    result.measurements.push_back(std::move(m));
+    I.progress(key + " measure", int(i + 1), int(cands.size()));
+  }
+
+  const Measurement* best = best_of(result.measurements);
+  GF_CHECK(best, "no candidate passed verification for {} ({} tried; first error: {})", key, cands.size(),
+           result.measurements.front().error);
+  Decision& d = result.decision;
+  d.problem = key;
+  d.backend = best->backend;
+  d.candidate = best->candidate;
+  d.config = best->config;
+  d.us = best->us;
+  d.tflops = best->tflops;
+  d.backends_considered = wanted;
+  I.db->store(d, result.measurements);
+  log().debug("{} -> {}:{} {:.1f} us", key, d.backend, d.candidate, d.us);
+  result.seconds = seconds_since(start);
+  return result;
+}
+
+std::vector<BenchRow> Tuner::bench(const GemmProblem& problem) {
+  Impl& I = *impl_;
+  TuneResult tuned = tune(problem);
+  std::vector<Measurement> stored = I.db->measurements(problem.key());
+
+  std::vector<BenchRow> rows;
+  for (const auto& b : I.backends) {
+    if (const Measurement* m = best_of(stored, b->name()))
+      rows.push_back({b->name(), candidate_of(*m), {}, m->backend == tuned.decision.backend &&
+                                                           m->candidate == tuned.decision.candidate});
+  }
+  for (const auto& m : stored)
+    if (m.backend == "cublaslt" && m.config.value("rank", -1) == 0) rows.push_back({"cublaslt-default", candidate_of(m), {}, false});
+
+  tune::MeasureSession session(I.worker_exe(), problem, I.seed(), I.opt.candidate_timeout_s);
+  for (auto& row : rows) row.measurement = session.measure(row.candidate);
+  return rows;
+}
+
+}  // namespace gf

@@ -1,0 +1,77 @@
+// The child side of the worker protocol (see worker.hpp).
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+#include <iostream>
+
+#include "gemmforge/error.hpp"
+#include "tune/problem_bench.hpp"
+#include "tune/worker.hpp"
+
+namespace gf::tune {
+namespace {
+
+TimingOptions timing_from(const nlohmann::json& j) {
+  TimingOptions o;
+  o.warmup = j.value("warmup", o.warmup);
+  o.min_reps = j.value("min_reps", o.min_reps);
+  o.max_reps = j.value("max_reps", o.max_reps);
+  o.budget_ms = j.value("budget_ms", o.budget_ms);
+  o.flush_l2 = j.value("flush_l2", o.flush_l2);
+  return o;
+}
+
+// After a CUDA error: is the context still usable? Faults (illegal address, launch failure)
+// are sticky and poison every later call of this process.
+bool context_lost() {
+  cudaError_t err = cudaDeviceSynchronize();
+  cudaGetLastError();
+  return err != cudaSuccess;
+}
+
+}  // namespace
+
+int worker_main() {
+  DeviceInfo device = DeviceInfo::query();
+  std::unique_ptr<ProblemBench> bench;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    nlohmann::json reply;
+    bool fatal = false;
+    try {
+      auto req = nlohmann::json::parse(line);
+      std::string op = req.at("op");
+      GF_CHECK(device.present, "{}", device.absent_reason);
+      if (op == "quit") break;
+      if (op == "problem") {
+        bench.reset();
+        bench = std::make_unique<ProblemBench>(GemmProblem::parse(req.at("problem").get<std::string>()), device,
+                                               req.value("seed", uint64_t(1)));
+        reply = {{"ok", true}, {"sets", bench->sets()}};
+      } else if (op == "measure") {
+        GF_CHECK(bench, "measure before problem");
+        Candidate cand = req.at("candidate").get<Candidate>();
+        auto backend = find_backend(cand.backend);
+        GF_CHECK(backend, "unknown backend '{}'", cand.backend);
+        std::unique_ptr<Kernel> kernel = backend->build(bench->problem(), cand);
+        MeasureResult r = bench->measure(*kernel, req.value("time", true), timing_from(req.value("timing", nlohmann::json::object())));
+        reply = {{"ok", true},     {"verified", r.verified}, {"rel_err", r.rel_err},
+                 {"us", r.us},     {"reps", r.reps},         {"error", r.error}};
+      } else {
+        GF_FAIL("unknown op '{}'", op);
+      }
+    } catch (const std::exception& e) {
+      fatal = context_lost();
+      reply = {{"ok", false}, {"error", e.what()}, {"fatal", fatal}};
+    }
+    std::cout << reply.dump() << std::endl;
+    if (fatal) return 3;
+  }
+  return 0;
+}
+
+void maybe_run_worker(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "__worker") == 0) std::exit(worker_main());
+}
+
+}  // namespace gf::tune

@@ -1,0 +1,81 @@
+#include <gtest/gtest.h>
+
+#include "gemmforge/error.hpp"
+#include "gemmforge/problem.hpp"
+
+using namespace gf;
+
+TEST(Problem, ParsesCompactSpec) {
+  GemmProblem p = GemmProblem::parse("4096x6144x4096:bf16");
+  EXPECT_EQ(p.m, 4096);
+  EXPECT_EQ(p.n, 6144);
+  EXPECT_EQ(p.k, 4096);
+  EXPECT_EQ(p.batch, 1);
+  EXPECT_EQ(p.a, DType::bf16);
+  EXPECT_EQ(p.out, DType::bf16);
+  EXPECT_EQ(p.layout, Layout::tn);
+  EXPECT_TRUE(p.epilogue.is_identity());
+  EXPECT_EQ(p.key(), "4096x6144x4096:bf16");
+}
+
+TEST(Problem, ParsesEpilogueLayoutAndOutput) {
+  GemmProblem p = GemmProblem::parse("77x1000x1000x3:f16->f32:nn:bias+gelu_tanh");
+  EXPECT_EQ(p.batch, 3);
+  EXPECT_EQ(p.a, DType::f16);
+  EXPECT_EQ(p.out, DType::f32);
+  EXPECT_EQ(p.layout, Layout::nn);
+  EXPECT_EQ(p.epilogue.bias, BiasKind::per_col);
+  EXPECT_EQ(p.epilogue.act, Activation::gelu_tanh);
+  EXPECT_EQ(p.key(), "77x1000x1000x3:f16->f32:nn:bias+gelu_tanh");
+}
+
+TEST(Problem, KeyRoundTripsAndIsCanonical) {
+  for (const char* spec : {"1x1x1:bf16", "16x6144x4096:bf16:residual", "4096x28672x4096:bf16:swiglu",
+                           "8x8x8:e4m3:scale=tensor", "128x256x64:f16:alpha=0.5+bias+beta=0.25+relu",
+                           "64x64x64:bf16:swiglu_split", "10x20x30:bf16->f32:rowbias+silu"}) {
+    GemmProblem p = GemmProblem::parse(spec);
+    EXPECT_EQ(GemmProblem::parse(p.key()), p) << spec;
+    EXPECT_EQ(GemmProblem::parse(p.key()).key(), p.key()) << spec;
+  }
+  // Field order and dtype spelling do not change the key.
+  EXPECT_EQ(GemmProblem::parse("32x32x32:bias+relu:bfloat16").key(), "32x32x32:bf16:bias+relu");
+  EXPECT_EQ(GemmProblem::parse("32x32x32").key(), "32x32x32:bf16");
+  EXPECT_EQ(GemmProblem::parse("32x32x32:bf16:tn").key(), "32x32x32:bf16");
+}
+
+TEST(Problem, FlopsAndOutputColumns) {
+  GemmProblem p = GemmProblem::parse("4096x28672x4096:bf16:swiglu");
+  EXPECT_EQ(p.out_cols(), 14336);
+  EXPECT_DOUBLE_EQ(p.flops(), 2.0 * 4096 * 28672 * 4096);
+}
+
+void expect_error(const char* spec, const char* fragment) {
+  try {
+    GemmProblem::parse(spec);
+    FAIL() << spec << " parsed but should not";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(spec), std::string::npos) << "message should name the spec: " << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "one line: " << e.what();
+  }
+}
+
+TEST(Problem, RejectsBadSpecsWithOneLineMessages) {
+  expect_error("0x16x16:bf16", "sizes must be >= 1");
+  expect_error("-4x16x16:bf16", "sizes must be >= 1");
+  expect_error("16x16:bf16", "expected MxNxK");
+  expect_error("16x16xabc:bf16", "not an integer");
+  expect_error("16x16x16:bf17", "unknown epilogue");
+  expect_error("16x16x16:bf16:gelu_fast", "unknown epilogue");
+  expect_error("16x16x16:bf16:f16", "two dtype");
+  expect_error("3000000000x16x16:bf16", "exceeds 2^31-1");
+  expect_error("2000000000x2000000000x16:bf16", "overflows");
+  expect_error("99999999999999999999x16x16:bf16", "not an integer");
+  expect_error("16x15x16:bf16:swiglu", "even N");
+  expect_error("16x16x16:bf16:swiglu+relu", "drop the activation");
+  expect_error("16x16x16:bf16:relu+gelu", "two activations");
+  expect_error("16x16x16:f32", "f32 inputs");
+  expect_error("16x16x16:bf16->e4m3", "fp8 outputs");
+  expect_error("16x16x16:bf16:scale=tensor", "only to fp8");
+  expect_error("16x16x16:bf16:alpha=x", "bad number");
+}

@@ -1,0 +1,67 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "gemmforge/error.hpp"
+#include "gemmforge/workloads.hpp"
+
+using namespace gf;
+
+TEST(Workloads, ShipsThreeModels) {
+  auto names = builtin_models();
+  for (const char* want : {"llama3-8b", "llama3-70b", "mistral-7b"})
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+}
+
+TEST(Workloads, Llama3_8bGemms) {
+  auto gemms = model_gemms(load_model("llama3-8b"), {16, 128, 4096});
+  ASSERT_EQ(gemms.size(), 15u);
+  auto find = [&](const std::string& name, int64_t m) {
+    for (const auto& g : gemms)
+      if (g.name == name && g.problem.m == m) return g.problem;
+    ADD_FAILURE() << name;
+    return GemmProblem{};
+  };
+  EXPECT_EQ(find("qkv", 16).key(), "16x6144x4096:bf16");
+  EXPECT_EQ(find("o", 128).key(), "128x4096x4096:bf16");
+  EXPECT_EQ(find("gate_up", 4096).key(), "4096x28672x4096:bf16");
+  EXPECT_EQ(find("down", 4096).key(), "4096x4096x14336:bf16");
+  EXPECT_EQ(find("lm_head", 4096).key(), "4096x128256x4096:bf16");
+}
+
+TEST(Workloads, NaturalFusion) {
+  auto gemms = model_gemms(load_model("llama3-70b"), {4096}, DType::bf16, Fuse::natural);
+  ASSERT_EQ(gemms.size(), 5u);
+  EXPECT_EQ(gemms[0].problem.key(), "4096x10240x8192:bf16");  // no attention bias in llama
+  EXPECT_EQ(gemms[1].problem.key(), "4096x8192x8192:bf16:residual");
+  EXPECT_EQ(gemms[2].problem.key(), "4096x57344x8192:bf16:swiglu");
+  EXPECT_EQ(gemms[3].problem.key(), "4096x8192x28672:bf16:residual");
+}
+
+TEST(Workloads, ReadsAnyHfConfig) {
+  auto dir = std::filesystem::temp_directory_path() / "gf_wl_test/qwen";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << R"({"hidden_size": 896, "num_attention_heads": 14,
+    "num_key_value_heads": 2, "intermediate_size": 4864, "vocab_size": 151936, "attention_bias": true})";
+  ModelShape s = load_model((dir / "config.json").string());
+  EXPECT_EQ(s.name, "qwen");
+  EXPECT_EQ(s.head_dim, 64);
+  auto gemms = model_gemms(s, {7}, DType::bf16, Fuse::natural);
+  EXPECT_EQ(gemms[0].problem.key(), "7x1152x896:bf16:bias");
+}
+
+TEST(Workloads, RejectsBadConfigs) {
+  EXPECT_THROW(load_model("no-such-model"), Error);
+  EXPECT_THROW(ModelShape::from_config(nlohmann::json::parse(R"({"hidden_size": 64})"), "x"), Error);
+  EXPECT_THROW(ModelShape::from_config(nlohmann::json::parse(
+                   R"({"hidden_size": 65, "num_attention_heads": 2, "intermediate_size": 8, "vocab_size": 8})"),
+                   "x"),
+               Error);
+  EXPECT_THROW(ModelShape::from_config(nlohmann::json::parse(
+                   R"({"hidden_size": -64, "num_attention_heads": 2, "intermediate_size": 8, "vocab_size": 8})"),
+                   "x"),
+               Error);
+}
