@@ -1,0 +1,39 @@
+// cuBLASLt candidates on awkward shapes, verified in process (no worker) against the reference.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "gemmforge/backend.hpp"
+#include "tune/problem_bench.hpp"
+
+using namespace gf;
+
+class CublasLtTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CublasLtTest, EveryCandidateVerifies) {
+  GemmProblem p = GemmProblem::parse(GetParam());
+  DeviceInfo dev = DeviceInfo::query();
+  auto lt = find_backend("cublaslt");
+  ASSERT_EQ(lt->supports(p), "");
+  auto cands = lt->candidates(p, dev, {.level = Search::fast});
+  ASSERT_FALSE(cands.empty());
+  tune::ProblemBench bench(p, dev, std::random_device{}());
+  for (const auto& c : cands) {
+    auto kernel = lt->build(p, c);
+    auto r = bench.measure(*kernel, /*time=*/false, {});
+    EXPECT_TRUE(r.verified) << p.key() << " " << c.name << ": " << r.error;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CublasLtTest,
+                         ::testing::Values("1x1x8:bf16", "77x1000x1000:bf16", "1000x77x1000:f16", "4097x256x72:bf16",
+                                           "128x6144x4096:bf16", "64x96x40:bf16:nn", "256x512x128x4:bf16",
+                                           "200x384x256:bf16->f32", "128x256x64:bf16:bias+gelu_tanh",
+                                           "128x256x64:f16:bias+relu", "96x128x64:bf16:alpha=2+residual"));
+
+TEST(CublasLt, DeclinesWhatItCannotDo) {
+  auto lt = find_backend("cublaslt");
+  EXPECT_NE(lt->supports(GemmProblem::parse("64x64x64:bf16:swiglu")), "");
+  EXPECT_NE(lt->supports(GemmProblem::parse("64x64x64:bf16:gelu")), "");
+  EXPECT_NE(lt->supports(GemmProblem::parse("64x64x64:bf16:rowbias")), "");
+}

@@ -1,0 +1,100 @@
+// Tuning end to end in worker processes: planted faults do not stop it, the DB remembers, the
+// Runtime dispatches to the stored winner or falls back to cuBLASLt's default.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "gemmforge/runtime.hpp"
+#include "gemmforge/tuner.hpp"
+#include "gpu_test_util.hpp"
+#include "tune/problem_bench.hpp"
+
+using namespace gf;
+
+namespace {
+std::filesystem::path fresh_db(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("gf_gpu_" + name + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir / "tuning.db";
+}
+}  // namespace
+
+TEST(Tuner, PlantedFaultsDoNotStopTuning) {
+  ASSERT_TRUE(find_backend("faulty")) << "tests run with GEMMFORGE_PLANT_FAULTS=1";
+  TuneOptions o;
+  o.backends = {"faulty", "cublaslt"};
+  o.search = {.level = Search::fast};
+  o.db_path = fresh_db("faults");
+  o.candidate_timeout_s = 15;
+  Tuner tuner(o);
+  GemmProblem p = GemmProblem::parse("300x512x256:bf16");
+  TuneResult r = tuner.tune(p);
+  EXPECT_FALSE(r.from_db);
+  EXPECT_EQ(r.decision.backend, "cublaslt");
+  std::map<std::string, std::string> errors;
+  int cublaslt_ok = 0;
+  for (const auto& m : r.measurements) {
+    if (m.backend == "faulty") {
+      EXPECT_FALSE(m.verified) << m.candidate;
+      errors[m.candidate] = m.error;
+    } else {
+      cublaslt_ok += m.verified;
+    }
+  }
+  EXPECT_GT(cublaslt_ok, 0);
+  EXPECT_NE(errors["illegal_address"].find("illegal"), std::string::npos) << errors["illegal_address"];
+  EXPECT_NE(errors["hang"].find("timed out"), std::string::npos) << errors["hang"];
+  EXPECT_NE(errors["wrong"].find("error"), std::string::npos) << errors["wrong"];
+  EXPECT_NE(errors["abort"].find("signal"), std::string::npos) << errors["abort"];
+
+  TuneResult again = tuner.tune(p);
+  EXPECT_TRUE(again.from_db);
+  EXPECT_EQ(again.decision.candidate, r.decision.candidate);
+}
+
+TEST(Tuner, ChoosesNoSlowerThanDefaultAndBenchReportsAll) {
+  TuneOptions o;
+  o.backends = {"cublaslt"};
+  o.db_path = fresh_db("bench");
+  Tuner tuner(o);
+  auto rows = tuner.bench(GemmProblem::parse("2048x2048x2048:bf16"));
+  const BenchRow *chosen = nullptr, *deflt = nullptr;
+  for (const auto& r : rows) {
+    EXPECT_TRUE(r.measurement.verified) << r.backend << ": " << r.measurement.error;
+    if (r.chosen) chosen = &r;
+    if (r.backend == "cublaslt-default") deflt = &r;
+  }
+  ASSERT_TRUE(chosen && deflt);
+  EXPECT_EQ(deflt->candidate.config["rank"], 0);
+  EXPECT_LT(chosen->measurement.us, deflt->measurement.us * 1.10);  // within noise, or faster
+}
+
+TEST(Runtime, DispatchesToWinnerAndFallsBack) {
+  auto db = fresh_db("runtime");
+  GemmProblem tuned = GemmProblem::parse("200x384x256:bf16:bias+relu");
+  GemmProblem untuned = GemmProblem::parse("100x256x128:bf16");
+  {
+    TuneOptions o;
+    o.backends = {"cublaslt"};
+    o.db_path = db;
+    o.search = {.level = Search::fast};
+    Tuner(o).tune(tuned);
+  }
+  Runtime rt({.db_path = db});
+  EXPECT_EQ(rt.choice(tuned).rfind("cublaslt:", 0), 0u);
+  EXPECT_NE(rt.choice(untuned).find("r00"), std::string::npos) << "fallback is cuBLASLt's rank-0 algorithm";
+  for (const GemmProblem& p : {tuned, untuned}) {
+    tune::ProblemBench bench(p, DeviceInfo::query(), 7);
+    GemmArgs args = bench.args(0);
+    args.workspace = nullptr;  // the Runtime brings its own
+    args.workspace_bytes = 0;
+    rt.gemm(p, args, bench.stream());
+    GF_CUDA_CHECK(cudaStreamSynchronize(bench.stream()));
+    auto got = test::to_host(args.d, p.out, p.m * p.n);
+    auto ref = test::to_host(bench.reference(), DType::f32, p.m * p.n);
+    EXPECT_LT(test::rel_err(got, ref), 1e-2) << p.key();
+  }
+  GemmArgs empty;
+  EXPECT_THROW(rt.gemm(untuned, empty), Error);
+}
