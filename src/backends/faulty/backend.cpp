@@ -13,7 +13,11 @@ namespace {
 
 constexpr const char* kSource = R"(
 extern "C" __global__ void illegal_address(unsigned char* d) { *(volatile int*)(d - (1ull << 40)) = 1; }
-extern "C" __global__ void hang(unsigned char* d) { volatile int spin = 1; while (spin) { d[0] = 0; } }
+// D is poisoned with NaN before the run, so this volatile read never sees the value it waits for
+// (a loop without side effects could legally be removed by the compiler).
+extern "C" __global__ void hang(unsigned char* d) {
+  while (*(volatile unsigned*)d != 0x12345678u) __nanosleep(1000);
+}
 )";
 
 class FaultyKernel final : public Kernel {
