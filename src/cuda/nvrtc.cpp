@@ -24,7 +24,13 @@ CompileResult nvrtc_compile(const std::string& source, const std::string& name, 
   auto start = std::chrono::steady_clock::now();
   CompileResult r;
   nvrtcProgram prog = nullptr;
-  if (nvrtcCreateProgram(&prog, source.c_str(), name.c_str(), 0, nullptr, nullptr) != NVRTC_SUCCESS) {
+  std::vector<const char*> header_src, header_names;
+  for (const auto& [include, text] : options.headers) {
+    header_names.push_back(include.c_str());
+    header_src.push_back(text.c_str());
+  }
+  if (nvrtcCreateProgram(&prog, source.c_str(), name.c_str(), int(header_src.size()), header_src.data(),
+                         header_names.data()) != NVRTC_SUCCESS) {
     r.log = "nvrtcCreateProgram failed";
     return r;
   }

@@ -1,6 +1,7 @@
 #pragma once
 // NVRTC: CUDA C++ source to an sm_90a cubin, in process, with the ptxas resource report.
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gf::cuda {
@@ -17,6 +18,7 @@ struct CompileResult {
 
 struct CompileOptions {
   std::string arch = "sm_90a";
+  std::vector<std::pair<std::string, std::string>> headers;  // (include name, source)
   std::vector<std::string> extra;  // e.g. -DBLOCK_M=128
   bool line_info = false;
 };

@@ -9,36 +9,50 @@
 #include "gemmforge/paths.hpp"
 
 namespace gf {
+namespace {
 
-KernelCache::KernelCache(std::filesystem::path dir) : dir_(std::move(dir)) {
-  std::filesystem::create_directories(dir_);
-}
-
-std::optional<std::string> KernelCache::get(const std::string& key) {
-  {
-    std::lock_guard lock(mu_);
-    if (auto it = memory_.find(key); it != memory_.end()) return it->second;
-  }
-  std::ifstream in(dir_ / (key + ".cubin"), std::ios::binary);
+std::optional<std::string> read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
-  std::string bytes((std::istreambuf_iterator<char>(in)), {});
-  if (bytes.empty()) return std::nullopt;
-  std::lock_guard lock(mu_);
-  return memory_.emplace(key, std::move(bytes)).first->second;
+  return std::string((std::istreambuf_iterator<char>(in)), {});
 }
 
-void KernelCache::put(const std::string& key, const std::string& bytes) {
+// Write to a unique temporary name, then rename: readers see the whole file or none.
+void write_atomically(const std::filesystem::path& path, const std::string& bytes) {
   static std::atomic<int> counter{0};
-  auto final_path = dir_ / (key + ".cubin");
-  auto tmp = dir_ / fmt::format(".{}.{}.{}.tmp", key, getpid(), counter++);
+  auto tmp = path.parent_path() / fmt::format(".{}.{}.{}.tmp", path.filename().string(), getpid(), counter++);
   {
     std::ofstream out(tmp, std::ios::binary);
     out.write(bytes.data(), std::streamsize(bytes.size()));
     GF_CHECK(out.good(), "cannot write kernel cache file {}", tmp.string());
   }
-  std::filesystem::rename(tmp, final_path);  // atomic within one file system
+  std::filesystem::rename(tmp, path);
+}
+
+}  // namespace
+
+KernelCache::KernelCache(std::filesystem::path dir) : dir_(std::move(dir)) {
+  std::filesystem::create_directories(dir_);
+}
+
+std::optional<KernelCache::Entry> KernelCache::get(const std::string& key) {
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = memory_.find(key); it != memory_.end()) return it->second;
+  }
+  auto bytes = read_file(dir_ / (key + ".cubin"));
+  if (!bytes || bytes->empty()) return std::nullopt;
+  Entry e{std::move(*bytes), read_file(dir_ / (key + ".json")).value_or("")};
   std::lock_guard lock(mu_);
-  memory_[key] = bytes;
+  return memory_.emplace(key, std::move(e)).first->second;
+}
+
+void KernelCache::put(const std::string& key, const std::string& bytes, const std::string& meta) {
+  // The metadata first: a binary that is present always has its report beside it.
+  write_atomically(dir_ / (key + ".json"), meta);
+  write_atomically(dir_ / (key + ".cubin"), bytes);
+  std::lock_guard lock(mu_);
+  memory_[key] = {bytes, meta};
 }
 
 KernelCache& KernelCache::shared() {

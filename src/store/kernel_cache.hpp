@@ -13,9 +13,13 @@ namespace gf {
 
 class KernelCache {
  public:
+  struct Entry {
+    std::string bytes;
+    std::string meta;  // what the compiler reported (JSON), beside the binary
+  };
   explicit KernelCache(std::filesystem::path dir);
-  std::optional<std::string> get(const std::string& key);
-  void put(const std::string& key, const std::string& bytes);
+  std::optional<Entry> get(const std::string& key);
+  void put(const std::string& key, const std::string& bytes, const std::string& meta = "");
   const std::filesystem::path& dir() const { return dir_; }
 
   // The process-wide cache in home_dir()/kernels.
@@ -24,7 +28,7 @@ class KernelCache {
  private:
   std::filesystem::path dir_;
   std::mutex mu_;
-  std::unordered_map<std::string, std::string> memory_;
+  std::unordered_map<std::string, Entry> memory_;
 };
 
 }  // namespace gf

@@ -79,15 +79,17 @@ TEST(KernelCache, MissThenHitAcrossInstances) {
   {
     KernelCache cache(dir);
     EXPECT_FALSE(cache.get("k-0123"));
-    cache.put("k-0123", std::string("\x7f" "ELF\0binary", 11));
+    cache.put("k-0123", std::string("\x7f" "ELF\0binary", 11), R"({"registers": 90})");
     auto hit = cache.get("k-0123");
     ASSERT_TRUE(hit);
-    EXPECT_EQ(hit->size(), 11u);
+    EXPECT_EQ(hit->bytes.size(), 11u);
   }
   KernelCache again(dir);  // a new process would see the file
   auto hit = again.get("k-0123");
   ASSERT_TRUE(hit);
-  EXPECT_EQ((*hit)[1], 'E');
-  // No temporary files are left behind by the atomic write.
-  for (const auto& f : std::filesystem::directory_iterator(dir)) EXPECT_EQ(f.path().extension(), ".cubin");
+  EXPECT_EQ(hit->bytes[1], 'E');
+  EXPECT_EQ(hit->meta, R"({"registers": 90})");
+  // No temporary files are left behind by the atomic writes.
+  for (const auto& f : std::filesystem::directory_iterator(dir))
+    EXPECT_TRUE(f.path().extension() == ".cubin" || f.path().extension() == ".json") << f.path();
 }

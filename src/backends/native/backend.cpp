@@ -1,18 +1,57 @@
+// The native backend: gemmforge's own Hopper templates (kernels/gemm_sm90.cuh), compiled per
+// candidate by NVRTC.
+#include "backends/native/compile.hpp"
+#include "backends/native/config.hpp"
+#include "backends/native/kernel.hpp"
 #include "backends/registry.hpp"
+#include "core/embedded.hpp"
+#include "core/hash.hpp"
+#include "cuda/nvrtc.hpp"
+#include "gemmforge/error.hpp"
 
 namespace gf::native {
 namespace {
+
 class NativeBackend final : public Backend {
  public:
   std::string name() const override { return "native"; }
-  std::string version() const override { return "0"; }
-  std::string unavailable() const override { return "not built yet"; }
-  std::string supports(const GemmProblem&) const override { return "not built yet"; }
-  std::vector<Candidate> candidates(const GemmProblem&, const DeviceInfo&, const SearchOptions&) const override {
-    return {};
+  // The kernels' sources are part of the version: a changed template invalidates its decisions.
+  std::string version() const override {
+    static const std::string v = [] {
+      uint64_t h = 0;
+      for (const auto& [path, text] : embedded::files())
+        if (path.starts_with("kernels/")) h = fnv1a(text, fnv1a(path, h));
+      return std::string(GF_VERSION) + "+" + hex64(h).substr(0, 8) + "/nvrtc" + cuda::nvrtc_version();
+    }();
+    return v;
   }
-  std::unique_ptr<Kernel> build(const GemmProblem&, const Candidate&) const override { return nullptr; }
+  std::string supports(const GemmProblem& p) const override { return unsupported_reason(p); }
+
+  std::vector<Candidate> candidates(const GemmProblem& p, const DeviceInfo& device,
+                                    const SearchOptions& search) const override {
+    GF_CHECK(!device.present || device.cc_major == 9, "the native templates need sm_90a (Hopper); this GPU is sm_{}{}",
+             device.cc_major, device.cc_minor);
+    std::vector<Candidate> out;
+    for (const NativeConfig& c : ranked_configs(p, device, search.level))
+      out.push_back({name(), c.name(p), c.to_json()});
+    GF_CHECK(!out.empty(), "no native config fits {}", p.key());
+    return out;
+  }
+
+  CompileReport compile(const GemmProblem& p, const Candidate& c, bool use_cache) const override {
+    return compile_candidate(NativeConfig::from_json(c.config), p, use_cache).report;
+  }
+
+  std::unique_ptr<Kernel> build(const GemmProblem& p, const Candidate& c) const override {
+    NativeConfig cfg = NativeConfig::from_json(c.config);
+    Compiled compiled = compile_candidate(cfg, p, /*use_cache=*/true);
+    GF_CHECK(compiled.report.ok, "native {} failed to compile:\n{}", c.name, compiled.report.log);
+    return load_kernel(cfg, p, compiled.cubin);
+  }
 };
+
 }  // namespace
+
 std::shared_ptr<Backend> make_backend() { return std::make_shared<NativeBackend>(); }
+
 }  // namespace gf::native

@@ -1,0 +1,329 @@
+#pragma once
+// The Hopper GEMM: D = epilogue(A B^T) (layout TN) or epilogue(A B) (layout NN).
+//
+// One CTA per SM, persistent over work units (an output tile, or one K-slice of it with split-K).
+// Warpgroup 0 is the producer: one thread streams A and B tiles through a ring of shared-memory
+// stages with TMA. The other warpgroups are consumers: each owns kWgRows rows of the tile, runs
+// wgmma on the stages as they land and hands each stage back once its reads are done. The
+// epilogue runs on the accumulators in registers and stores D directly.
+//
+// The instantiating source defines a Cfg struct with the named constants used below.
+#include "ptx/base.cuh"
+#include "ptx/convert.cuh"
+#include "ptx/mbarrier.cuh"
+#include "ptx/sync.cuh"
+#include "ptx/tma.cuh"
+#include "ptx/wgmma.cuh"
+
+namespace gf {
+
+enum Act { kActNone = 0, kActRelu = 1, kActGeluErf = 2, kActGeluTanh = 3, kActSilu = 4 };
+enum Bias { kBiasNone = 0, kBiasCol = 1, kBiasRow = 2 };
+enum Gate { kGateNone = 0, kGateInterleaved = 1, kGateSplit = 2 };
+enum Out { kOutBf16 = 0, kOutF16 = 1, kOutF32 = 2 };
+
+struct GemmParams {
+  TmaDesc a;  // A: {K, M, batch}, box {64, BM, 1}
+  TmaDesc b;  // TN: {K, N, batch}, box {64, BN (BN/2 when gated split), 1}; NN: {N, K, batch}, box {64, 64, 1}
+  void* d;
+  const void* c;
+  const void* bias;
+  float* partials;  // split-K: one fp32 tile per work unit
+  int* counters;    // split-K: arrivals per tile, zero between launches
+  int m, n, k, batch;
+  int out_cols;  // N, or N/2 when gated
+  int tiles_m, tiles_n;
+  float alpha, beta;
+  int pairs_aligned;  // D rows hold whole 2-element pairs at aligned addresses
+};
+
+template <class Cfg>
+struct Gemm {
+  static constexpr int BM = Cfg::kBlockM, BN = Cfg::kBlockN, BK = 64;
+  static constexpr int kStages = Cfg::kStages, kConsumers = Cfg::kConsumers, kSplitK = Cfg::kSplitK;
+  static constexpr int kWgRows = BM / kConsumers;  // rows of the tile per consumer warpgroup
+  static constexpr int kMmaM = kWgRows / 64;       // m64 wgmma tiles per consumer
+  static constexpr int kAcc = BN / 2;              // f32 accumulators per thread per m64 tile
+  static constexpr u32 kStageA = BM * BK * 2, kStageB = BN * BK * 2;
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  static_assert(BM == 64 * kConsumers || BM == 128 * kConsumers, "Each consumer warpgroup owns 64 or 128 rows.");
+  static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "wgmma takes N in [16, 256], a multiple of 16 here.");
+  static_assert(!Cfg::kNN || BN % 64 == 0, "N-major B is loaded in 64-column boxes.");
+  static_assert(Cfg::kGate != kGateSplit || BN % 32 == 0, "A split gate needs whole 8-column groups per half.");
+  static_assert(kMmaM * kAcc <= 128, "More than 128 accumulators per thread would spill.");
+
+  static constexpr u32 smem_bytes() { return 1024 + kStages * (kStageA + kStageB) + 2 * kStages * 8 + 16; }
+
+  // The work unit's coordinates: batch, tile row and column, K-slice.
+  struct Unit {
+    int b, m0, n0, kb_begin, kb_end, tile, split;
+  };
+
+  static __device__ __forceinline__ Unit unit_at(const GemmParams& p, int unit) {
+    Unit u;
+    const int split = unit % kSplitK;
+    u.split = split;
+    u.tile = unit / kSplitK;
+    const int per_batch = p.tiles_m * p.tiles_n;
+    u.b = u.tile / per_batch;
+    const int t = u.tile % per_batch;
+    // Grouped order: kGroup tiles along one dimension are swept together, so the operand
+    // shared along the other dimension stays in L2.
+    int mb, nb;
+    if (!Cfg::kRasterN) {
+      const int per_group = Cfg::kGroup * p.tiles_n, first = t / per_group * Cfg::kGroup;
+      const int size = min(Cfg::kGroup, p.tiles_m - first);
+      mb = first + t % per_group % size;
+      nb = t % per_group / size;
+    } else {
+      const int per_group = Cfg::kGroup * p.tiles_m, first = t / per_group * Cfg::kGroup;
+      const int size = min(Cfg::kGroup, p.tiles_n - first);
+      nb = first + t % per_group % size;
+      mb = t % per_group / size;
+    }
+    u.m0 = mb * BM;
+    u.n0 = nb * BN;
+    const int k_blocks = (p.k + BK - 1) / BK;
+    u.kb_begin = split * k_blocks / kSplitK;
+    u.kb_end = (split + 1) * k_blocks / kSplitK;
+    return u;
+  }
+
+  static __device__ __forceinline__ void produce(const GemmParams& p, u8* sa, u8* sb, u64* full, u64* empty,
+                                                 int units) {
+    ptx::tma_prefetch_desc(&p.a);
+    ptx::tma_prefetch_desc(&p.b);
+    int it = 0;
+    for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
+      const Unit u = unit_at(p, unit);
+      for (int kb = u.kb_begin; kb < u.kb_end; ++kb, ++it) {
+        const int s = it % kStages;
+        ptx::mbar_wait(&empty[s], ((it / kStages) & 1) ^ 1);
+        ptx::mbar_arrive_expect_tx(&full[s], kStageA + kStageB);
+        u8* a = sa + s * kStageA;
+        u8* b = sb + s * kStageB;
+        ptx::tma_load_3d(a, &p.a, &full[s], kb * BK, u.m0, u.b);
+        if (Cfg::kNN) {
+#pragma unroll
+          for (int j = 0; j < BN / 64; ++j) ptx::tma_load_3d(b + j * 64 * BK * 2, &p.b, &full[s], u.n0 + 64 * j, kb * BK, u.b);
+        } else if (Cfg::kGate == kGateSplit) {
+          // Gate rows [j0, j0 + BN/2) and up rows [N/2 + j0, ...) side by side in one B tile.
+          const int j0 = u.n0 / 2;
+          ptx::tma_load_3d(b, &p.b, &full[s], kb * BK, j0, u.b);
+          ptx::tma_load_3d(b + BN / 2 * BK * 2, &p.b, &full[s], kb * BK, p.n / 2 + j0, u.b);
+        } else {
+          ptx::tma_load_3d(b, &p.b, &full[s], kb * BK, u.n0, u.b);
+        }
+      }
+    }
+  }
+
+  template <int kCols>
+  static __device__ __forceinline__ void mma_stage(float (&acc)[kMmaM][kCols], const u8* a, const u8* b,
+                                                   bool accumulate) {
+#pragma unroll
+    for (int mm = 0; mm < kMmaM; ++mm) {
+#pragma unroll
+      for (int k16 = 0; k16 < BK / 16; ++k16) {
+        const u64 da = ptx::smem_desc_sw128(a + mm * 64 * 128 + k16 * 32);
+        const u64 db = Cfg::kNN ? ptx::smem_desc_sw128(b + k16 * 16 * 128, 64 * 128) : ptx::smem_desc_sw128(b + k16 * 32);
+        ptx::Wgmma<BN, Cfg::kF16, Cfg::kNN ? 1 : 0>::mma(acc[mm], da, db, accumulate || k16 > 0);
+      }
+    }
+  }
+
+  static __device__ __forceinline__ float load_out(const void* base, long long idx) {
+    if (Cfg::kOut == kOutF32) return static_cast<const float*>(base)[idx];
+    const u16 v = static_cast<const u16*>(base)[idx];
+    return Cfg::kOut == kOutBf16 ? ptx::bf16_to_float(v) : ptx::f16_to_float(v);
+  }
+
+  static __device__ __forceinline__ float activate(float x) {
+    if (Cfg::kAct == kActRelu) return fmaxf(x, 0.0f);
+    if (Cfg::kAct == kActGeluErf) return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    if (Cfg::kAct == kActGeluTanh)
+      return 0.5f * x * (1.0f + ptx::tanh_approx(0.79788456080286536f * x * (1.0f + 0.044715f * x * x)));
+    if (Cfg::kAct == kActSilu) return x / (1.0f + __expf(-x));
+    return x;
+  }
+
+  static __device__ __forceinline__ float silu(float x) { return x / (1.0f + __expf(-x)); }
+
+  // alpha * acc + beta * C + bias: the pre-activation value at (row, col) of the GEMM.
+  static __device__ __forceinline__ float pre(const GemmParams& p, float acc, int row, int col, long long c_idx) {
+    float v = p.alpha * acc;
+    if (Cfg::kHasC) v += p.beta * load_out(p.c, c_idx);
+    if (Cfg::kBias == kBiasCol) v += load_out(p.bias, col);
+    if (Cfg::kBias == kBiasRow) v += load_out(p.bias, row);
+    return v;
+  }
+
+  static __device__ __forceinline__ void store_pair(const GemmParams& p, long long idx, float v0, float v1, bool two,
+                                                    bool aligned) {
+    if (Cfg::kOut == kOutF32) {
+      float* d = static_cast<float*>(p.d) + idx;
+      if (two && aligned) *reinterpret_cast<float2*>(d) = make_float2(v0, v1);
+      else {
+        d[0] = v0;
+        if (two) d[1] = v1;
+      }
+      return;
+    }
+    u16* d = static_cast<u16*>(p.d) + idx;
+    const u32 packed = Cfg::kOut == kOutBf16 ? ptx::pack_bf16x2(v0, v1) : ptx::pack_f16x2(v0, v1);
+    if (two && aligned) *reinterpret_cast<u32*>(d) = packed;
+    else {
+      d[0] = u16(packed & 0xffff);
+      if (two) d[1] = u16(packed >> 16);
+    }
+  }
+
+  // The accumulator layout of wgmma m64nN: thread t of warp w holds rows 16w + t/4 (+8) and
+  // columns 8i + 2(t%4) (+1) for i < N/8, as acc[4i + {0,1}] (row) and acc[4i + {2,3}] (row + 8).
+  static __device__ __forceinline__ void epilogue(const GemmParams& p, float (&acc)[kMmaM][kAcc], const Unit& u,
+                                                  int consumer) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x % 128 / 32;
+    const long long batch_off = (long long)u.b * p.m * p.out_cols;
+    const bool aligned = p.pairs_aligned != 0;
+#pragma unroll
+    for (int mm = 0; mm < kMmaM; ++mm) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int row = u.m0 + consumer * kWgRows + mm * 64 + warp * 16 + lane / 4 + half * 8;
+        if (row >= p.m) continue;
+        const long long row_off = batch_off + (long long)row * p.out_cols;
+        if (Cfg::kGate == kGateSplit) {
+          // Columns c and c + BN/2 of the tile are a gate and its up: the same thread holds both.
+#pragma unroll
+          for (int i = 0; i < BN / 16; ++i) {
+            const int c = 8 * i + 2 * (lane % 4);
+            const int j = u.n0 / 2 + c;
+            if (j >= p.out_cols) continue;
+            float o[2];
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const float g = pre(p, acc[mm][4 * i + 2 * half + e], row, j + e, 0);
+              const float up = pre(p, acc[mm][4 * (i + BN / 16) + 2 * half + e], row, p.n / 2 + j + e, 0);
+              o[e] = silu(g) * up;
+            }
+            store_pair(p, row_off + j, o[0], o[1], j + 1 < p.out_cols, aligned);
+          }
+          continue;
+        }
+#pragma unroll
+        for (int i = 0; i < BN / 8; ++i) {
+          const int col = u.n0 + 8 * i + 2 * (lane % 4);
+          if (col >= p.n) continue;
+          const float a0 = acc[mm][4 * i + 2 * half], a1 = acc[mm][4 * i + 2 * half + 1];
+          if (Cfg::kGate == kGateInterleaved) {
+            // Columns 2j and 2j+1 of the GEMM are gate and up of output column j.
+            const float g = pre(p, a0, row, col, 0), up = pre(p, a1, row, col + 1, 0);
+            store_pair(p, row_off + col / 2, silu(g) * up, 0.0f, false, aligned);
+            continue;
+          }
+          const bool two = col + 1 < p.n;
+          const float v0 = activate(pre(p, a0, row, col, row_off + col));
+          const float v1 = two ? activate(pre(p, a1, row, col + 1, row_off + col + 1)) : 0.0f;
+          store_pair(p, row_off + col, v0, v1, two, aligned);
+        }
+      }
+    }
+  }
+
+  // Split-K: every slice leaves its partial tile; the slice that arrives last sums them all and
+  // runs the epilogue. Returns false for the slices that are done after leaving their partial.
+  static __device__ __forceinline__ bool reduce_split(const GemmParams& p, float (&acc)[kMmaM][kAcc], const Unit& u,
+                                                      int consumer, volatile int* last_flag) {
+    const int tid = threadIdx.x % 128, split = u.split;
+    float* tile_base = p.partials + (long long)u.tile * kSplitK * BM * BN;
+    auto slot = [&](int s, int mm, int i4) {
+      return reinterpret_cast<float4*>(tile_base + (long long)s * BM * BN) +
+             ((consumer * kMmaM + mm) * (kAcc / 4) + i4) * 128 + tid;
+    };
+#pragma unroll
+    for (int mm = 0; mm < kMmaM; ++mm)
+#pragma unroll
+      for (int i4 = 0; i4 < kAcc / 4; ++i4)
+        __stcg(slot(split, mm, i4), make_float4(acc[mm][4 * i4], acc[mm][4 * i4 + 1], acc[mm][4 * i4 + 2], acc[mm][4 * i4 + 3]));
+    __threadfence();
+    ptx::named_barrier(1, 128 * kConsumers);
+    if (threadIdx.x == 128) {
+      const int arrived = atomicAdd(&p.counters[u.tile], 1);
+      const bool last = arrived == kSplitK - 1;
+      if (last) p.counters[u.tile] = 0;  // ready for the next launch
+      *last_flag = last;
+    }
+    ptx::named_barrier(1, 128 * kConsumers);
+    if (!*last_flag) return false;
+    __threadfence();
+    for (int s = 0; s < kSplitK; ++s) {
+      if (s == split) continue;
+#pragma unroll
+      for (int mm = 0; mm < kMmaM; ++mm)
+#pragma unroll
+        for (int i4 = 0; i4 < kAcc / 4; ++i4) {
+          const float4 v = __ldcg(slot(s, mm, i4));
+          acc[mm][4 * i4] += v.x, acc[mm][4 * i4 + 1] += v.y, acc[mm][4 * i4 + 2] += v.z, acc[mm][4 * i4 + 3] += v.w;
+        }
+    }
+    return true;
+  }
+
+  static __device__ __forceinline__ void consume(const GemmParams& p, const u8* sa, const u8* sb, u64* full,
+                                                 u64* empty, int units, volatile int* last_flag) {
+    const int consumer = threadIdx.x / 128 - 1;
+    const bool leader = threadIdx.x % 128 == 0;
+    float acc[kMmaM][kAcc];
+    int it = 0;
+    for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
+      const Unit u = unit_at(p, unit);
+      int prev = -1;
+      for (int kb = u.kb_begin; kb < u.kb_end; ++kb, ++it) {
+        const int s = it % kStages;
+        ptx::mbar_wait(&full[s], (it / kStages) & 1);
+        ptx::wgmma_fence();
+        mma_stage(acc, sa + s * kStageA + consumer * kWgRows * 128, sb + s * kStageB, kb != u.kb_begin);
+        ptx::wgmma_commit();
+        // One group stays in flight: the previous stage's reads are done once this returns.
+        ptx::wgmma_wait<1>();
+        if (prev >= 0 && leader) ptx::mbar_arrive(&empty[prev]);
+        prev = s;
+      }
+      ptx::wgmma_wait<0>();
+      if (prev >= 0 && leader) ptx::mbar_arrive(&empty[prev]);
+#pragma unroll
+      for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(acc[mm]);
+      if (kSplitK > 1 && !reduce_split(p, acc, u, consumer, last_flag)) continue;
+      epilogue(p, acc, u, consumer);
+    }
+  }
+
+  static __device__ __forceinline__ void run(const GemmParams& p) {
+    extern __shared__ __align__(1024) u8 smem_raw[];
+    // 128-byte swizzled tiles need 1024-byte alignment.
+    u8* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
+    u8* sa = smem;
+    u8* sb = sa + kStages * kStageA;
+    u64* full = reinterpret_cast<u64*>(sb + kStages * kStageB);
+    u64* empty = full + kStages;
+    volatile int* last_flag = reinterpret_cast<volatile int*>(empty + kStages);
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < kStages; ++s) {
+        ptx::mbar_init(&full[s], 1);
+        ptx::mbar_init(&empty[s], kConsumers);
+      }
+      ptx::mbar_fence_init();
+    }
+    __syncthreads();
+    const int units = p.batch * p.tiles_m * p.tiles_n * kSplitK;
+    if (threadIdx.x < 128) {
+      if (kConsumers > 1) ptx::regs_dealloc<40>();
+      if (threadIdx.x == 0) produce(p, sa, sb, full, empty, units);
+    } else {
+      if (kConsumers > 1) ptx::regs_alloc<232>();
+      consume(p, sa, sb, full, empty, units, last_flag);
+    }
+  }
+};
+
+}  // namespace gf

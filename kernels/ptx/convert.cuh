@@ -1,0 +1,31 @@
+#pragma once
+// Float to 16-bit conversions and the elementwise math of epilogues, without cuda_bf16.h.
+#include "ptx/base.cuh"
+
+namespace gf::ptx {
+
+// Two floats to a packed pair (lo in the low half), round to nearest even.
+__device__ __forceinline__ u32 pack_bf16x2(float lo, float hi) {
+  u32 r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+__device__ __forceinline__ u32 pack_f16x2(float lo, float hi) {
+  u32 r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+__device__ __forceinline__ float bf16_to_float(u16 v) { return __uint_as_float(u32(v) << 16); }
+__device__ __forceinline__ float f16_to_float(u16 v) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v));
+  return f;
+}
+
+__device__ __forceinline__ float tanh_approx(float x) {
+  float y;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+}  // namespace gf::ptx

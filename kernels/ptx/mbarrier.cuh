@@ -1,0 +1,44 @@
+#pragma once
+// mbarrier: the producer/consumer handshake of the shared-memory pipeline.
+#include "ptx/base.cuh"
+
+namespace gf::ptx {
+
+__device__ __forceinline__ void mbar_init(u64* bar, u32 count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count));
+}
+
+// Makes barrier initialisation visible to the async proxy (TMA) and the rest of the cluster.
+__device__ __forceinline__ void mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+
+// Arrives and announces `bytes` that TMA will deliver before the phase can complete.
+__device__ __forceinline__ void mbar_arrive_expect_tx(u64* bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(u64* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+
+// Arrives on the barrier at the same offset in the shared memory of CTA `cta` of the cluster.
+__device__ __forceinline__ void mbar_arrive_cluster(u64* bar, u32 cta) {
+  asm volatile(
+      "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}" ::"r"(smem_addr(bar)),
+      "r"(cta)
+      : "memory");
+}
+
+// Waits until the phase with the given parity has completed.
+__device__ __forceinline__ void mbar_wait(u64* bar, u32 parity) {
+  // The braces scope the label, so the wait can be inlined many times.
+  asm volatile(
+      "{\n.reg .pred done;\nretry:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra retry;\n}" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+
+}  // namespace gf::ptx

@@ -1,0 +1,123 @@
+#include "backends/native/config.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace gf::native {
+namespace {
+
+int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
+
+// Peak dense bf16/f16 tensor-core rate of one SM (H100/H200 SXM: ~989 TFLOP/s over 132 SMs).
+constexpr double kPeakPerSm = 989e12 / 132;
+constexpr double kDramBytesPerSecond = 3.3e12;  // achievable on an H200 (copy measures 4.3 TB/s r+w)
+constexpr double kLaunchUs = 3.0;
+
+}  // namespace
+
+std::string NativeConfig::name(const GemmProblem& p) const {
+  std::string epi;
+  for (char ch : p.epilogue.is_identity() ? std::string("plain") : p.epilogue.to_string())
+    if (ch != '=') epi += ch == '+' ? '_' : ch;
+  return fmt::format("sm90_{}_{}_{}_{}x{}x64_s{}_c{}_k{}_g{}{}_{}", to_string(p.a), to_string(p.out),
+                     to_string(p.layout), bm, bn, stages, consumers, split_k, group, raster_n ? "n" : "m", epi);
+}
+
+nlohmann::json NativeConfig::to_json() const {
+  return {{"bm", bm}, {"bn", bn}, {"stages", stages}, {"consumers", consumers},
+          {"split_k", split_k}, {"group", group}, {"raster_n", raster_n}};
+}
+
+NativeConfig NativeConfig::from_json(const nlohmann::json& j) {
+  NativeConfig c;
+  c.bm = j.at("bm");
+  c.bn = j.at("bn");
+  c.stages = j.at("stages");
+  c.consumers = j.at("consumers");
+  c.split_k = j.at("split_k");
+  c.group = j.at("group");
+  c.raster_n = j.at("raster_n");
+  return c;
+}
+
+std::string unsupported_reason(const GemmProblem& p) {
+  if (p.a != DType::bf16 && p.a != DType::f16) return fmt::format("{} inputs are not in the native templates yet", to_string(p.a));
+  if (p.k % 8 != 0)
+    return fmt::format("rows of A are K*2 = {} bytes; TMA needs a multiple of 16 (K % 8 == 0)", p.k * 2);
+  if (p.layout == Layout::nn && p.n % 8 != 0)
+    return fmt::format("rows of B (K x N) are N*2 = {} bytes; TMA needs a multiple of 16 (N % 8 == 0)", p.n * 2);
+  if (p.layout == Layout::nn && p.epilogue.gate != GateKind::none) return "SwiGLU needs layout tn (W row-major N x K)";
+  return "";
+}
+
+std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const DeviceInfo& d) {
+  if (c.consumers < 1 || c.consumers > 2) return "consumers must be 1 or 2";
+  int wg_rows = c.bm / c.consumers;
+  if (c.bm % c.consumers != 0 || (wg_rows != 64 && wg_rows != 128)) return "each consumer owns 64 or 128 rows";
+  if (c.bn % 16 != 0 || c.bn < 16 || c.bn > 256) return "BN must be a multiple of 16 in [16, 256]";
+  if (c.acc_per_thread() > 128) return "more than 128 accumulators per thread";
+  // Without setmaxnreg a lone consumer has 255 registers; the split-K reduction on top of 128
+  // accumulators spills (ptxas, CUDA 13.0).
+  if (c.consumers == 1 && c.split_k > 1 && c.acc_per_thread() > 96) return "split-K with 128 accumulators spills";
+  if (p.layout == Layout::nn && c.bn % 64 != 0) return "N-major B needs BN % 64 == 0";
+  if (p.epilogue.gate == GateKind::split && c.bn % 32 != 0) return "a split gate needs BN % 32 == 0";
+  if (c.stages < 2) return "at least two pipeline stages";
+  if (c.smem_bytes() > d.smem_per_block_optin)
+    return fmt::format("needs {} bytes of shared memory, the device allows {}", c.smem_bytes(), d.smem_per_block_optin);
+  int k_blocks = ceil_div(p.k, 64);
+  if (c.split_k < 1 || c.split_k > k_blocks) return "split-K needs at least one K-block per slice";
+  if (c.group < 1) return "group must be >= 1";
+  return "";
+}
+
+double estimate_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo& d) {
+  const int sms = std::max(d.sm_count, 1);
+  const int64_t tiles = p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, c.bn);
+  const int64_t units = tiles * c.split_k;
+  const int64_t waves = (units + sms - 1) / sms;
+  const double k_unit = std::ceil(double(p.k) / c.split_k / 64) * 64;
+  // Shared-memory operand traffic per flop falls as the tile grows: intensity BM*BN/(BM+BN).
+  const double intensity = double(c.bm) * c.bn / (c.bm + c.bn);
+  const double efficiency = intensity / (intensity + 12.0) * (c.consumers == 2 ? 1.0 : 0.9);
+  const double unit_compute_s = 2.0 * c.bm * c.bn * k_unit / (kPeakPerSm * efficiency);
+  // Each SM streams its units' operands; DRAM bounds the whole grid.
+  const double unit_bytes = double(c.bm + c.bn) * k_unit * dtype_bytes(p.a);
+  const double per_sm_bytes_per_s = 3.0 * kDramBytesPerSecond / sms;  // one SM alone gets more than its share
+  const double unit_s = std::max(unit_compute_s, unit_bytes / per_sm_bytes_per_s);
+  const double partial_bytes = c.split_k > 1 ? 2.0 * units * c.bm * c.bn * 4 : 0.0;
+  const double dram_s = (p.min_bytes() + partial_bytes) / kDramBytesPerSecond;
+  const double fill_s = c.stages * 0.15e-6;  // filling the pipeline at the start of each unit
+  return kLaunchUs + 1e6 * std::max(waves * (unit_s + fill_s), dram_s) + (c.split_k > 1 ? 2.0 : 0.0);
+}
+
+std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d, Search level) {
+  std::vector<std::pair<double, NativeConfig>> scored;
+  const int sms = std::max(d.sm_count, 1);
+  const std::vector<int> groups = level == Search::exhaustive ? std::vector<int>{4, 8, 16} : std::vector<int>{8};
+  for (auto [bm, consumers] : {std::pair{64, 1}, std::pair{128, 2}, std::pair{256, 2}})
+    for (int bn : {64, 96, 128, 192, 256})
+      for (int split : {1, 2, 3, 4, 6, 8})
+        for (int group : groups)
+          for (bool raster_n : {false, true}) {
+            NativeConfig c{bm, bn, 2, consumers, split, group, raster_n};
+            // The deepest pipeline that fits, capped at 8.
+            for (int s = 8; s >= 2; --s) {
+              c.stages = s;
+              if (c.smem_bytes() <= d.smem_per_block_optin) break;
+            }
+            if (!illegal_reason(c, p, d).empty()) continue;
+            // Split-K only where whole tiles leave SMs idle.
+            int64_t tiles = p.batch * ceil_div(p.m, bm) * ceil_div(p.n, bn);
+            if (split > 1 && tiles >= sms) continue;
+            scored.emplace_back(estimate_us(c, p, d), c);
+          }
+  std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  size_t keep = level == Search::fast ? 8 : level == Search::normal ? 30 : scored.size();
+  std::vector<NativeConfig> out;
+  for (size_t i = 0; i < scored.size() && i < keep; ++i) out.push_back(scored[i].second);
+  return out;
+}
+
+}  // namespace gf::native

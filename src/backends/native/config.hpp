@@ -1,0 +1,41 @@
+#pragma once
+// A native kernel's template parameters, their legality, and the search space over them.
+// Plain data and arithmetic: no CUDA calls, so all of it is tested on the CPU.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gemmforge/backend.hpp"
+
+namespace gf::native {
+
+struct NativeConfig {
+  int bm = 128, bn = 256;  // tile; BK is 64
+  int stages = 4;          // shared-memory pipeline depth
+  int consumers = 2;       // consumer warpgroups, each owning bm / consumers rows
+  int split_k = 1;         // K-slices per tile, reduced by the last slice to finish
+  int group = 8;           // tiles swept together in the grouped raster order
+  bool raster_n = false;   // group along N instead of M
+
+  int threads() const { return 128 * (1 + consumers); }
+  int acc_per_thread() const { return (bm / consumers / 64) * (bn / 2); }
+  int smem_bytes() const { return 1024 + stages * (bm + bn) * 64 * 2 + 2 * stages * 8 + 16; }
+  // Every parameter in a fixed order: the candidate's name and identity.
+  std::string name(const GemmProblem& p) const;
+  nlohmann::json to_json() const;
+  static NativeConfig from_json(const nlohmann::json& j);
+  bool operator==(const NativeConfig&) const = default;
+};
+
+// Why the native templates cannot run a problem at all, or "".
+std::string unsupported_reason(const GemmProblem& p);
+// Why this config cannot run the problem on the device, or "".
+std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const DeviceInfo& d);
+// Modelled run time in microseconds: the larger of the tensor-core time (tile efficiency, wave
+// quantisation) and the memory time; used to rank candidates before anything is compiled.
+double estimate_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo& d);
+// The legal configs, best estimate first, cut to the search level (fast 8, default 30, all).
+std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d, Search level);
+
+}  // namespace gf::native

@@ -1,0 +1,84 @@
+// The native backend's search space and compile path, on the CPU (NVRTC needs no GPU).
+#include <gtest/gtest.h>
+
+#include <set>
+#include <thread>
+
+#include "backends/native/compile.hpp"
+#include "backends/native/config.hpp"
+
+using namespace gf;
+using native::NativeConfig;
+
+TEST(NativeSpace, SizesByLevelAndUniqueNames) {
+  DeviceInfo d = DeviceInfo::assumed_hopper();
+  for (const char* spec : {"4096x6144x4096:bf16", "16x4096x14336:bf16", "77x1000x1000:bf16", "4096x28672x4096:bf16:swiglu"}) {
+    GemmProblem p = GemmProblem::parse(spec);
+    auto fast = native::ranked_configs(p, d, Search::fast);
+    auto normal = native::ranked_configs(p, d, Search::normal);
+    auto all = native::ranked_configs(p, d, Search::exhaustive);
+    EXPECT_LE(fast.size(), 8u) << spec;
+    EXPECT_GE(fast.size(), 4u) << spec;
+    EXPECT_LE(normal.size(), 30u) << spec;
+    EXPECT_GE(all.size(), normal.size()) << spec;
+    std::set<std::string> names;
+    for (const auto& c : all) {
+      EXPECT_EQ(native::illegal_reason(c, p, d), "") << c.name(p);
+      EXPECT_TRUE(names.insert(c.name(p)).second) << "duplicate " << c.name(p);
+      EXPECT_EQ(NativeConfig::from_json(c.to_json()), c);
+    }
+    // fast is the head of default: the cost model ranks once.
+    for (size_t i = 0; i < fast.size(); ++i) EXPECT_EQ(fast[i], normal[i]);
+  }
+}
+
+TEST(NativeSpace, PrunesWhatCannotFit) {
+  DeviceInfo d = DeviceInfo::assumed_hopper();
+  GemmProblem p = GemmProblem::parse("4096x4096x4096:bf16");
+  EXPECT_NE(native::illegal_reason({256, 256, 2, 2, 1, 8, false}, p, d), "");  // 256 accumulators a thread
+  EXPECT_NE(native::illegal_reason({128, 256, 6, 2, 1, 8, false}, p, d), "");  // 289 KiB of shared memory
+  EXPECT_NE(native::illegal_reason({128, 96, 4, 2, 1, 8, false}, GemmProblem::parse("64x64x64:bf16:nn"), d), "");
+  EXPECT_NE(native::illegal_reason({128, 128, 4, 2, 4, 8, false}, GemmProblem::parse("64x64x128:bf16"), d), "");
+  EXPECT_EQ(native::illegal_reason({128, 256, 4, 2, 1, 8, false}, p, d), "");
+}
+
+TEST(NativeSpace, SmallMPrefersSplitK) {
+  DeviceInfo d = DeviceInfo::assumed_hopper();
+  auto best = native::ranked_configs(GemmProblem::parse("16x4096x14336:bf16"), d, Search::fast).front();
+  EXPECT_GT(best.split_k, 1) << "48 tiles cannot fill 132 SMs without splitting K";
+  EXPECT_EQ(best.bm, 64);
+}
+
+TEST(NativeSpace, DefaultSpaceCompilesWithoutSpills) {
+  DeviceInfo d = DeviceInfo::assumed_hopper();
+  for (const char* spec : {"4096x6144x4096:bf16", "16x28672x4096:f16->f32", "4096x4096x4096:bf16:nn",
+                           "4096x28672x4096:bf16:bias+swiglu_split", "128x4096x4096:bf16:bias+gelu_tanh+residual"}) {
+    GemmProblem p = GemmProblem::parse(spec);
+    auto configs = native::ranked_configs(p, d, Search::normal);
+    std::vector<native::Compiled> out(configs.size());
+    std::vector<std::thread> threads;
+    std::atomic<size_t> next{0};
+    for (unsigned t = 0; t < std::max(2u, std::thread::hardware_concurrency()); ++t)
+      threads.emplace_back([&] {
+        for (size_t i = next++; i < configs.size(); i = next++) out[i] = native::compile_candidate(configs[i], p, true);
+      });
+    for (auto& t : threads) t.join();
+    for (size_t i = 0; i < configs.size(); ++i) {
+      EXPECT_TRUE(out[i].report.ok) << configs[i].name(p) << "\n" << out[i].report.log;
+      EXPECT_EQ(out[i].report.spill_bytes, 0) << configs[i].name(p);
+    }
+  }
+}
+
+TEST(NativeSpace, CacheMissThenHit) {
+  GemmProblem p = GemmProblem::parse("64x64x64:bf16");
+  NativeConfig c{64, 64, 4, 1, 1, 8, false};
+  auto cold = native::compile_candidate(c, p, /*use_cache=*/false);
+  ASSERT_TRUE(cold.report.ok) << cold.report.log;
+  EXPECT_FALSE(cold.report.cached);
+  auto warm = native::compile_candidate(c, p, /*use_cache=*/true);
+  EXPECT_TRUE(warm.report.cached);
+  EXPECT_EQ(warm.cubin, cold.cubin);
+  EXPECT_EQ(warm.report.registers, cold.report.registers);
+  EXPECT_LT(warm.report.seconds, 0.010);
+}
