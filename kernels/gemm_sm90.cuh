@@ -3,9 +3,17 @@
 //
 // One CTA per SM, persistent over work units (an output tile, or one K-slice of it with split-K).
 // Warpgroup 0 is the producer: one thread streams A and B tiles through a ring of shared-memory
-// stages with TMA. The other warpgroups are consumers: each owns kWgRows rows of the tile, runs
-// wgmma on the stages as they land and hands each stage back once its reads are done. The
-// epilogue runs on the accumulators in registers and stores D directly.
+// stages with TMA. The other warpgroups are consumers: they run wgmma on the stages as they land
+// and hand each stage back once its reads are done. The epilogue runs on the accumulators in
+// registers and stores D directly.
+//
+// Two schedules. Cooperative: both consumers work on every tile, each on BM/2 of its rows.
+// Ping-pong: the consumers take alternate tiles, each all BM rows; as the ring delivers stages in
+// tile order, one consumer's epilogue overlaps the other's main loop.
+//
+// With kCluster = 2, CTA pairs take horizontally adjacent tiles: they share the A block, and each
+// loads half of it for both (TMA multicast). A stage is then refilled only once the consumers of
+// both CTAs have released it.
 //
 // The instantiating source defines a Cfg struct with the named constants used below.
 #include "ptx/base.cuh"
@@ -41,48 +49,63 @@ template <class Cfg>
 struct Gemm {
   static constexpr int BM = Cfg::kBlockM, BN = Cfg::kBlockN, BK = 64;
   static constexpr int kStages = Cfg::kStages, kConsumers = Cfg::kConsumers, kSplitK = Cfg::kSplitK;
-  static constexpr int kWgRows = BM / kConsumers;  // rows of the tile per consumer warpgroup
+  static constexpr bool kPingpong = Cfg::kPingpong;
+  static constexpr int kWgRows = kPingpong ? BM : BM / kConsumers;  // rows of the tile per consumer
+  static constexpr int kStageReaders = kPingpong ? 1 : kConsumers;   // consumers that read each stage
+  static constexpr int kCluster = Cfg::kCluster;
   static constexpr int kMmaM = kWgRows / 64;       // m64 wgmma tiles per consumer
   static constexpr int kAcc = BN / 2;              // f32 accumulators per thread per m64 tile
   static constexpr u32 kStageA = BM * BK * 2, kStageB = BN * BK * 2;
   static constexpr int kThreads = 128 * (1 + kConsumers);
-  static_assert(BM == 64 * kConsumers || BM == 128 * kConsumers, "Each consumer warpgroup owns 64 or 128 rows.");
+  static_assert(kWgRows == 64 || kWgRows == 128, "Each consumer warpgroup owns 64 or 128 rows.");
+  static_assert(!kPingpong || kConsumers == 2, "Ping-pong alternates two consumers.");
+  static_assert(kCluster == 1 || (kCluster == 2 && kSplitK == 1), "Clusters are pairs, without split-K.");
   static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "wgmma takes N in [16, 256], a multiple of 16 here.");
   static_assert(!Cfg::kNN || BN % 64 == 0, "N-major B is loaded in 64-column boxes.");
   static_assert(Cfg::kGate != kGateSplit || BN % 32 == 0, "A split gate needs whole 8-column groups per half.");
   static_assert(kMmaM * kAcc <= 128, "More than 128 accumulators per thread would spill.");
 
   static constexpr u32 smem_bytes() { return 1024 + kStages * (kStageA + kStageB) + 2 * kStages * 8 + 16; }
+  // Consumers that share a tile synchronise on a named barrier of their own (0 is __syncthreads).
+  static __device__ __forceinline__ void tile_barrier(int consumer) {
+    if (kPingpong) ptx::named_barrier(1 + consumer, 128);
+    else ptx::named_barrier(1, 128 * kConsumers);
+  }
 
   // The work unit's coordinates: batch, tile row and column, K-slice.
   struct Unit {
     int b, m0, n0, kb_begin, kb_end, tile, split;
   };
 
-  static __device__ __forceinline__ Unit unit_at(const GemmParams& p, int unit) {
+  // Work units are numbered per cluster; a cluster's CTAs take adjacent tile columns.
+  static __device__ __forceinline__ int cluster_tiles_n(const GemmParams& p) { return (p.tiles_n + kCluster - 1) / kCluster; }
+
+  static __device__ __forceinline__ Unit unit_at(const GemmParams& p, int unit, int rank) {
     Unit u;
     const int split = unit % kSplitK;
     u.split = split;
     u.tile = unit / kSplitK;
-    const int per_batch = p.tiles_m * p.tiles_n;
+    const int tiles_n = cluster_tiles_n(p);
+    const int per_batch = p.tiles_m * tiles_n;
     u.b = u.tile / per_batch;
     const int t = u.tile % per_batch;
     // Grouped order: kGroup tiles along one dimension are swept together, so the operand
     // shared along the other dimension stays in L2.
     int mb, nb;
     if (!Cfg::kRasterN) {
-      const int per_group = Cfg::kGroup * p.tiles_n, first = t / per_group * Cfg::kGroup;
+      const int per_group = Cfg::kGroup * tiles_n, first = t / per_group * Cfg::kGroup;
       const int size = min(Cfg::kGroup, p.tiles_m - first);
       mb = first + t % per_group % size;
       nb = t % per_group / size;
     } else {
       const int per_group = Cfg::kGroup * p.tiles_m, first = t / per_group * Cfg::kGroup;
-      const int size = min(Cfg::kGroup, p.tiles_n - first);
+      const int size = min(Cfg::kGroup, tiles_n - first);
       nb = first + t % per_group % size;
       mb = t % per_group / size;
     }
     u.m0 = mb * BM;
-    u.n0 = nb * BN;
+    u.n0 = (nb * kCluster + rank) * BN;  // past N for the spare CTA of an odd last pair: it loads zeros, stores nothing
+    if (kCluster > 1) u.tile = u.tile * kCluster + rank;
     const int k_blocks = (p.k + BK - 1) / BK;
     u.kb_begin = split * k_blocks / kSplitK;
     u.kb_end = (split + 1) * k_blocks / kSplitK;
@@ -90,19 +113,24 @@ struct Gemm {
   }
 
   static __device__ __forceinline__ void produce(const GemmParams& p, u8* sa, u8* sb, u64* full, u64* empty,
-                                                 int units) {
+                                                 int units, int rank) {
     ptx::tma_prefetch_desc(&p.a);
     ptx::tma_prefetch_desc(&p.b);
     int it = 0;
-    for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
-      const Unit u = unit_at(p, unit);
+    for (int unit = blockIdx.x / kCluster; unit < units; unit += gridDim.x / kCluster) {
+      const Unit u = unit_at(p, unit, rank);
       for (int kb = u.kb_begin; kb < u.kb_end; ++kb, ++it) {
         const int s = it % kStages;
         ptx::mbar_wait(&empty[s], ((it / kStages) & 1) ^ 1);
         ptx::mbar_arrive_expect_tx(&full[s], kStageA + kStageB);
         u8* a = sa + s * kStageA;
         u8* b = sb + s * kStageB;
-        ptx::tma_load_3d(a, &p.a, &full[s], kb * BK, u.m0, u.b);
+        if (kCluster > 1) {
+          constexpr int kHalf = BM / 2;
+          ptx::tma_load_3d_multicast(a + rank * kHalf * 128, &p.a, &full[s], kb * BK, u.m0 + rank * kHalf, u.b, 0x3);
+        } else {
+          ptx::tma_load_3d(a, &p.a, &full[s], kb * BK, u.m0, u.b);
+        }
         if (Cfg::kNN) {
 #pragma unroll
           for (int j = 0; j < BN / 64; ++j) ptx::tma_load_3d(b + j * 64 * BK * 2, &p.b, &full[s], u.n0 + 64 * j, kb * BK, u.b);
@@ -233,7 +261,7 @@ struct Gemm {
   // Split-K: every slice leaves its partial tile; the slice that arrives last sums them all and
   // runs the epilogue. Returns false for the slices that are done after leaving their partial.
   static __device__ __forceinline__ bool reduce_split(const GemmParams& p, float (&acc)[kMmaM][kAcc], const Unit& u,
-                                                      int consumer, volatile int* last_flag) {
+                                                      int consumer, volatile int* last_flags) {
     const int tid = threadIdx.x % 128, split = u.split;
     float* tile_base = p.partials + (long long)u.tile * kSplitK * BM * BN;
     auto slot = [&](int s, int mm, int i4) {
@@ -246,14 +274,15 @@ struct Gemm {
       for (int i4 = 0; i4 < kAcc / 4; ++i4)
         __stcg(slot(split, mm, i4), make_float4(acc[mm][4 * i4], acc[mm][4 * i4 + 1], acc[mm][4 * i4 + 2], acc[mm][4 * i4 + 3]));
     __threadfence();
-    ptx::named_barrier(1, 128 * kConsumers);
-    if (threadIdx.x == 128) {
+    tile_barrier(consumer);
+    volatile int* last_flag = last_flags + (kPingpong ? consumer : 0);
+    if (threadIdx.x % 128 == 0 && (kPingpong || consumer == 0)) {
       const int arrived = atomicAdd(&p.counters[u.tile], 1);
       const bool last = arrived == kSplitK - 1;
       if (last) p.counters[u.tile] = 0;  // ready for the next launch
       *last_flag = last;
     }
-    ptx::named_barrier(1, 128 * kConsumers);
+    tile_barrier(consumer);
     if (!*last_flag) return false;
     __threadfence();
     for (int s = 0; s < kSplitK; ++s) {
@@ -269,31 +298,45 @@ struct Gemm {
     return true;
   }
 
+  // A stage is free once every CTA that multicasts into it has been told.
+  static __device__ __forceinline__ void release(u64* empty) {
+    if (kCluster == 1) ptx::mbar_arrive(empty);
+    else
+#pragma unroll
+      for (int r = 0; r < kCluster; ++r) ptx::mbar_arrive_cluster(empty, r);
+  }
+
   static __device__ __forceinline__ void consume(const GemmParams& p, const u8* sa, const u8* sb, u64* full,
-                                                 u64* empty, int units, volatile int* last_flag) {
+                                                 u64* empty, int units, volatile int* last_flags) {
     const int consumer = threadIdx.x / 128 - 1;
     const bool leader = threadIdx.x % 128 == 0;
     float acc[kMmaM][kAcc];
-    int it = 0;
-    for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
-      const Unit u = unit_at(p, unit);
+    const int rank = kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0;
+    int it = 0, local = 0;
+    for (int unit = blockIdx.x / kCluster; unit < units; unit += gridDim.x / kCluster, ++local) {
+      const Unit u = unit_at(p, unit, rank);
+      if (kPingpong && local % 2 != consumer) {
+        it += u.kb_end - u.kb_begin;  // the other consumer's stages
+        continue;
+      }
       int prev = -1;
       for (int kb = u.kb_begin; kb < u.kb_end; ++kb, ++it) {
         const int s = it % kStages;
         ptx::mbar_wait(&full[s], (it / kStages) & 1);
         ptx::wgmma_fence();
-        mma_stage(acc, sa + s * kStageA + consumer * kWgRows * 128, sb + s * kStageB, kb != u.kb_begin);
+        mma_stage(acc, sa + s * kStageA + (kPingpong ? 0 : consumer * kWgRows * 128), sb + s * kStageB,
+                  kb != u.kb_begin);
         ptx::wgmma_commit();
         // One group stays in flight: the previous stage's reads are done once this returns.
         ptx::wgmma_wait<1>();
-        if (prev >= 0 && leader) ptx::mbar_arrive(&empty[prev]);
+        if (prev >= 0 && leader) release(&empty[prev]);
         prev = s;
       }
       ptx::wgmma_wait<0>();
-      if (prev >= 0 && leader) ptx::mbar_arrive(&empty[prev]);
+      if (prev >= 0 && leader) release(&empty[prev]);
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(acc[mm]);
-      if (kSplitK > 1 && !reduce_split(p, acc, u, consumer, last_flag)) continue;
+      if (kSplitK > 1 && !reduce_split(p, acc, u, consumer, last_flags)) continue;
       epilogue(p, acc, u, consumer);
     }
   }
@@ -306,23 +349,27 @@ struct Gemm {
     u8* sb = sa + kStages * kStageA;
     u64* full = reinterpret_cast<u64*>(sb + kStages * kStageB);
     u64* empty = full + kStages;
-    volatile int* last_flag = reinterpret_cast<volatile int*>(empty + kStages);
+    volatile int* last_flags = reinterpret_cast<volatile int*>(empty + kStages);
     if (threadIdx.x == 0) {
       for (int s = 0; s < kStages; ++s) {
         ptx::mbar_init(&full[s], 1);
-        ptx::mbar_init(&empty[s], kConsumers);
+        ptx::mbar_init(&empty[s], kStageReaders * kCluster);
       }
       ptx::mbar_fence_init();
     }
-    __syncthreads();
-    const int units = p.batch * p.tiles_m * p.tiles_n * kSplitK;
+    // The peer's barriers must be initialised before anything is multicast into them.
+    if (kCluster > 1) ptx::cluster_sync();
+    else __syncthreads();
+    const int units = p.batch * p.tiles_m * cluster_tiles_n(p) * kSplitK;
     if (threadIdx.x < 128) {
       if (kConsumers > 1) ptx::regs_dealloc<40>();
-      if (threadIdx.x == 0) produce(p, sa, sb, full, empty, units);
+      if (threadIdx.x == 0) produce(p, sa, sb, full, empty, units, kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0);
     } else {
       if (kConsumers > 1) ptx::regs_alloc<232>();
-      consume(p, sa, sb, full, empty, units, last_flag);
+      consume(p, sa, sb, full, empty, units, last_flags);
     }
+    // Neither CTA of a pair may exit while the other can still arrive on its barriers.
+    if (kCluster > 1) ptx::cluster_sync();
   }
 };
 

@@ -44,6 +44,7 @@ const Driver& driver() {
       resolve(d.cuFuncGetAttribute, "cuFuncGetAttribute", 12000);
       resolve(d.cuLaunchKernelEx, "cuLaunchKernelEx", 12000);
       resolve(d.cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", 12000);
+      resolve(d.cuOccupancyMaxActiveClusters, "cuOccupancyMaxActiveClusters", 12000);
     } catch (const Error& e) {
       failure = e.what();
     }

@@ -14,6 +14,7 @@ struct Driver {
   decltype(&::cuFuncGetAttribute) cuFuncGetAttribute = nullptr;
   decltype(&::cuLaunchKernelEx) cuLaunchKernelEx = nullptr;
   decltype(&::cuTensorMapEncodeTiled) cuTensorMapEncodeTiled = nullptr;
+  decltype(&::cuOccupancyMaxActiveClusters) cuOccupancyMaxActiveClusters = nullptr;
 };
 
 // Resolves every entry point on first use. Throws gf::Error when there is no usable driver.

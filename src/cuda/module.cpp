@@ -30,23 +30,37 @@ void set_max_dynamic_smem(CUfunction fn, unsigned bytes) {
   GF_CU_CHECK(driver().cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(bytes)));
 }
 
-void launch(CUfunction fn, const LaunchConfig& cfg, void** args, CUstream stream) {
-  CUlaunchAttribute attrs[1];
-  unsigned num_attrs = 0;
-  if (cfg.cluster.x * cfg.cluster.y * cfg.cluster.z > 1) {
-    attrs[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attrs[0].value.clusterDim.x = cfg.cluster.x;
-    attrs[0].value.clusterDim.y = cfg.cluster.y;
-    attrs[0].value.clusterDim.z = cfg.cluster.z;
-    num_attrs = 1;
-  }
+namespace {
+CUlaunchConfig to_driver(const LaunchConfig& cfg, CUlaunchAttribute* attr, CUstream stream) {
   CUlaunchConfig lc{};
   lc.gridDimX = cfg.grid.x, lc.gridDimY = cfg.grid.y, lc.gridDimZ = cfg.grid.z;
   lc.blockDimX = cfg.block.x, lc.blockDimY = cfg.block.y, lc.blockDimZ = cfg.block.z;
   lc.sharedMemBytes = cfg.smem_bytes;
   lc.hStream = stream;
-  lc.attrs = attrs;
-  lc.numAttrs = num_attrs;
+  lc.attrs = attr;
+  lc.numAttrs = 0;
+  if (cfg.cluster.x * cfg.cluster.y * cfg.cluster.z > 1) {
+    attr->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr->value.clusterDim.x = cfg.cluster.x;
+    attr->value.clusterDim.y = cfg.cluster.y;
+    attr->value.clusterDim.z = cfg.cluster.z;
+    lc.numAttrs = 1;
+  }
+  return lc;
+}
+}  // namespace
+
+int max_active_clusters(CUfunction fn, const LaunchConfig& cfg) {
+  CUlaunchAttribute attr;
+  CUlaunchConfig lc = to_driver(cfg, &attr, nullptr);
+  int n = 0;
+  GF_CU_CHECK(driver().cuOccupancyMaxActiveClusters(&n, fn, &lc));
+  return n;
+}
+
+void launch(CUfunction fn, const LaunchConfig& cfg, void** args, CUstream stream) {
+  CUlaunchAttribute attr;
+  CUlaunchConfig lc = to_driver(cfg, &attr, stream);
   GF_CU_CHECK(driver().cuLaunchKernelEx(&lc, fn, args, nullptr));
 }
 

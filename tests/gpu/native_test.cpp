@@ -1,5 +1,6 @@
 // The native templates against the reference on fresh random data of awkward sizes, over a set of
-// configs that covers every code path (1 and 2 consumers, 64/128-row warpgroups, split-K,
+// configs that covers every code path (1 and 2 consumers, cooperative and ping-pong, 64/128-row
+// warpgroups, split-K, 2-CTA clusters,
 // both raster orders, N-major B, batch, every epilogue).
 #include <gtest/gtest.h>
 
@@ -18,9 +19,11 @@ namespace {
 
 std::vector<NativeConfig> covering_configs() {
   return {
-      {64, 64, 8, 1, 1, 8, false},   {64, 128, 6, 1, 2, 8, false}, {128, 128, 6, 2, 1, 8, true},
-      {128, 256, 4, 2, 1, 8, false}, {256, 128, 4, 2, 3, 8, false}, {128, 192, 4, 2, 1, 4, true},
-      {128, 96, 6, 2, 1, 8, false},  {256, 64, 5, 2, 2, 16, true},
+      {64, 64, 8, 1, false, 1, 1, 8, false},   {64, 128, 6, 1, false, 2, 1, 8, false}, {128, 128, 6, 2, false, 1, 1, 8, true},
+      {128, 256, 4, 2, false, 1, 1, 8, false}, {256, 128, 4, 2, false, 3, 1, 8, false}, {128, 192, 4, 2, false, 1, 1, 4, true},
+      {128, 96, 6, 2, false, 1, 1, 8, false},  {256, 64, 5, 2, false, 2, 1, 16, true},
+      {128, 256, 4, 2, false, 1, 2, 8, false}, {128, 128, 6, 2, true, 1, 2, 8, true}, {256, 128, 4, 2, false, 1, 2, 4, false},
+      {64, 256, 5, 2, true, 1, 1, 8, false},   {128, 128, 6, 2, true, 2, 1, 8, true}, {64, 128, 6, 2, true, 3, 1, 8, false},
   };
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -21,13 +22,15 @@ std::string NativeConfig::name(const GemmProblem& p) const {
   std::string epi;
   for (char ch : p.epilogue.is_identity() ? std::string("plain") : p.epilogue.to_string())
     if (ch != '=') epi += ch == '+' ? '_' : ch;
-  return fmt::format("sm90_{}_{}_{}_{}x{}x64_s{}_c{}_k{}_g{}{}_{}", to_string(p.a), to_string(p.out),
-                     to_string(p.layout), bm, bn, stages, consumers, split_k, group, raster_n ? "n" : "m", epi);
+  return fmt::format("sm90_{}_{}_{}_{}x{}x64_{}_s{}_c{}_k{}_x{}_g{}{}_{}", to_string(p.a), to_string(p.out),
+                     to_string(p.layout), bm, bn, pingpong ? "pp" : "co", stages, consumers, split_k, cluster, group,
+                     raster_n ? "n" : "m", epi);
 }
 
 nlohmann::json NativeConfig::to_json() const {
-  return {{"bm", bm}, {"bn", bn}, {"stages", stages}, {"consumers", consumers},
-          {"split_k", split_k}, {"group", group}, {"raster_n", raster_n}};
+  return {{"bm", bm},           {"bn", bn},         {"stages", stages},    {"consumers", consumers},
+          {"pingpong", pingpong}, {"split_k", split_k}, {"cluster", cluster}, {"group", group},
+          {"raster_n", raster_n}};
 }
 
 NativeConfig NativeConfig::from_json(const nlohmann::json& j) {
@@ -36,7 +39,9 @@ NativeConfig NativeConfig::from_json(const nlohmann::json& j) {
   c.bn = j.at("bn");
   c.stages = j.at("stages");
   c.consumers = j.at("consumers");
+  c.pingpong = j.at("pingpong");
   c.split_k = j.at("split_k");
+  c.cluster = j.at("cluster");
   c.group = j.at("group");
   c.raster_n = j.at("raster_n");
   return c;
@@ -54,8 +59,8 @@ std::string unsupported_reason(const GemmProblem& p) {
 
 std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const DeviceInfo& d) {
   if (c.consumers < 1 || c.consumers > 2) return "consumers must be 1 or 2";
-  int wg_rows = c.bm / c.consumers;
-  if (c.bm % c.consumers != 0 || (wg_rows != 64 && wg_rows != 128)) return "each consumer owns 64 or 128 rows";
+  if (c.pingpong && c.consumers != 2) return "ping-pong alternates two consumers";
+  if (c.bm % c.consumers != 0 || (c.wg_rows() != 64 && c.wg_rows() != 128)) return "each consumer owns 64 or 128 rows";
   if (c.bn % 16 != 0 || c.bn < 16 || c.bn > 256) return "BN must be a multiple of 16 in [16, 256]";
   if (c.acc_per_thread() > 128) return "more than 128 accumulators per thread";
   // Without setmaxnreg a lone consumer has 255 registers; the split-K reduction on top of 128
@@ -69,6 +74,8 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   int k_blocks = ceil_div(p.k, 64);
   if (c.split_k < 1 || c.split_k > k_blocks) return "split-K needs at least one K-block per slice";
   if (c.group < 1) return "group must be >= 1";
+  if (c.cluster != 1 && c.cluster != 2) return "clusters are 1 or 2 CTAs";
+  if (c.cluster > 1 && c.split_k > 1) return "clusters do not combine with split-K";
   return "";
 }
 
@@ -80,28 +87,40 @@ double estimate_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo
   const double k_unit = std::ceil(double(p.k) / c.split_k / 64) * 64;
   // Shared-memory operand traffic per flop falls as the tile grows: intensity BM*BN/(BM+BN).
   const double intensity = double(c.bm) * c.bn / (c.bm + c.bn);
-  const double efficiency = intensity / (intensity + 12.0) * (c.consumers == 2 ? 1.0 : 0.9);
+  const double efficiency =
+      intensity / (intensity + 12.0) * (c.consumers == 2 ? 1.0 : 0.9) * (c.cluster == 2 ? 1.02 : 1.0);
   const double unit_compute_s = 2.0 * c.bm * c.bn * k_unit / (kPeakPerSm * efficiency);
   // Each SM streams its units' operands; DRAM bounds the whole grid.
-  const double unit_bytes = double(c.bm + c.bn) * k_unit * dtype_bytes(p.a);
-  const double per_sm_bytes_per_s = 3.0 * kDramBytesPerSecond / sms;  // one SM alone gets more than its share
+  const double unit_bytes = (double(c.bm) / c.cluster + c.bn) * k_unit * dtype_bytes(p.a);
+  const double per_sm_bytes_per_s = 2.0 * kDramBytesPerSecond / sms;  // one SM alone gets about twice its share
   const double unit_s = std::max(unit_compute_s, unit_bytes / per_sm_bytes_per_s);
   const double partial_bytes = c.split_k > 1 ? 2.0 * units * c.bm * c.bn * 4 : 0.0;
   const double dram_s = (p.min_bytes() + partial_bytes) / kDramBytesPerSecond;
   const double fill_s = c.stages * 0.15e-6;  // filling the pipeline at the start of each unit
-  return kLaunchUs + 1e6 * std::max(waves * (unit_s + fill_s), dram_s) + (c.split_k > 1 ? 2.0 : 0.0);
+  // Storing the tile from registers stalls the tensor cores unless the other consumer is in its
+  // main loop meanwhile (ping-pong).
+  const double epilogue_s = c.pingpong ? 0.0 : double(c.bm) * c.bn * 4 / 100e9;
+  // Ping-pong runs one consumer's tile at a time: each tile has the SM's tensor cores alone.
+  const int64_t pp_waves = c.pingpong ? (units + 2 * sms - 1) / (2 * sms) * 2 : waves;
+  return kLaunchUs + 1e6 * std::max(pp_waves * (unit_s + fill_s + epilogue_s), dram_s) + (c.split_k > 1 ? 2.0 : 0.0);
 }
 
 std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d, Search level) {
-  std::vector<std::pair<double, NativeConfig>> scored;
-  const int sms = std::max(d.sm_count, 1);
+  struct Family {
+    int bm, consumers;
+    bool pingpong;
+  };
+  const Family families[] = {{64, 1, false}, {128, 2, false}, {256, 2, false}, {64, 2, true}, {128, 2, true}};
   const std::vector<int> groups = level == Search::exhaustive ? std::vector<int>{4, 8, 16} : std::vector<int>{8};
-  for (auto [bm, consumers] : {std::pair{64, 1}, std::pair{128, 2}, std::pair{256, 2}})
+  const int sms = std::max(d.sm_count, 1);
+  std::vector<std::pair<double, NativeConfig>> scored;
+  for (const Family& f : families)
     for (int bn : {64, 96, 128, 192, 256})
       for (int split : {1, 2, 3, 4, 6, 8})
+        for (int cluster : {1, 2})
         for (int group : groups)
           for (bool raster_n : {false, true}) {
-            NativeConfig c{bm, bn, 2, consumers, split, group, raster_n};
+            NativeConfig c{f.bm, bn, 2, f.consumers, f.pingpong, split, cluster, group, raster_n};
             // The deepest pipeline that fits, capped at 8.
             for (int s = 8; s >= 2; --s) {
               c.stages = s;
@@ -109,14 +128,29 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
             }
             if (!illegal_reason(c, p, d).empty()) continue;
             // Split-K only where whole tiles leave SMs idle.
-            int64_t tiles = p.batch * ceil_div(p.m, bm) * ceil_div(p.n, bn);
+            int64_t tiles = p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, bn);
             if (split > 1 && tiles >= sms) continue;
             scored.emplace_back(estimate_us(c, p, d), c);
           }
   std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  // The model is coarse, so the short lists explore: first the best config of each tile shape and
+  // schedule, in model order, then the rest in model order.
+  std::vector<NativeConfig> firsts, rest;
+  std::vector<std::tuple<int, int, bool, int>> seen;
+  for (const auto& [us, c] : scored) {
+    auto family = std::make_tuple(c.bm, c.bn, c.pingpong, c.cluster);
+    if (std::find(seen.begin(), seen.end(), family) == seen.end()) {
+      seen.push_back(family);
+      firsts.push_back(c);
+    } else {
+      rest.push_back(c);
+    }
+  }
   size_t keep = level == Search::fast ? 8 : level == Search::normal ? 30 : scored.size();
   std::vector<NativeConfig> out;
-  for (size_t i = 0; i < scored.size() && i < keep; ++i) out.push_back(scored[i].second);
+  for (const auto* list : {&firsts, &rest})
+    for (const auto& c : *list)
+      if (out.size() < keep) out.push_back(c);
   return out;
 }
 

@@ -13,13 +13,16 @@ namespace gf::native {
 struct NativeConfig {
   int bm = 128, bn = 256;  // tile; BK is 64
   int stages = 4;          // shared-memory pipeline depth
-  int consumers = 2;       // consumer warpgroups, each owning bm / consumers rows
+  int consumers = 2;       // consumer warpgroups
+  bool pingpong = false;   // consumers take alternate tiles (else both share each tile)
   int split_k = 1;         // K-slices per tile, reduced by the last slice to finish
+  int cluster = 1;         // CTAs per cluster along N, sharing A by TMA multicast (1 or 2)
   int group = 8;           // tiles swept together in the grouped raster order
   bool raster_n = false;   // group along N instead of M
 
   int threads() const { return 128 * (1 + consumers); }
-  int acc_per_thread() const { return (bm / consumers / 64) * (bn / 2); }
+  int wg_rows() const { return pingpong ? bm : bm / consumers; }
+  int acc_per_thread() const { return (wg_rows() / 64) * (bn / 2); }
   int smem_bytes() const { return 1024 + stages * (bm + bn) * 64 * 2 + 2 * stages * 8 + 16; }
   // Every parameter in a fixed order: the candidate's name and identity.
   std::string name(const GemmProblem& p) const;

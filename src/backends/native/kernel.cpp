@@ -61,8 +61,13 @@ class NativeKernel final : public Kernel {
     tiles_m_ = ceil_div(p.m, c.bm);
     tiles_n_ = ceil_div(p.n, c.bn);
     const int64_t tiles = p.batch * tiles_m_ * tiles_n_;
-    const int64_t units = tiles * c.split_k;
-    grid_ = unsigned(std::min<int64_t>(units, sms));
+    const int64_t units = p.batch * tiles_m_ * ceil_div(tiles_n_, c.cluster) * c.split_k;  // per cluster
+    // Persistent: as many clusters as can be resident at once (fewer than SMs / 2 for pairs
+    // where GPCs have odd SM counts), none idle.
+    int resident = sms / c.cluster;
+    if (c.cluster > 1) resident = cuda::max_active_clusters(fn_, launch_config(1));
+    GF_CHECK(resident > 0, "native {}: no cluster of {} fits on the device", c.name(p), c.cluster);
+    grid_ = unsigned(std::min<int64_t>(units, resident) * c.cluster);
     if (c.split_k > 1) {
       partials_ = cuda::DeviceBuffer(size_t(units) * size_t(c.bm) * size_t(c.bn) * 4);
       counters_ = cuda::DeviceBuffer(size_t(tiles) * 4);
@@ -77,7 +82,7 @@ class NativeKernel final : public Kernel {
     GF_CHECK(!e.has_c() || args.c, "native {}: the epilogue reads C but C is null", p.key());
     GF_CHECK(e.bias == BiasKind::none || args.bias, "native {}: the epilogue adds a bias but bias is null", p.key());
     if (args.a != last_a_) {
-      params_.a = tensor_map(args.a, p.a, p.k, p.m, p.batch, 64, uint32_t(cfg_.bm));
+      params_.a = tensor_map(args.a, p.a, p.k, p.m, p.batch, 64, uint32_t(cfg_.bm / cfg_.cluster));
       last_a_ = args.a;
     }
     if (args.b != last_b_) {
@@ -100,10 +105,12 @@ class NativeKernel final : public Kernel {
     const unsigned pair_bytes = 2u * unsigned(dtype_bytes(p.out));
     params_.pairs_aligned = p.out_cols() % 2 == 0 && reinterpret_cast<uintptr_t>(args.d) % pair_bytes == 0;
     void* kernel_args[] = {&params_};
-    cuda::launch(fn_,
-                 {.grid = {grid_, 1, 1}, .block = {unsigned(cfg_.threads()), 1, 1},
-                  .smem_bytes = unsigned(cfg_.smem_bytes())},
-                 kernel_args, stream);
+    cuda::launch(fn_, launch_config(grid_), kernel_args, stream);
+  }
+
+  cuda::LaunchConfig launch_config(unsigned grid) const {
+    return {.grid = {grid, 1, 1}, .block = {unsigned(cfg_.threads()), 1, 1}, .smem_bytes = unsigned(cfg_.smem_bytes()),
+            .cluster = {unsigned(cfg_.cluster), 1, 1}};
   }
 
  private:
