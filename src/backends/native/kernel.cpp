@@ -65,7 +65,7 @@ class NativeKernel final : public Kernel {
     // Persistent: as many clusters as can be resident at once (fewer than SMs / 2 for pairs
     // where GPCs have odd SM counts), none idle.
     int resident = sms / c.cluster;
-    if (c.cluster > 1) resident = cuda::max_active_clusters(fn_, launch_config(1));
+    if (c.cluster > 1) resident = cuda::max_active_clusters(fn_, launch_config(unsigned(c.cluster)));
     GF_CHECK(resident > 0, "native {}: no cluster of {} fits on the device", c.name(p), c.cluster);
     grid_ = unsigned(std::min<int64_t>(units, resident) * c.cluster);
     if (c.split_k > 1) {
