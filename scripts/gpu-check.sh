@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine: GPU tests, tuning of the llama3-8b set (twice: the second run must hit
-# the DB), and the side-by-side benchmark. Prints a short table last. Uses build/ as carried, or
-# builds it when the build dependencies are there.
-#   scripts/gpu-check.sh [tests|sass|tune|bench|all]   (default: all)
-# GPU_TESTS_FILTER (a gtest filter) and BENCH_ARGS (extra arguments of gemmforge bench) narrow a run.
+# Runs on the GPU machine: the GPU tests, tuning of the llama3-8b set (twice: the second run must
+# hit the DB for all 15 GEMMs), and the side-by-side benchmarks. Every step has a time limit;
+# full logs go to $OUT; a short table comes last. Uses build/ as carried (or builds it).
+#   scripts/gpu-check.sh [tests|tune|bench|sass|all]     (default: all)
+# Knobs: GPU_TESTS_FILTER (gtest filter), SEARCH (fast|default|exhaustive, default fast),
+#        BENCH_EXTRA (extra problems for the second bench, e.g. "--model llama3-70b --tokens 4096,8192").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -12,40 +13,59 @@ mkdir -p "$out"
 export GEMMFORGE_HOME=${GEMMFORGE_HOME:-/tmp/gf-home}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 gf=build/gemmforge
+search=${SEARCH:-fast}
 status=0
+step() { echo; echo "== $*"; }
 
 [ -x "$gf" ] || bash scripts/setup.sh || exit 1
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
-"$gf" doctor
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader
+"$gf" doctor > "$out/doctor.txt" 2>&1
 
 if [ "$what" = all ] || [ "$what" = tests ]; then
-  echo "== GPU tests"
-  build/tests/gf_gpu_tests --gtest_brief=1 --gtest_filter="${GPU_TESTS_FILTER:-*}" 2>&1 | tee "$out/gpu-tests.log" | tail -40
-  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  step "GPU tests"
+  GF_TEST_TIMEOUT=90 timeout 300 build/tests/gf_gpu_tests --gtest_brief=1 --gtest_filter="${GPU_TESTS_FILTER:-*}" \
+    > "$out/gpu-tests.log" 2>&1 || status=1
+  grep -E "FAILED|TIMEOUT|PASSED|tests ran" "$out/gpu-tests.log" | tail -25
 fi
 
 if [ "$what" = all ] || [ "$what" = sass ]; then
-  echo "== SASS of the main native variants: HGMMA count, local-memory traffic"
+  step "SASS of the main native variants: HGMMA count, local-memory traffic"
   rm -rf /tmp/gf-dump
-  GEMMFORGE_DUMP=/tmp/gf-dump "$gf" compile -p 4096x4096x4096:bf16 -p 16x4096x14336:bf16 -b native -s fast --no-cache >/dev/null
+  GEMMFORGE_DUMP=/tmp/gf-dump timeout 120 "$gf" compile -p 4096x4096x4096:bf16 -p 16x4096x14336:bf16 -b native \
+    -s fast --no-cache >/dev/null 2>&1
   for f in /tmp/gf-dump/*.cubin; do
     sass=$(cuobjdump --dump-sass "$f")
-    printf "%-64s HGMMA %4d  LDL/STL %d\n" "$(basename "$f" .cubin)" "$(grep -c HGMMA <<<"$sass")" \
+    printf "%-66s HGMMA %4d  LDL/STL %d\n" "$(basename "$f" .cubin)" "$(grep -c HGMMA <<<"$sass")" \
       "$(grep -cE '\b(LDL|STL)\b' <<<"$sass")"
-  done
+  done | tee "$out/sass.txt"
 fi
 
 if [ "$what" = all ] || [ "$what" = tune ]; then
-  echo "== tune llama3-8b (cold), then again (DB hits)"
+  step "tune llama3-8b (cold), then again (DB hits)"
   "$gf" db clear >/dev/null
-  /usr/bin/time -f "tune cold: %e s" "$gf" tune --model llama3-8b --tokens 16,128,4096 --json "$out/tune-cold.json" \
-    2>&1 | tail -22 || status=1
-  /usr/bin/time -f "tune warm: %e s" "$gf" tune --model llama3-8b --tokens 16,128,4096 --json "$out/tune-warm.json" \
-    2>&1 | tail -3 || status=1
+  start=$(date +%s.%N)
+  timeout 400 "$gf" tune --model llama3-8b --tokens 16,128,4096 -s "$search" --json "$out/tune-cold.json" \
+    > "$out/tune-cold.txt" 2>&1 || status=1
+  cold=$(echo "$(date +%s.%N) - $start" | bc)
+  start=$(date +%s.%N)
+  timeout 60 "$gf" tune --model llama3-8b --tokens 16,128,4096 -s "$search" --json "$out/tune-warm.json" \
+    > "$out/tune-warm.txt" 2>&1 || status=1
+  warm=$(echo "$(date +%s.%N) - $start" | bc)
+  tail -2 "$out/tune-warm.txt"
+  printf "tune wall time: cold %.1f s, warm %.2f s\n" "$cold" "$warm" | tee "$out/tune-times.txt"
 fi
 
 if [ "$what" = all ] || [ "$what" = bench ]; then
-  echo "== bench llama3-8b"
-  "$gf" bench --model llama3-8b --tokens 16,128,4096 ${BENCH_ARGS:-} --json "$out/bench.json" | tee "$out/bench.txt" || status=1
+  step "bench llama3-8b"
+  timeout 400 "$gf" bench --model llama3-8b --tokens 16,128,4096 -s "$search" --json "$out/bench-8b.json" \
+    > "$out/bench-8b.txt" 2>&1 || status=1
+  if [ -n "${BENCH_EXTRA:-}" ]; then
+    step "bench $BENCH_EXTRA"
+    # shellcheck disable=SC2086
+    timeout 400 "$gf" bench $BENCH_EXTRA -s "$search" --json "$out/bench-extra.json" > "$out/bench-extra.txt" 2>&1 \
+      || status=1
+  fi
+  step "summary (us; native and cuBLASLt best, ratio = cuBLASLt / native)"
+  python3 scripts/summarize.py "$out"/bench-*.json
 fi
 exit $status
