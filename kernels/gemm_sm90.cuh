@@ -8,8 +8,10 @@
 // registers and stores D directly.
 //
 // Two schedules. Cooperative: both consumers work on every tile, each on BM/2 of its rows.
-// Ping-pong: the consumers take alternate tiles, each all BM rows; as the ring delivers stages in
-// tile order, one consumer's epilogue overlaps the other's main loop.
+// Ping-pong: the consumers take alternate tiles, each all BM rows, and take turns at the main loop
+// (named barriers 3 and 4 pass the turn), so one consumer's epilogue overlaps the other's main
+// loop. The turns also keep each consumer's barrier waits within one phase of the ring: a parity
+// wait cannot tell phases two apart.
 //
 // With kCluster = 2, CTA pairs take horizontally adjacent tiles: they share the A block, and each
 // loads half of it for both (TMA multicast). A stage is then refilled only once the consumers of
@@ -312,13 +314,17 @@ struct Gemm {
     const bool leader = threadIdx.x % 128 == 0;
     float acc[kMmaM][kAcc];
     const int rank = kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0;
+    const int first = blockIdx.x / kCluster, stride = gridDim.x / kCluster;
+    const int local_units = first < units ? (units - first + stride - 1) / stride : 0;
     int it = 0, local = 0;
-    for (int unit = blockIdx.x / kCluster; unit < units; unit += gridDim.x / kCluster, ++local) {
+    for (int unit = first; unit < units; unit += stride, ++local) {
       const Unit u = unit_at(p, unit, rank);
       if (kPingpong && local % 2 != consumer) {
         it += u.kb_end - u.kb_begin;  // the other consumer's stages
         continue;
       }
+      // Ping-pong: wait for the turn (the other consumer finished the previous unit's main loop).
+      if (kPingpong && local > 0) ptx::named_barrier(3 + consumer, 256);
       int prev = -1;
       for (int kb = u.kb_begin; kb < u.kb_end; ++kb, ++it) {
         const int s = it % kStages;
@@ -334,6 +340,7 @@ struct Gemm {
       }
       ptx::wgmma_wait<0>();
       if (prev >= 0 && leader) release(&empty[prev]);
+      if (kPingpong && local + 1 < local_units) ptx::named_barrier_arrive(3 + (1 - consumer), 256);
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(acc[mm]);
       if (kSplitK > 1 && !reduce_split(p, acc, u, consumer, last_flags)) continue;

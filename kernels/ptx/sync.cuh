@@ -22,6 +22,11 @@ __device__ __forceinline__ void named_barrier(u32 id, u32 threads) {
 }
 
 // Not .aligned: callers reach it from warps that diverged (the producer's one busy lane).
+// Signals a named barrier without waiting; the threads that bar.sync on it wait for these.
+__device__ __forceinline__ void named_barrier_arrive(u32 id, u32 threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
 }
