@@ -68,6 +68,10 @@ struct Gemm {
   static_assert(kMmaM * kAcc <= 128, "More than 128 accumulators per thread would spill.");
 
   static constexpr u32 smem_bytes() { return 1024 + kStages * (kStageA + kStageB) + 2 * kStages * 8 + 16; }
+  // Which kWgRows-row part of the tile a consumer owns: its own in the cooperative schedule, the
+  // whole tile (part 0) in ping-pong.
+  static __device__ __forceinline__ int part(int consumer) { return kPingpong ? 0 : consumer; }
+
   // Consumers that share a tile synchronise on a named barrier of their own (0 is __syncthreads).
   static __device__ __forceinline__ void tile_barrier(int consumer) {
     if (kPingpong) ptx::named_barrier(1 + consumer, 128);
@@ -219,7 +223,7 @@ struct Gemm {
     for (int mm = 0; mm < kMmaM; ++mm) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int row = u.m0 + consumer * kWgRows + mm * 64 + warp * 16 + lane / 4 + half * 8;
+        const int row = u.m0 + part(consumer) * kWgRows + mm * 64 + warp * 16 + lane / 4 + half * 8;
         if (row >= p.m) continue;
         const long long row_off = batch_off + (long long)row * p.out_cols;
         if (Cfg::kGate == kGateSplit) {
@@ -268,7 +272,7 @@ struct Gemm {
     float* tile_base = p.partials + (long long)u.tile * kSplitK * BM * BN;
     auto slot = [&](int s, int mm, int i4) {
       return reinterpret_cast<float4*>(tile_base + (long long)s * BM * BN) +
-             ((consumer * kMmaM + mm) * (kAcc / 4) + i4) * 128 + tid;
+             ((part(consumer) * kMmaM + mm) * (kAcc / 4) + i4) * 128 + tid;
     };
 #pragma unroll
     for (int mm = 0; mm < kMmaM; ++mm)
@@ -330,8 +334,7 @@ struct Gemm {
         const int s = it % kStages;
         ptx::mbar_wait(&full[s], (it / kStages) & 1);
         ptx::wgmma_fence();
-        mma_stage(acc, sa + s * kStageA + (kPingpong ? 0 : consumer * kWgRows * 128), sb + s * kStageB,
-                  kb != u.kb_begin);
+        mma_stage(acc, sa + s * kStageA + part(consumer) * kWgRows * 128, sb + s * kStageB, kb != u.kb_begin);
         ptx::wgmma_commit();
         // One group stays in flight: the previous stage's reads are done once this returns.
         ptx::wgmma_wait<1>();
