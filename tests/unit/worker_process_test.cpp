@@ -1,0 +1,57 @@
+// The worker isolation machinery on the CPU: a worker that answers, one that hangs (killed at the
+// timeout), one that crashes (its signal reported), and a restart after each.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "tune/worker.hpp"
+
+using gf::tune::WorkerProcess;
+
+TEST(WorkerProcess, AnswersLineByLine) {
+  WorkerProcess w({"/bin/sh", "-c",
+                   "while read line; do case $line in *quit*) exit 0;; esac; echo '{\"ok\":true,\"echo\":1}'; done"});
+  for (int i = 0; i < 3; ++i) {
+    auto reply = w.call({{"op", "ping"}}, 5.0);
+    EXPECT_TRUE(reply.value("ok", false)) << reply.dump();
+    EXPECT_EQ(reply.value("echo", 0), 1);
+  }
+}
+
+TEST(WorkerProcess, HangIsKilledAtTheTimeout) {
+  WorkerProcess w({"/bin/sh", "-c", "read line; sleep 100"});
+  auto start = std::chrono::steady_clock::now();
+  auto reply = w.call({{"op", "measure"}}, 0.5);
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_FALSE(reply.value("ok", true));
+  EXPECT_TRUE(reply.value("crashed", false));
+  EXPECT_NE(reply.value("error", "").find("timed out"), std::string::npos) << reply.dump();
+  EXPECT_LT(s, 3.0);
+  EXPECT_FALSE(w.alive());
+}
+
+TEST(WorkerProcess, CrashIsReportedAndTheNextCallRestarts) {
+  // Answers once, then dies of SIGSEGV on the second request.
+  WorkerProcess w({"/bin/sh", "-c", "read line; echo '{\"ok\":true}'; read line; kill -SEGV $$"});
+  EXPECT_TRUE(w.call({{"op", "a"}}, 5.0).value("ok", false));
+  auto reply = w.call({{"op", "b"}}, 5.0);
+  EXPECT_TRUE(reply.value("crashed", false));
+  EXPECT_NE(reply.value("error", "").find("signal 11"), std::string::npos) << reply.dump();
+  EXPECT_TRUE(w.call({{"op", "c"}}, 5.0).value("ok", false)) << "a fresh worker answers again";
+}
+
+TEST(WorkerProcess, FatalReplyEndsTheWorker) {
+  WorkerProcess w({"/bin/sh", "-c", "read line; echo '{\"ok\":false,\"fatal\":true,\"error\":\"illegal address\"}'; exit 3"});
+  auto reply = w.call({{"op", "measure"}}, 5.0);
+  EXPECT_FALSE(reply.value("ok", true));
+  EXPECT_NE(reply.value("error", "").find("illegal address"), std::string::npos);
+  EXPECT_NE(reply.value("error", "").find("exited with status 3"), std::string::npos) << reply.dump();
+  EXPECT_FALSE(w.alive());
+}
+
+TEST(WorkerProcess, MissingExecutableIsAnError) {
+  WorkerProcess w({"/nonexistent/gemmforge", "__worker"});
+  auto reply = w.call({{"op", "problem"}}, 5.0);
+  EXPECT_FALSE(reply.value("ok", true));
+  EXPECT_NE(reply.value("error", "").find("127"), std::string::npos) << reply.dump();
+}
