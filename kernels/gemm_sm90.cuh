@@ -30,7 +30,10 @@ namespace gf {
 enum Act { kActNone = 0, kActRelu = 1, kActGeluErf = 2, kActGeluTanh = 3, kActSilu = 4 };
 enum Bias { kBiasNone = 0, kBiasCol = 1, kBiasRow = 2 };
 enum Gate { kGateNone = 0, kGateInterleaved = 1, kGateSplit = 2 };
-enum Out { kOutBf16 = 0, kOutF16 = 1, kOutF32 = 2 };
+enum OutType { kOutBf16 = 0, kOutF16 = 1, kOutF32 = 2 };
+
+template <bool kCond, class T, class F> struct Select { using type = T; };
+template <class T, class F> struct Select<false, T, F> { using type = F; };
 
 struct GemmParams {
   TmaDesc a;  // A: {K, M, batch}, box {64, BM, 1}
@@ -166,9 +169,11 @@ struct Gemm {
     }
   }
 
-  static __device__ __forceinline__ float load_out(const void* base, long long idx) {
-    if (Cfg::kOut == kOutF32) return static_cast<const float*>(base)[idx];
-    const u16 v = static_cast<const u16*>(base)[idx];
+  // D, C and the bias share the output dtype: float, or 16-bit bf16/f16 kept as raw bits.
+  using Out = typename Select<Cfg::kOut == kOutF32, float, u16>::type;
+
+  static __device__ __forceinline__ float to_float(float v) { return v; }
+  static __device__ __forceinline__ float to_float(u16 v) {
     return Cfg::kOut == kOutBf16 ? ptx::bf16_to_float(v) : ptx::f16_to_float(v);
   }
 
@@ -183,64 +188,60 @@ struct Gemm {
 
   static __device__ __forceinline__ float silu(float x) { return x / (1.0f + __expf(-x)); }
 
-  // alpha * acc + beta * C + bias: the pre-activation value at (row, col) of the GEMM.
-  static __device__ __forceinline__ float pre(const GemmParams& p, float acc, int row, int col, long long c_idx) {
-    float v = p.alpha * acc;
-    if (Cfg::kHasC) v += p.beta * load_out(p.c, c_idx);
-    if (Cfg::kBias == kBiasCol) v += load_out(p.bias, col);
-    if (Cfg::kBias == kBiasRow) v += load_out(p.bias, row);
-    return v;
-  }
-
-  static __device__ __forceinline__ void store_pair(const GemmParams& p, long long idx, float v0, float v1, bool two,
-                                                    bool aligned) {
+  // Writes v0 at d[0] and, if `two`, v1 at d[1]: one 4- or 8-byte store when the pair is aligned.
+  static __device__ __forceinline__ void store2(Out* d, float v0, float v1, bool two, bool aligned) {
     if (Cfg::kOut == kOutF32) {
-      float* d = static_cast<float*>(p.d) + idx;
       if (two && aligned) *reinterpret_cast<float2*>(d) = make_float2(v0, v1);
       else {
         d[0] = v0;
         if (two) d[1] = v1;
       }
-      return;
-    }
-    u16* d = static_cast<u16*>(p.d) + idx;
-    const u32 packed = Cfg::kOut == kOutBf16 ? ptx::pack_bf16x2(v0, v1) : ptx::pack_f16x2(v0, v1);
-    if (two && aligned) *reinterpret_cast<u32*>(d) = packed;
-    else {
-      d[0] = u16(packed & 0xffff);
-      if (two) d[1] = u16(packed >> 16);
+    } else {
+      const u32 packed = Cfg::kOut == kOutBf16 ? ptx::pack_bf16x2(v0, v1) : ptx::pack_f16x2(v0, v1);
+      if (two && aligned) *reinterpret_cast<u32*>(d) = packed;
+      else {
+        d[0] = u16(packed & 0xffff);
+        if (two) d[1] = u16(packed >> 16);
+      }
     }
   }
 
   // The accumulator layout of wgmma m64nN: thread t of warp w holds rows 16w + t/4 (+8) and
   // columns 8i + 2(t%4) (+1) for i < N/8, as acc[4i + {0,1}] (row) and acc[4i + {2,3}] (row + 8).
+  // Per element: v = alpha * acc + beta * C + bias, then the activation or the SwiGLU gate.
   static __device__ __forceinline__ void epilogue(const GemmParams& p, float (&acc)[kMmaM][kAcc], const Unit& u,
                                                   int consumer) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x % 128 / 32;
-    const long long batch_off = (long long)u.b * p.m * p.out_cols;
     const bool aligned = p.pairs_aligned != 0;
+    const Out* bias = static_cast<const Out*>(p.bias);
 #pragma unroll
     for (int mm = 0; mm < kMmaM; ++mm) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int row = u.m0 + part(consumer) * kWgRows + mm * 64 + warp * 16 + lane / 4 + half * 8;
         if (row >= p.m) continue;
-        const long long row_off = batch_off + (long long)row * p.out_cols;
+        const long long row_off = ((long long)u.b * p.m + row) * p.out_cols;
+        Out* d = static_cast<Out*>(p.d) + row_off;
+        const Out* c = static_cast<const Out*>(p.c) + row_off;
+        const float row_add = Cfg::kBias == kBiasRow ? to_float(bias[row]) : 0.0f;
+        // The pre-activation value of accumulator a at GEMM column col (C only where D has it).
+        auto pre = [&](float a, int col) {
+          float v = p.alpha * a + row_add;
+          if (Cfg::kHasC) v += p.beta * to_float(c[col]);
+          if (Cfg::kBias == kBiasCol) v += to_float(bias[col]);
+          return v;
+        };
         if (Cfg::kGate == kGateSplit) {
           // Columns c and c + BN/2 of the tile are a gate and its up: the same thread holds both.
 #pragma unroll
           for (int i = 0; i < BN / 16; ++i) {
-            const int c = 8 * i + 2 * (lane % 4);
-            const int j = u.n0 / 2 + c;
+            const int j = u.n0 / 2 + 8 * i + 2 * (lane % 4);
             if (j >= p.out_cols) continue;
-            float o[2];
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              const float g = pre(p, acc[mm][4 * i + 2 * half + e], row, j + e, 0);
-              const float up = pre(p, acc[mm][4 * (i + BN / 16) + 2 * half + e], row, p.n / 2 + j + e, 0);
-              o[e] = silu(g) * up;
-            }
-            store_pair(p, row_off + j, o[0], o[1], j + 1 < p.out_cols, aligned);
+            const float* g = &acc[mm][4 * i + 2 * half];
+            const float* up = &acc[mm][4 * (i + BN / 16) + 2 * half];
+            const int up_col = p.n / 2 + j;
+            store2(d + j, silu(pre(g[0], j)) * pre(up[0], up_col), silu(pre(g[1], j + 1)) * pre(up[1], up_col + 1),
+                   j + 1 < p.out_cols, aligned);
           }
           continue;
         }
@@ -251,14 +252,11 @@ struct Gemm {
           const float a0 = acc[mm][4 * i + 2 * half], a1 = acc[mm][4 * i + 2 * half + 1];
           if (Cfg::kGate == kGateInterleaved) {
             // Columns 2j and 2j+1 of the GEMM are gate and up of output column j.
-            const float g = pre(p, a0, row, col, 0), up = pre(p, a1, row, col + 1, 0);
-            store_pair(p, row_off + col / 2, silu(g) * up, 0.0f, false, aligned);
+            store2(d + col / 2, silu(pre(a0, col)) * pre(a1, col + 1), 0.0f, false, aligned);
             continue;
           }
           const bool two = col + 1 < p.n;
-          const float v0 = activate(pre(p, a0, row, col, row_off + col));
-          const float v1 = two ? activate(pre(p, a1, row, col + 1, row_off + col + 1)) : 0.0f;
-          store_pair(p, row_off + col, v0, v1, two, aligned);
+          store2(d + col, activate(pre(a0, col)), two ? activate(pre(a1, col + 1)) : 0.0f, two, aligned);
         }
       }
     }
