@@ -76,7 +76,7 @@ void run_candidates(const CandidateArgs& a) {
     for (const auto& n : notes) fmt::print("  no candidates from {}\n", n);
     fmt::print("\n");
   }
-  if (!device.present) fmt::print("(no GPU: {})\n", device.absent_reason);
+  if (!device.present) fmt::print("({})\n", device.absent_reason);
   if (!a.json.empty()) write_json(a.json, out);
 }
 

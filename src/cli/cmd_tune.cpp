@@ -85,7 +85,7 @@ void run_bench(const TuneArgs& a) {
   auto problems = a.problems.resolve();
   Progress progress;
   auto tuner = make_tuner(a, progress);
-  Table table({"problem", "backend", "candidate", "us", "TFLOP/s", "vs cuBLASLt default", "chosen"});
+  Table table({"problem", "backend", "candidate", "us", "TFLOP/s", "vs cuBLASLt default", "vs eager", "chosen"});
   nlohmann::json out = nlohmann::json::array();
   double log_speedup = 0;
   int counted = 0;
@@ -93,16 +93,19 @@ void run_bench(const TuneArgs& a) {
     const auto& [label, problem] = problems[i];
     progress.update(fmt::format("{} ({}/{})", label, i + 1, problems.size()), int(i), int(problems.size()));
     auto rows = tuner->bench(problem);
-    double default_us = 0, chosen_us = 0;
+    double default_us = 0, eager_us = 0, chosen_us = 0;
     for (const auto& r : rows) {
-      if (r.backend == "cublaslt-default" && r.measurement.verified) default_us = r.measurement.us;
-      if (r.chosen && r.measurement.verified) chosen_us = r.measurement.us;
+      if (!r.measurement.verified) continue;
+      if (r.backend == "cublaslt-default") default_us = r.measurement.us;
+      if (r.backend == "eager") eager_us = r.measurement.us;
+      if (r.chosen) chosen_us = r.measurement.us;
     }
+    auto speedup = [](double base, double us) { return base > 0 && us > 0 ? fixed(base / us, 2) + "x" : "-"; };
     for (const auto& r : rows) {
       const Measurement& m = r.measurement;
-      std::string vs = default_us > 0 && m.us > 0 ? fixed(default_us / m.us, 2) + "x" : "-";
       table.add({label, r.backend, r.candidate.name, m.verified ? fixed(m.us, 1) : "failed",
-                 m.verified ? fixed(m.tflops, 1) : m.error.substr(0, 60), vs, r.chosen ? "*" : ""});
+                 m.verified ? fixed(m.tflops, 1) : m.error.substr(0, 60), speedup(default_us, m.us),
+                 speedup(eager_us, m.us), r.chosen ? "*" : ""});
       out.push_back({{"label", label}, {"problem", problem.key()}, {"backend", r.backend},
                      {"candidate", r.candidate.name}, {"us", m.us}, {"tflops", m.tflops}, {"chosen", r.chosen},
                      {"verified", m.verified}, {"error", m.error}});

@@ -219,8 +219,14 @@ std::vector<BenchRow> Tuner::bench(const GemmProblem& problem) {
       rows.push_back({b->name(), candidate_of(*m), {}, m->backend == tuned.decision.backend &&
                                                            m->candidate == tuned.decision.candidate});
   }
-  for (const auto& m : stored)
+  // Baselines: cuBLASLt's own pick (with its fused epilogue where it has one), and eager: cuBLASLt's
+  // pick for the plain GEMM followed by the epilogue as a separate kernel.
+  for (const auto& m : stored) {
     if (m.backend == "cublaslt" && m.config.value("rank", -1) == 0) rows.push_back({"cublaslt-default", candidate_of(m), {}, false});
+    if (m.backend == "unfused" && m.config["gemm"].value("backend", "") == "cublaslt" &&
+        m.config["gemm"]["config"].value("rank", -1) == 0)
+      rows.push_back({"eager", candidate_of(m), {}, false});
+  }
 
   // Three interleaved rounds, each row keeping its median: clock drift over the run hits all alike.
   tune::MeasureSession session(I.worker_exe(), problem, I.seed(), I.opt.candidate_timeout_s);

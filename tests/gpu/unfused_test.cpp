@@ -1,0 +1,38 @@
+// The unfused plan (plain GEMM + the epilogue kernel) against the reference: vectorized and scalar
+// paths, every gate and bias kind.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "gemmforge/backend.hpp"
+#include "tune/problem_bench.hpp"
+
+using namespace gf;
+
+class UnfusedTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(UnfusedTest, EveryCandidateVerifies) {
+  GemmProblem p = GemmProblem::parse(GetParam());
+  DeviceInfo dev = DeviceInfo::query();
+  auto unfused = find_backend("unfused");
+  ASSERT_EQ(unfused->supports(p), "");
+  auto cands = unfused->candidates(p, dev, {.level = Search::fast});
+  ASSERT_FALSE(cands.empty());
+  tune::ProblemBench bench(p, dev, std::random_device{}());
+  for (const auto& c : cands) {
+    ASSERT_TRUE(unfused->compile(p, c, true).ok) << c.name;
+    auto kernel = unfused->build(p, c);
+    auto r = bench.measure(*kernel, false, {});
+    EXPECT_TRUE(r.verified) << p.key() << " " << c.name << ": " << r.error;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Epilogues, UnfusedTest,
+                         ::testing::Values("256x512x128:bf16:bias+gelu_tanh", "130x512x256:bf16:swiglu",
+                                           "130x512x256:f16:bias+swiglu_split", "100x384x256:bf16->f32:alpha=0.5+rowbias+residual+relu",
+                                           "77x1000x1000:bf16:gelu", "33x130x64:bf16:bias+silu", "16x6144x4096:bf16:swiglu",
+                                           "64x96x64x3:bf16:residual"));
+
+TEST(Unfused, DeclinesThePlainProblem) {
+  EXPECT_NE(find_backend("unfused")->supports(GemmProblem::parse("64x64x64:bf16")), "");
+}
