@@ -5,6 +5,7 @@
 namespace gf::cli {
 void add_tune(CLI::App& app);
 void add_bench(CLI::App& app);
+void add_bench_ops(CLI::App& app);
 void add_candidates(CLI::App& app);
 void add_compile(CLI::App& app);
 void add_db(CLI::App& app);

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   gf::cli::add_tune(app);
   gf::cli::add_bench(app);
+  gf::cli::add_bench_ops(app);
   gf::cli::add_candidates(app);
   gf::cli::add_compile(app);
   gf::cli::add_db(app);

@@ -4,7 +4,6 @@
 #include "backends/native/config.hpp"
 #include "backends/native/kernel.hpp"
 #include "backends/registry.hpp"
-#include "core/embedded.hpp"
 #include "core/hash.hpp"
 #include "cuda/nvrtc.hpp"
 #include "gemmforge/error.hpp"
@@ -17,12 +16,8 @@ class NativeBackend final : public Backend {
   std::string name() const override { return "native"; }
   // The kernels' sources are part of the version: a changed template invalidates its decisions.
   std::string version() const override {
-    static const std::string v = [] {
-      uint64_t h = 0;
-      for (const auto& [path, text] : embedded::files())
-        if (path.starts_with("kernels/")) h = fnv1a(text, fnv1a(path, h));
-      return std::string(GF_VERSION) + "+" + hex64(h).substr(0, 8) + "/nvrtc" + cuda::nvrtc_version();
-    }();
+    static const std::string v = std::string(GF_VERSION) + "+" + hex64(jit::toolchain_hash()).substr(0, 8) + "/nvrtc" +
+                                 cuda::nvrtc_version();
     return v;
   }
   std::string supports(const GemmProblem& p) const override { return unsupported_reason(p); }

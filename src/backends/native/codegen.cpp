@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "core/embedded.hpp"
 
 namespace gf::native {
 namespace {
@@ -46,16 +45,6 @@ extern "C" __global__ void __launch_bounds__({threads}, 1) {kernel}(const __grid
                      fmt::arg("has_c", e.has_c()), fmt::arg("out", out_enum(p.out)), fmt::arg("act", act_enum(e.act)),
                      fmt::arg("bias", bias), fmt::arg("gate", gate), fmt::arg("threads", c.threads()),
                      fmt::arg("kernel", kKernelName));
-}
-
-const std::vector<std::pair<std::string, std::string>>& kernel_headers() {
-  static const auto headers = [] {
-    std::vector<std::pair<std::string, std::string>> h;
-    for (const auto& [path, text] : embedded::files())
-      if (path.starts_with("kernels/")) h.emplace_back(path.substr(8), std::string(text));
-    return h;
-  }();
-  return headers;
 }
 
 }  // namespace gf::native

@@ -12,7 +12,5 @@ namespace gf::native {
 constexpr const char* kKernelName = "gf_gemm";
 
 std::string instantiation_source(const NativeConfig& c, const GemmProblem& p);
-// kernels/*.cuh as NVRTC headers: (include name, text).
-const std::vector<std::pair<std::string, std::string>>& kernel_headers();
 
 }  // namespace gf::native

@@ -1,0 +1,28 @@
+#pragma once
+// Run-time compilation of device code from kernels/ through NVRTC and the content-addressed
+// kernel cache. Shared by every JIT user (the native GEMM templates, the memory-bound ops).
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gemmforge/backend.hpp"
+
+namespace gf::jit {
+
+struct Compiled {
+  CompileReport report;
+  std::string cubin;
+};
+
+// kernels/*.cuh as NVRTC headers: (include name relative to kernels/, text).
+const std::vector<std::pair<std::string, std::string>>& kernel_headers();
+// A hash of every header and the toolchain: part of each cache key and of backend versions.
+uint64_t toolchain_hash();
+
+// Compiles `source` (which includes headers from kernels/) for sm_90a. Thread-safe. The cache key
+// is `name` plus a hash of the source, every header, the options and the NVRTC version.
+// GEMMFORGE_FAIL_ON_SPILL=1 fails kernels that spill; GEMMFORGE_DUMP=DIR writes each compiled
+// kernel's source, log and cubin there.
+Compiled compile(const std::string& name, const std::string& source, bool use_cache);
+
+}  // namespace gf::jit

@@ -1,0 +1,206 @@
+#include "ops/row_config.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "gemmforge/error.hpp"
+
+namespace gf::ops {
+namespace {
+
+const char* kind_name(RowOpKind k) {
+  switch (k) {
+    case RowOpKind::softmax: return "softmax";
+    case RowOpKind::rmsnorm: return "rmsnorm";
+    case RowOpKind::layernorm: return "layernorm";
+  }
+  return "?";
+}
+
+const char* elem_enum(DType t) { return t == DType::f32 ? "kF32" : t == DType::f16 ? "kF16" : "kBf16"; }
+
+}  // namespace
+
+int RowConfig::values_per_thread(int64_t cols) const {
+  if (stream) return vec;
+  int64_t part_vecs = cols / cluster / vec;
+  int64_t iters = (part_vecs + group() - 1) / group();
+  return int(iters * vec);
+}
+
+std::string RowConfig::name(const RowOpSpec& s) const {
+  std::string key = s.key();
+  for (char& ch : key)
+    if (ch == ':' || ch == '+' || ch == '>' || ch == '-') ch = '_';
+  return fmt::format("rowop_{}_t{}_r{}_v{}_x{}{}", key, threads, rows_per_cta, vec, cluster, stream ? "_s" : "");
+}
+
+nlohmann::json RowConfig::to_json() const {
+  return {{"threads", threads}, {"rows_per_cta", rows_per_cta}, {"vec", vec}, {"cluster", cluster}, {"stream", stream}};
+}
+
+RowConfig RowConfig::from_json(const nlohmann::json& j) {
+  return {j.at("threads"), j.at("rows_per_cta"), j.at("vec"), j.at("cluster"), j.value("stream", false)};
+}
+
+int widest_vec(const RowOpSpec& s) {
+  int v = 16 / dtype_bytes(s.in);
+  while (v > 1 && s.cols % v != 0) v /= 2;
+  return v;
+}
+
+std::string illegal_reason(const RowConfig& c, const RowOpSpec& s) {
+  if (c.threads < 32 || c.threads > 1024 || c.threads % 32 != 0) return "threads must be 32..1024, whole warps";
+  if (c.rows_per_cta < 1 || c.threads % c.rows_per_cta != 0) return "rows per CTA must divide the threads";
+  int g = c.group();
+  if ((g & (g - 1)) != 0) return "threads per row must be a power of two";
+  if (c.vec < 1 || s.cols % c.vec != 0) return "the vector width must divide the row";
+  if (c.vec * dtype_bytes(s.in) > 16) return "vectors are at most 16 bytes";
+  if (c.cluster != 1 && c.cluster != 2 && c.cluster != 4 && c.cluster != 8) return "clusters of 1, 2, 4 or 8 CTAs";
+  if (c.cluster > 1 && (c.rows_per_cta != 1 || s.cols % (int64_t(c.cluster) * c.vec) != 0))
+    return "a cluster splits one row into whole vectors";
+  int64_t part_vecs = s.cols / c.cluster / c.vec;
+  if (g > part_vecs * 2 && g > 32) return "more than half the threads of a row would idle";
+  if (c.stream && part_vecs < int64_t(g) * 16) return "streaming is for rows far longer than the threads holding them";
+  int values = c.values_per_thread(s.cols);
+  if (values > 64) return fmt::format("{} values per thread exceed the register budget", values);
+  // A CTA's registers: the values (two sets with a residual) plus ~32 of addressing, within 64K.
+  int regs = values * (s.residual ? 2 : 1) + 32;
+  if (int64_t(regs) * c.threads > 65536) return fmt::format("~{} registers a thread x {} threads exceed 64K", regs, c.threads);
+  return "";
+}
+
+std::vector<RowConfig> row_configs(const RowOpSpec& s) {
+  std::vector<std::pair<double, RowConfig>> scored;
+  for (int vec = widest_vec(s); vec >= 1; vec /= 2) {
+    for (bool stream : {false, true})
+      for (int cluster : {1, 2, 4, 8})
+        for (int threads : {128, 256, 512, 1024})
+          for (int rows : {1, 2, 4, 8, 16, 32}) {
+            RowConfig c{threads, rows, vec, cluster, stream};
+            if (!illegal_reason(c, s).empty()) continue;
+            // Prefer wide vectors, few values per thread (more rows in flight), no cluster, one pass.
+            int values = c.values_per_thread(s.cols);
+            double score = double(widest_vec(s) / vec) * 4 + std::abs(std::log2(double(values) / (2.0 * vec))) +
+                           (cluster > 1 ? 1.0 + cluster / 8.0 : 0.0) + (threads == 1024 ? 0.5 : 0.0) +
+                           (stream ? 3.0 : 0.0);
+            scored.emplace_back(score, c);
+          }
+    if (!scored.empty()) break;  // narrower vectors only when the widest cannot work
+  }
+  std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<RowConfig> out;
+  for (const auto& [score, c] : scored) out.push_back(c);
+  return out;
+}
+
+RowConfig default_config(const RowOpSpec& s) {
+  auto configs = row_configs(s);
+  GF_CHECK(!configs.empty(), "no row-op configuration fits {}", s.key());
+  return configs.front();
+}
+
+std::string row_source(const RowConfig& c, const RowOpSpec& s) {
+  return fmt::format(R"(// {name}
+#include "ops/row_ops.cuh"
+
+struct Cfg {{
+  static constexpr int kOp = {op}, kIn = gf::{in}, kOut = gf::{out};
+  static constexpr int kCols = {cols}, kVec = {vec}, kThreads = {threads}, kRowsPerCta = {rows}, kCluster = {cluster};
+  static constexpr bool kResidual = {residual}, kValidLen = {valid}, kStream = {stream};
+}};
+
+extern "C" __global__ void __launch_bounds__({threads}) gf_row_op(const __grid_constant__ gf::RowParams p) {{
+  gf::RowOp<Cfg>::run(p);
+}}
+)",
+                     fmt::arg("name", c.name(s)), fmt::arg("op", int(s.kind)), fmt::arg("in", elem_enum(s.in)),
+                     fmt::arg("out", elem_enum(s.out)), fmt::arg("cols", s.cols), fmt::arg("vec", c.vec),
+                     fmt::arg("threads", c.threads), fmt::arg("rows", c.rows_per_cta), fmt::arg("cluster", c.cluster),
+                     fmt::arg("residual", s.residual), fmt::arg("valid", s.valid_len), fmt::arg("stream", c.stream));
+}
+
+// ---- RowOpSpec ----
+
+std::string spec_kind_token(const RowOpSpec& s) {
+  std::string k = kind_name(s.kind);
+  if (s.residual) k += "+residual";
+  if (s.valid_len) k += "+valid";
+  return k;
+}
+
+}  // namespace gf::ops
+
+namespace gf {
+
+std::string RowOpSpec::key() const {
+  std::string s = fmt::format("{}:{}x{}:{}", ops::spec_kind_token(*this), rows, cols, to_string(in));
+  if (out != in) s += fmt::format("->{}", to_string(out));
+  return s;
+}
+
+RowOpSpec RowOpSpec::parse(std::string_view text) {
+  RowOpSpec s;
+  auto fail = [&](const std::string& why) { GF_FAIL("bad op '{}': {} (expected OP[+residual|+valid]:ROWSxCOLS[:dtype[->out]])", text, why); };
+  size_t c1 = text.find(':');
+  if (c1 == std::string_view::npos) fail("no sizes");
+  std::string_view kind = text.substr(0, c1), rest = text.substr(c1 + 1);
+  std::string_view base = kind.substr(0, kind.find('+'));
+  if (base == "softmax") s.kind = RowOpKind::softmax;
+  else if (base == "rmsnorm") s.kind = RowOpKind::rmsnorm;
+  else if (base == "layernorm") s.kind = RowOpKind::layernorm;
+  else fail(fmt::format("unknown op '{}' (softmax, rmsnorm, layernorm)", base));
+  for (size_t pos = kind.find('+'); pos != std::string_view::npos; pos = kind.find('+', pos + 1)) {
+    std::string_view flag = kind.substr(pos + 1, kind.find('+', pos + 1) - pos - 1);
+    if (flag == "residual") s.residual = true;
+    else if (flag == "valid") s.valid_len = true;
+    else fail(fmt::format("unknown flag '{}'", flag));
+  }
+  size_t c2 = rest.find(':');
+  std::string dims(rest.substr(0, c2));
+  size_t x = dims.find('x');
+  if (x == std::string::npos) fail("sizes are ROWSxCOLS");
+  char* end = nullptr;
+  s.rows = std::strtoll(dims.c_str(), &end, 10);
+  if (end != dims.c_str() + x) fail("rows is not an integer");
+  s.cols = std::strtoll(dims.c_str() + x + 1, &end, 10);
+  if (*end != '\0') fail("cols is not an integer");
+  if (c2 != std::string_view::npos) {
+    std::string_view types = rest.substr(c2 + 1);
+    size_t arrow = types.find("->");
+    auto in = parse_dtype(types.substr(0, arrow));
+    if (!in) fail(fmt::format("unknown dtype '{}'", types.substr(0, arrow)));
+    s.in = s.out = *in;
+    if (arrow != std::string_view::npos) {
+      auto out = parse_dtype(types.substr(arrow + 2));
+      if (!out) fail(fmt::format("unknown dtype '{}'", types.substr(arrow + 2)));
+      s.out = *out;
+    }
+  }
+  if (std::string why = s.invalid_reason(); !why.empty()) fail(why);
+  return s;
+}
+
+std::string RowOpSpec::invalid_reason() const {
+  if (rows < 1 || cols < 1) return fmt::format("sizes must be >= 1 (rows={}, cols={})", rows, cols);
+  if (rows > (int64_t(1) << 40) || cols > (int64_t(1) << 24)) return "sizes too large (cols up to 16M, rows up to 2^40)";
+  for (DType t : {in, out})
+    if (is_fp8(t)) return "fp8 is not supported by the row ops (bf16, f16, f32)";
+  if (residual && kind != RowOpKind::rmsnorm) return "+residual applies to rmsnorm";
+  if (valid_len && kind != RowOpKind::softmax) return "+valid applies to softmax";
+  return "";
+}
+
+double RowOpSpec::bytes() const {
+  double elems = double(rows) * double(cols);
+  double b = elems * (dtype_bytes(in) + dtype_bytes(out));
+  if (residual) b += 2.0 * elems * dtype_bytes(in);                       // residual in, sum out
+  if (kind != RowOpKind::softmax) b += double(cols) * dtype_bytes(in);     // weight
+  if (kind == RowOpKind::layernorm) b += double(cols) * dtype_bytes(in);   // bias
+  if (valid_len) b += double(rows) * 4;
+  return b;
+}
+
+}  // namespace gf

@@ -1,0 +1,38 @@
+#pragma once
+// A row-op kernel's parameters, their legality, the search space and the generated source. Plain
+// data: tested on the CPU.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gemmforge/ops.hpp"
+
+namespace gf::ops {
+
+struct RowConfig {
+  int threads = 256;     // per CTA
+  int rows_per_cta = 1;  // rows sharing a CTA (short rows)
+  int vec = 8;           // elements per access
+  int cluster = 1;       // CTAs per row (long rows)
+  bool stream = false;   // two passes over the row instead of holding it in registers
+
+  int group() const { return threads / rows_per_cta; }
+  // fp32 values each thread keeps in registers.
+  int values_per_thread(int64_t cols) const;
+  std::string name(const RowOpSpec& s) const;
+  nlohmann::json to_json() const;
+  static RowConfig from_json(const nlohmann::json& j);
+  bool operator==(const RowConfig&) const = default;
+};
+
+std::string illegal_reason(const RowConfig& c, const RowOpSpec& s);
+// Legal configs, most promising first (the widest vector, one or two 16-byte vectors per thread).
+std::vector<RowConfig> row_configs(const RowOpSpec& s);
+// The configuration used when the DB has none: the first of row_configs.
+RowConfig default_config(const RowOpSpec& s);
+// The largest vector width (elements) that divides the row and fits 16 bytes of the input.
+int widest_vec(const RowOpSpec& s);
+std::string row_source(const RowConfig& c, const RowOpSpec& s);
+
+}  // namespace gf::ops

@@ -1,0 +1,71 @@
+#include "ops/row_kernel.hpp"
+
+#include <fmt/format.h>
+
+#include "gemmforge/error.hpp"
+
+namespace gf::ops {
+namespace {
+
+// Mirrors gf::RowParams in kernels/ops/row_ops.cuh.
+struct HostRowParams {
+  const void* x;
+  void* y;
+  const void* weight;
+  const void* bias;
+  const void* residual;
+  void* residual_out;
+  const int* valid_len;
+  long long rows;
+  float scale;
+  float eps;
+};
+static_assert(sizeof(HostRowParams) == 72, "HostRowParams must match the device struct RowParams.");
+
+}  // namespace
+
+jit::Compiled compile_row_kernel(const RowOpSpec& s, const RowConfig& c, bool use_cache) {
+  return jit::compile(c.name(s), row_source(c, s), use_cache);
+}
+
+void check_args(const RowOpSpec& s, const RowOpArgs& a) {
+  GF_CHECK(a.x && a.y, "{}: x and y must be non-null", s.key());
+  if (s.kind != RowOpKind::softmax) GF_CHECK(a.weight, "{}: the norm needs a weight", s.key());
+  if (s.kind == RowOpKind::layernorm) GF_CHECK(a.bias, "{}: layernorm needs a bias", s.key());
+  if (s.residual) GF_CHECK(a.residual && a.residual_out, "{}: needs residual and residual_out", s.key());
+  if (s.valid_len) GF_CHECK(a.valid_len, "{}: needs valid_len", s.key());
+}
+
+std::string misaligned(const RowOpSpec& s, const RowConfig& c, const RowOpArgs& a) {
+  auto check = [&](const void* p, int elem_bytes, const char* what) -> std::string {
+    size_t need = size_t(std::min(16, c.vec * elem_bytes));
+    if (p && reinterpret_cast<uintptr_t>(p) % need != 0)
+      return fmt::format("{} is not {}-byte aligned (vector width {})", what, need, c.vec);
+    return "";
+  };
+  const int in = dtype_bytes(s.in), out = dtype_bytes(s.out);
+  for (auto why : {check(a.x, in, "x"), check(a.y, out, "y"), check(a.weight, in, "weight"),
+                   check(a.bias, in, "bias"), check(a.residual, in, "residual"),
+                   check(a.residual_out, in, "residual_out")})
+    if (!why.empty()) return why;
+  return "";
+}
+
+RowKernel::RowKernel(const RowOpSpec& spec, const RowConfig& config, const std::string& cubin)
+    : spec_(spec), config_(config), module_(cubin), fn_(module_.function("gf_row_op")) {}
+
+void RowKernel::launch(const RowOpArgs& a, cudaStream_t stream) const {
+  check_args(spec_, a);
+  std::string why = misaligned(spec_, config_, a);
+  GF_CHECK(why.empty(), "{}: {}", spec_.key(), why);
+  HostRowParams p{a.x, a.y, a.weight, a.bias, a.residual, a.residual_out, a.valid_len, spec_.rows, a.scale, a.eps};
+  const int64_t ctas = (spec_.rows + config_.rows_per_cta - 1) / config_.rows_per_cta * config_.cluster;
+  GF_CHECK(ctas < (int64_t(1) << 31), "{}: too many rows for one launch", spec_.key());
+  void* args[] = {&p};
+  cuda::launch(fn_,
+               {.grid = {unsigned(ctas), 1, 1}, .block = {unsigned(config_.threads), 1, 1}, .smem_bytes = 0,
+                .cluster = {unsigned(config_.cluster), 1, 1}},
+               args, stream);
+}
+
+}  // namespace gf::ops

@@ -1,0 +1,32 @@
+#pragma once
+// A compiled row-op kernel, loaded and launched through the driver API.
+#include <memory>
+#include <string>
+
+#include "cuda/module.hpp"
+#include "jit/compile.hpp"
+#include "ops/row_config.hpp"
+
+namespace gf::ops {
+
+class RowKernel {
+ public:
+  RowKernel(const RowOpSpec& spec, const RowConfig& config, const std::string& cubin);
+  // Throws gf::Error for a null or misaligned pointer (see aligned_for).
+  void launch(const RowOpArgs& args, cudaStream_t stream) const;
+  const RowConfig& config() const { return config_; }
+
+ private:
+  RowOpSpec spec_;
+  RowConfig config_;
+  cuda::Module module_;
+  CUfunction fn_;
+};
+
+jit::Compiled compile_row_kernel(const RowOpSpec& s, const RowConfig& c, bool use_cache);
+// Whether the pointers suit the config's vector width ("" when they do, else why not).
+std::string misaligned(const RowOpSpec& s, const RowConfig& c, const RowOpArgs& a);
+// Checks the arguments the spec needs; throws gf::Error naming what is missing.
+void check_args(const RowOpSpec& s, const RowOpArgs& a);
+
+}  // namespace gf::ops

@@ -1,0 +1,70 @@
+// Row-op specs and their config space on the CPU; every config of the benchmark shapes compiles.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "gemmforge/error.hpp"
+#include "ops/row_kernel.hpp"
+
+using namespace gf;
+
+TEST(RowOpSpec, ParsesAndKeys) {
+  auto s = RowOpSpec::parse("rmsnorm+residual:4096x4096:bf16->f32");
+  EXPECT_EQ(s.kind, RowOpKind::rmsnorm);
+  EXPECT_TRUE(s.residual);
+  EXPECT_EQ(s.out, DType::f32);
+  EXPECT_EQ(s.key(), "rmsnorm+residual:4096x4096:bf16->f32");
+  EXPECT_EQ(RowOpSpec::parse("softmax:8x128").key(), "softmax:8x128:bf16");
+  EXPECT_EQ(RowOpSpec::parse("softmax+valid:8x128:f16").key(), "softmax+valid:8x128:f16");
+  for (const char* bad : {"softmax", "softmax:0x16", "softmax:16", "softmax:4x4:bf17", "norm:4x4", "softmax+residual:4x4",
+                          "layernorm+valid:4x4", "softmax:4x4:e4m3"})
+    EXPECT_THROW(RowOpSpec::parse(bad), Error) << bad;
+}
+
+TEST(RowOpSpace, EveryShapeHasLegalConfigs) {
+  for (const char* text : {"softmax:262144x1024:bf16", "softmax:1024x262144:bf16", "rmsnorm:4096x65536:bf16",
+                           "rmsnorm+residual:16384x16384:f16", "layernorm:7x1000:f32", "softmax:5x1:bf16",
+                           "softmax+valid:3x77:bf16->f32", "softmax:2x524288:bf16"}) {
+    auto s = RowOpSpec::parse(text);
+    auto configs = ops::row_configs(s);
+    ASSERT_FALSE(configs.empty()) << text;
+    for (const auto& c : configs) {
+      EXPECT_EQ(ops::illegal_reason(c, s), "") << text << " " << c.name(s);
+      EXPECT_EQ(ops::RowConfig::from_json(c.to_json()), c);
+      EXPECT_LE(c.values_per_thread(s.cols), 64);
+    }
+    EXPECT_EQ(configs.front().vec, ops::widest_vec(s)) << text;
+  }
+  // 1024 x 262144 bf16 needs a cluster to hold the row in registers (512 KiB), or two passes.
+  auto long_rows = ops::row_configs(RowOpSpec::parse("softmax:1024x262144:bf16"));
+  for (const auto& c : long_rows) EXPECT_TRUE(c.cluster >= 2 || c.stream) << c.name(RowOpSpec::parse("softmax:1024x262144:bf16"));
+  EXPECT_FALSE(long_rows.front().stream) << "one pass ranks first where it fits";
+  for (const auto& c : ops::row_configs(RowOpSpec::parse("softmax:2x524288:bf16"))) EXPECT_TRUE(c.stream);
+}
+
+TEST(RowOpSpace, BenchmarkShapesCompileWithoutSpills) {
+  std::vector<std::pair<RowOpSpec, ops::RowConfig>> work;
+  for (const char* op : {"softmax", "rmsnorm+residual", "layernorm"})
+    for (const char* shape : {"262144x1024", "65536x4096", "16384x16384", "4096x65536", "1024x262144"}) {
+      auto s = RowOpSpec::parse(std::string(op) + ":" + shape + ":bf16");
+      auto configs = ops::row_configs(s);
+      for (size_t i = 0; i < configs.size() && i < 4; ++i) work.emplace_back(s, configs[i]);
+    }
+  for (const char* text : {"softmax+valid:2x524288:bf16", "rmsnorm+residual:2x524288:bf16", "layernorm:2x524288:f16->f32"}) {
+    auto s = RowOpSpec::parse(text);
+    work.emplace_back(s, ops::row_configs(s).front());
+  }
+  std::vector<jit::Compiled> out(work.size());
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < std::max(2u, std::thread::hardware_concurrency()); ++t)
+    threads.emplace_back([&] {
+      for (size_t i = next++; i < work.size(); i = next++) out[i] = ops::compile_row_kernel(work[i].first, work[i].second, true);
+    });
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < work.size(); ++i) {
+    EXPECT_TRUE(out[i].report.ok) << work[i].second.name(work[i].first) << "\n" << out[i].report.log;
+    EXPECT_EQ(out[i].report.spill_bytes, 0) << work[i].second.name(work[i].first);
+  }
+}
