@@ -26,5 +26,13 @@ if ! command -v nvcc >/dev/null 2>&1; then
   fi
 fi
 
+# The Triton backend compiles with python3 + triton (the version the GPU machine has). Without
+# them it reports itself unavailable and everything else works.
+if command -v python3 >/dev/null 2>&1 && ! python3 -c "import triton" >/dev/null 2>&1; then
+  echo "setup: installing triton 3.6.0 for the Triton backend"
+  python3 -m pip install --quiet triton==3.6.0 2>&1 | grep -v "as the 'root' user" || \
+    echo "setup: could not install triton; the Triton backend will be unavailable" >&2
+fi
+
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build

@@ -28,7 +28,7 @@ Search parse_search(std::string_view s) {
 const std::vector<std::shared_ptr<Backend>>& all_backends() {
   static const std::vector<std::shared_ptr<Backend>> backends = [] {
     std::vector<std::shared_ptr<Backend>> v = {cublaslt::make_backend(), native::make_backend(),
-                                                 unfused::make_backend()};
+                                                 triton_backend::make_backend(), unfused::make_backend()};
     const char* plant = std::getenv("GEMMFORGE_PLANT_FAULTS");
     if (plant && std::strcmp(plant, "1") == 0) v.push_back(faulty::make_backend());
     return v;

@@ -7,6 +7,7 @@
 namespace gf {
 namespace cublaslt { std::shared_ptr<Backend> make_backend(); }
 namespace native { std::shared_ptr<Backend> make_backend(); }
+namespace triton_backend { std::shared_ptr<Backend> make_backend(); }
 namespace unfused { std::shared_ptr<Backend> make_backend(); }
 namespace faulty { std::shared_ptr<Backend> make_backend(); }
 }  // namespace gf

@@ -1,0 +1,73 @@
+"""gemmforge's Triton compile worker: one JSON request per line on stdin, one reply per line.
+
+    {"op": "version"}
+    {"op": "compile", "template": "mm", "dtype": "bf16", "out": "bf16", "constexprs": {...},
+     "num_warps": 8, "num_stages": 3, "divisible": [0, 1, 2, 7], "path": "/dir/name.cubin"}
+
+compile writes the cubin to `path` and replies with the launch metadata. It targets sm_90
+explicitly, so it needs no GPU.
+"""
+import json
+import os
+import sys
+import time
+import traceback
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from templates import TEMPLATES  # noqa: E402
+
+RUNTIME_ARGS = ["a", "b", "d", "c", "bias", "M", "N", "K", "OUT_COLS", "alpha", "beta"]
+TYPES = {"bf16": "*bf16", "f16": "*fp16", "f32": "*fp32"}
+
+
+def compile_request(req):
+    start = time.time()
+    fn = TEMPLATES[req["template"]]
+    a, out = TYPES[req["dtype"]], TYPES[req["out"]]
+    signature = {"a": a, "b": a, "d": out, "c": out, "bias": out, "M": "i32", "N": "i32", "K": "i32",
+                 "OUT_COLS": "i32", "alpha": "fp32", "beta": "fp32"}
+    constexprs = dict(req["constexprs"])
+    for name in constexprs:
+        signature[name] = "constexpr"
+    # 16-byte divisibility of pointers and sizes lets Triton vectorize; the launcher checks it.
+    attrs = {(i,): [["tt.divisibility", 16]] for i in req.get("divisible", [])}
+    src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
+    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                            options={"num_warps": req["num_warps"], "num_stages": req["num_stages"]})
+    tmp = req["path"] + f".{os.getpid()}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(kernel.asm["cubin"])
+    os.replace(tmp, req["path"])
+    md = kernel.metadata
+    return {"ok": True, "name": md.name, "num_warps": md.num_warps, "num_ctas": md.num_ctas, "shared": md.shared,
+            "global_scratch_size": md.global_scratch_size, "global_scratch_align": md.global_scratch_align,
+            "profile_scratch_size": md.profile_scratch_size, "profile_scratch_align": md.profile_scratch_align,
+            "launch_cooperative_grid": bool(md.launch_cooperative_grid), "launch_pdl": bool(md.launch_pdl),
+            "triton_version": triton.__version__, "args": RUNTIME_ARGS + ["global_scratch", "profile_scratch"],
+            "seconds": time.time() - start}
+
+
+def main():
+    for line in sys.stdin:
+        try:
+            req = json.loads(line)
+            if req["op"] == "quit":
+                break
+            if req["op"] == "version":
+                reply = {"ok": True, "triton_version": triton.__version__, "python": sys.version.split()[0]}
+            elif req["op"] == "compile":
+                reply = compile_request(req)
+            else:
+                reply = {"ok": False, "error": f"unknown op {req['op']}"}
+        except Exception as e:  # a template that fails to compile is a failed candidate, not a dead worker
+            reply = {"ok": False, "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()[-3000:]}
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
