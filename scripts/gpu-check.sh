@@ -2,7 +2,10 @@
 # Runs on the GPU machine: the GPU tests, tuning of the llama3-8b set (twice: the second run must
 # hit the DB for all 15 GEMMs), and the side-by-side benchmarks. Every step has a time limit;
 # full logs go to $OUT; a short table comes last. Uses build/ as carried (or builds it).
-#   scripts/gpu-check.sh [tests|tune|bench|sass|all]     (default: all)
+#   scripts/gpu-check.sh [tests|tune|bench|sass|epilogue|ops|triton|all]     (default: all)
+#   tests: GPU tests; tune: llama3-8b tuned twice; bench: backends side by side (llama3-8b, BENCH_EXTRA);
+#   epilogue: fused vs cuBLASLt fused vs eager (issue 4 targets); ops: bench-ops beside torch;
+#   triton: the Triton backend beside torch.compile max-autotune. "all" is tests, tune, bench.
 # Knobs: GPU_TESTS_FILTER (gtest filter), SEARCH (fast|default|exhaustive, default fast),
 #        BENCH_EXTRA (extra problems for the second bench, e.g. "--model llama3-70b --tokens 4096,8192").
 set -uo pipefail
@@ -67,5 +70,28 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   fi
   step "summary (us; native and cuBLASLt best, ratio = cuBLASLt / native)"
   python3 scripts/summarize.py "$out"/bench-*.json
+fi
+if [ "$what" = epilogue ]; then
+  step "epilogues: bias+gelu_tanh (qkv, gate_up at M=128, 4096), SwiGLU (gate_up), residual (o, down)"
+  timeout ${T_EPI:-300} "$gf" bench -s "$search" --json "$out/bench-epilogue.json" \
+    -p 128x6144x4096:bf16:bias+gelu_tanh -p 4096x6144x4096:bf16:bias+gelu_tanh \
+    -p 128x28672x4096:bf16:bias+gelu_tanh -p 4096x28672x4096:bf16:bias+gelu_tanh \
+    -p 4096x28672x4096:bf16:swiglu -p 4096x57344x8192:bf16:swiglu \
+    -p 4096x4096x4096:bf16:residual -p 4096x4096x14336:bf16:residual -p 4096x4096x4096:bf16 -p 4096x4096x14336:bf16 \
+    > "$out/bench-epilogue.txt" 2>&1 || status=1
+  grep -vE "compile|measure" "$out/bench-epilogue.txt" | tail -60
+fi
+
+if [ "$what" = ops ]; then
+  step "memory-bound ops beside torch eager and torch.compile"
+  timeout ${T_OPS:-400} python3 bench/ops_vs_torch.py --gemmforge "$gf" --json "$out/ops.json" > "$out/ops.txt" 2>&1 || status=1
+  tail -14 "$out/ops.txt"
+fi
+
+if [ "$what" = triton ]; then
+  step "Triton backend beside torch.compile max-autotune (Triton templates)"
+  timeout ${T_TRITON:-500} python3 bench/triton_vs_inductor.py --gemmforge "$gf" --json "$out/triton.json" \
+    > "$out/triton.txt" 2>&1 || status=1
+  tail -14 "$out/triton.txt"
 fi
 exit $status
