@@ -12,25 +12,10 @@ import tempfile
 
 import torch
 
+from common import bench_us
+
 SHAPES = [(262144, 1024), (65536, 4096), (16384, 16384), (4096, 65536), (1024, 262144)]
 
-
-def bench_us(fn, *args):
-    """Median microseconds with the L2 flushed before each launch (CUDA events)."""
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    for _ in range(3):
-        fn(*args)
-    times = []
-    for _ in range(30):
-        flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn(*args)
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1000)
-    times.sort()
-    return times[len(times) // 2]
 
 
 def rmsnorm(x, w, eps=1e-5):

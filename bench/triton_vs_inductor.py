@@ -12,27 +12,13 @@ import subprocess
 import tempfile
 
 import torch
+
+from common import bench_us
 import torch._inductor.config as inductor_config
 
 SHAPES = {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336),
           "lm_head": (128256, 4096)}
 
-
-def bench_us(fn, *args):
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    for _ in range(5):
-        fn(*args)
-    times = []
-    for _ in range(50):
-        flush.zero_()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn(*args)
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e) * 1000)
-    times.sort()
-    return times[len(times) // 2]
 
 
 def main():

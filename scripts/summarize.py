@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Prints one line per problem from `gemmforge bench --json` files: each backend's time, the
-ratio of cuBLASLt's best to native's, and geomeans by token count."""
+"""Prints one line per problem from `gemmforge bench --json` files: every backend's median
+microseconds, then native's and Triton's ratio to the best cuBLASLt kernel, with geomeans per M."""
 import json
 import math
 import sys
@@ -18,16 +18,15 @@ for path in sys.argv[1:]:
             rows[r["problem"]][r["backend"]] = r["us"]
             labels[r["problem"]] = r.get("label", r["problem"])
 
-print(f"{'problem':34} {'cublaslt':>9} {'native':>9} {'default':>9} {'lt/native':>9}")
-by_m = defaultdict(list)
+backends = sorted({b for times in rows.values() for b in times})
+print(f"{'problem':40} " + " ".join(f"{b[:12]:>12}" for b in backends))
+ratios = defaultdict(list)
 for key, times in rows.items():
-    lt, nat, dflt = times.get("cublaslt"), times.get("native"), times.get("cublaslt-default")
-    ratio = lt / nat if lt and nat else None
-    m = int(key.split("x")[0])
-    if ratio:
-        by_m[m].append(ratio)
-    fmt = lambda v: f"{v:9.1f}" if v else f"{'-':>9}"
-    print(f"{labels[key][:34]:34} {fmt(lt)} {fmt(nat)} {fmt(dflt)} {ratio if ratio else 0:9.3f}")
-for m, ratios in sorted(by_m.items()):
-    g = math.exp(sum(map(math.log, ratios)) / len(ratios))
-    print(f"M={m}: native vs cuBLASLt geomean {g:.3f} (min {min(ratios):.3f}) over {len(ratios)} GEMMs")
+    print(f"{labels[key][:40]:40} " + " ".join(f"{times[b]:12.1f}" if b in times else f"{'-':>12}" for b in backends))
+    lt = times.get("cublaslt")
+    for b in ("native", "triton"):
+        if lt and times.get(b):
+            ratios[(b, int(key.split("x")[0]))].append(lt / times[b])
+for (b, m), rs in sorted(ratios.items()):
+    g = math.exp(sum(map(math.log, rs)) / len(rs))
+    print(f"{b} vs cuBLASLt at M={m}: geomean {g:.3f} (min {min(rs):.3f}) over {len(rs)} GEMMs")

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "core/ranking.hpp"
+
 namespace gf::native {
 namespace {
 
@@ -132,26 +134,10 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
             if (split > 1 && tiles >= sms) continue;
             scored.emplace_back(estimate_us(c, p, d), c);
           }
-  std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  // The model is coarse, so the short lists explore: first the best config of each tile shape and
-  // schedule, in model order, then the rest in model order.
-  std::vector<NativeConfig> firsts, rest;
-  std::vector<std::tuple<int, int, bool, int>> seen;
-  for (const auto& [us, c] : scored) {
-    auto family = std::make_tuple(c.bm, c.bn, c.pingpong, c.cluster);
-    if (std::find(seen.begin(), seen.end(), family) == seen.end()) {
-      seen.push_back(family);
-      firsts.push_back(c);
-    } else {
-      rest.push_back(c);
-    }
-  }
-  size_t keep = level == Search::fast ? 8 : level == Search::normal ? 30 : scored.size();
-  std::vector<NativeConfig> out;
-  for (const auto* list : {&firsts, &rest})
-    for (const auto& c : *list)
-      if (out.size() < keep) out.push_back(c);
-  return out;
+  if (scored.empty()) return {};
+  const size_t keep = level == Search::fast ? 8 : level == Search::normal ? 30 : scored.size();
+  return diverse_head(std::move(scored), keep,
+                      [](const NativeConfig& c) { return std::make_tuple(c.bm, c.bn, c.pingpong, c.cluster); });
 }
 
 }  // namespace gf::native

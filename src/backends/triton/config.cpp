@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "core/ranking.hpp"
+
 namespace gf::triton_backend {
 namespace {
 
@@ -102,25 +104,9 @@ std::vector<TritonConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
     const double persistent_bonus = c.tmpl == "mm" ? 1.0 : 0.92;  // TMA loads, no per-tile launch
     scored.emplace_back(std::max(waves * tile_s * persistent_bonus, dram_s), c);
   }
-  std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  // The short lists explore: the best config of each template and tile shape first, in model order.
-  std::vector<TritonConfig> firsts, rest;
-  std::vector<std::tuple<std::string, int, int>> seen;
-  for (const auto& [s, c] : scored) {
-    auto family = std::make_tuple(c.tmpl, c.bm, c.bn);
-    if (std::find(seen.begin(), seen.end(), family) == seen.end()) {
-      seen.push_back(family);
-      firsts.push_back(c);
-    } else {
-      rest.push_back(c);
-    }
-  }
-  size_t keep = level == Search::fast ? 8 : level == Search::normal ? 30 : scored.size();
-  std::vector<TritonConfig> out;
-  for (const auto* list : {&firsts, &rest})
-    for (const auto& c : *list)
-      if (out.size() < keep) out.push_back(c);
-  return out;
+  if (scored.empty()) return {};
+  const size_t keep = level == Search::fast ? 8 : level == Search::normal ? 30 : scored.size();
+  return diverse_head(std::move(scored), keep, [](const TritonConfig& c) { return std::make_tuple(c.tmpl, c.bm, c.bn); });
 }
 
 nlohmann::json compile_request(const TritonConfig& c, const GemmProblem& p) {
