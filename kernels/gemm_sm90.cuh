@@ -13,8 +13,9 @@
 // loop. The turns also keep each consumer's barrier waits within one phase of the ring: a parity
 // wait cannot tell phases two apart.
 //
-// With kCluster = 2, CTA pairs take horizontally adjacent tiles: they share the A block, and each
-// loads half of it for both (TMA multicast). A stage is then refilled only once the consumers of
+// With kCluster = 2, CTA pairs take adjacent tiles and share an operand, each CTA loading half of
+// it for both (TMA multicast): vertically adjacent tiles (kClusterAlongM) share the B block,
+// horizontally adjacent ones the A block. A stage is then refilled only once the consumers of
 // both CTAs have released it.
 //
 // The instantiating source defines a Cfg struct with the named constants used below.
@@ -32,8 +33,14 @@ enum Bias { kBiasNone = 0, kBiasCol = 1, kBiasRow = 2 };
 enum Gate { kGateNone = 0, kGateInterleaved = 1, kGateSplit = 2 };
 enum OutType { kOutBf16 = 0, kOutF16 = 1, kOutF32 = 2 };
 
-template <bool kCond, class T, class F> struct Select { using type = T; };
-template <class T, class F> struct Select<false, T, F> { using type = F; };
+template <bool kCond, class T, class F>
+struct Select {
+  using type = T;
+};
+template <class T, class F>
+struct Select<false, T, F> {
+  using type = F;
+};
 
 struct GemmParams {
   TmaDesc a;  // A: {K, M, batch}, box {64, BM, 1}
@@ -56,15 +63,18 @@ struct Gemm {
   static constexpr int kStages = Cfg::kStages, kConsumers = Cfg::kConsumers, kSplitK = Cfg::kSplitK;
   static constexpr bool kPingpong = Cfg::kPingpong;
   static constexpr int kWgRows = kPingpong ? BM : BM / kConsumers;  // rows of the tile per consumer
-  static constexpr int kStageReaders = kPingpong ? 1 : kConsumers;   // consumers that read each stage
+  static constexpr int kStageReaders = kPingpong ? 1 : kConsumers;  // consumers that read each stage
   static constexpr int kCluster = Cfg::kCluster;
-  static constexpr int kMmaM = kWgRows / 64;       // m64 wgmma tiles per consumer
-  static constexpr int kAcc = BN / 2;              // f32 accumulators per thread per m64 tile
+  static constexpr bool kPairM = kCluster > 1 && Cfg::kClusterAlongM;   // pairs share B
+  static constexpr bool kPairN = kCluster > 1 && !Cfg::kClusterAlongM;  // pairs share A
+  static constexpr int kMmaM = kWgRows / 64;                            // m64 wgmma tiles per consumer
+  static constexpr int kAcc = BN / 2;                                   // f32 accumulators per thread per m64 tile
   static constexpr u32 kStageA = BM * BK * 2, kStageB = BN * BK * 2;
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static_assert(kWgRows == 64 || kWgRows == 128, "Each consumer warpgroup owns 64 or 128 rows.");
   static_assert(!kPingpong || kConsumers == 2, "Ping-pong alternates two consumers.");
   static_assert(kCluster == 1 || (kCluster == 2 && kSplitK == 1), "Clusters are pairs, without split-K.");
+  static_assert(!kPairM || !Cfg::kNN || BN % 128 == 0, "Sharing N-major B splits it into whole 64-column boxes.");
   static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "wgmma takes N in [16, 256], a multiple of 16 here.");
   static_assert(!Cfg::kNN || BN % 64 == 0, "N-major B is loaded in 64-column boxes.");
   static_assert(Cfg::kGate != kGateSplit || BN % 32 == 0, "A split gate needs whole 8-column groups per half.");
@@ -77,8 +87,10 @@ struct Gemm {
 
   // Consumers that share a tile synchronise on a named barrier of their own (0 is __syncthreads).
   static __device__ __forceinline__ void tile_barrier(int consumer) {
-    if (kPingpong) ptx::named_barrier(1 + consumer, 128);
-    else ptx::named_barrier(1, 128 * kConsumers);
+    if (kPingpong)
+      ptx::named_barrier(1 + consumer, 128);
+    else
+      ptx::named_barrier(1, 128 * kConsumers);
   }
 
   // The work unit's coordinates: batch, tile row and column, K-slice.
@@ -86,16 +98,21 @@ struct Gemm {
     int b, m0, n0, kb_begin, kb_end, tile, split;
   };
 
-  // Work units are numbered per cluster; a cluster's CTAs take adjacent tile columns.
-  static __device__ __forceinline__ int cluster_tiles_n(const GemmParams& p) { return (p.tiles_n + kCluster - 1) / kCluster; }
+  // Work units are numbered per cluster; a pair's CTAs take adjacent tile rows or columns.
+  static __device__ __forceinline__ int cluster_tiles_m(const GemmParams& p) {
+    return kPairM ? (p.tiles_m + 1) / 2 : p.tiles_m;
+  }
+  static __device__ __forceinline__ int cluster_tiles_n(const GemmParams& p) {
+    return kPairN ? (p.tiles_n + 1) / 2 : p.tiles_n;
+  }
 
   static __device__ __forceinline__ Unit unit_at(const GemmParams& p, int unit, int rank) {
     Unit u;
     const int split = unit % kSplitK;
     u.split = split;
     u.tile = unit / kSplitK;
-    const int tiles_n = cluster_tiles_n(p);
-    const int per_batch = p.tiles_m * tiles_n;
+    const int tiles_m = cluster_tiles_m(p), tiles_n = cluster_tiles_n(p);
+    const int per_batch = tiles_m * tiles_n;
     u.b = u.tile / per_batch;
     const int t = u.tile % per_batch;
     // Grouped order: kGroup tiles along one dimension are swept together, so the operand
@@ -103,17 +120,18 @@ struct Gemm {
     int mb, nb;
     if (!Cfg::kRasterN) {
       const int per_group = Cfg::kGroup * tiles_n, first = t / per_group * Cfg::kGroup;
-      const int size = min(Cfg::kGroup, p.tiles_m - first);
+      const int size = min(Cfg::kGroup, tiles_m - first);
       mb = first + t % per_group % size;
       nb = t % per_group / size;
     } else {
-      const int per_group = Cfg::kGroup * p.tiles_m, first = t / per_group * Cfg::kGroup;
+      const int per_group = Cfg::kGroup * tiles_m, first = t / per_group * Cfg::kGroup;
       const int size = min(Cfg::kGroup, tiles_n - first);
       nb = first + t % per_group % size;
       mb = t % per_group / size;
     }
-    u.m0 = mb * BM;
-    u.n0 = (nb * kCluster + rank) * BN;  // past N for the spare CTA of an odd last pair: it loads zeros, stores nothing
+    // The spare CTA of an odd last pair lands past M or N: it loads zeros and stores nothing.
+    u.m0 = (kPairM ? mb * 2 + rank : mb) * BM;
+    u.n0 = (kPairN ? nb * 2 + rank : nb) * BN;
     if (kCluster > 1) u.tile = u.tile * kCluster + rank;
     const int k_blocks = (p.k + BK - 1) / BK;
     u.kb_begin = split * k_blocks / kSplitK;
@@ -121,8 +139,8 @@ struct Gemm {
     return u;
   }
 
-  static __device__ __forceinline__ void produce(const GemmParams& p, u8* sa, u8* sb, u64* full, u64* empty,
-                                                 int units, int rank) {
+  static __device__ __forceinline__ void produce(const GemmParams& p, u8* sa, u8* sb, u64* full, u64* empty, int units,
+                                                 int rank) {
     ptx::tma_prefetch_desc(&p.a);
     ptx::tma_prefetch_desc(&p.b);
     int it = 0;
@@ -134,24 +152,43 @@ struct Gemm {
         ptx::mbar_arrive_expect_tx(&full[s], kStageA + kStageB);
         u8* a = sa + s * kStageA;
         u8* b = sb + s * kStageB;
-        if (kCluster > 1) {
+        if (kPairN) {
           constexpr int kHalf = BM / 2;
           ptx::tma_load_3d_multicast(a + rank * kHalf * 128, &p.a, &full[s], kb * BK, u.m0 + rank * kHalf, u.b, 0x3);
         } else {
           ptx::tma_load_3d(a, &p.a, &full[s], kb * BK, u.m0, u.b);
         }
-        if (Cfg::kNN) {
-#pragma unroll
-          for (int j = 0; j < BN / 64; ++j) ptx::tma_load_3d(b + j * 64 * BK * 2, &p.b, &full[s], u.n0 + 64 * j, kb * BK, u.b);
-        } else if (Cfg::kGate == kGateSplit) {
-          // Gate rows [j0, j0 + BN/2) and up rows [N/2 + j0, ...) side by side in one B tile.
-          const int j0 = u.n0 / 2;
-          ptx::tma_load_3d(b, &p.b, &full[s], kb * BK, j0, u.b);
-          ptx::tma_load_3d(b + BN / 2 * BK * 2, &p.b, &full[s], kb * BK, p.n / 2 + j0, u.b);
-        } else {
-          ptx::tma_load_3d(b, &p.b, &full[s], kb * BK, u.n0, u.b);
-        }
+        load_b(p, b, &full[s], kb, u, rank);
       }
+    }
+  }
+
+  // The B tile of k-block kb: whole, or (kPairM) this CTA's half of it, multicast to the pair.
+  static __device__ __forceinline__ void load_b(const GemmParams& p, u8* b, u64* full, int kb, const Unit& u,
+                                                int rank) {
+    if (Cfg::kNN) {
+      constexpr int kBoxes = BN / 64, kMine = kPairM ? kBoxes / 2 : kBoxes;
+#pragma unroll
+      for (int i = 0; i < kMine; ++i) {
+        const int j = (kPairM ? rank * kMine : 0) + i;
+        if (kPairM)
+          ptx::tma_load_3d_multicast(b + j * 64 * BK * 2, &p.b, full, u.n0 + 64 * j, kb * BK, u.b, 0x3);
+        else
+          ptx::tma_load_3d(b + j * 64 * BK * 2, &p.b, full, u.n0 + 64 * j, kb * BK, u.b);
+      }
+      return;
+    }
+    // Two halves of BN/2 rows: gate rows [j0, j0 + BN/2) and up rows [N/2 + j0, ...) for a split
+    // gate, else the tile's own two halves.
+    const int first = Cfg::kGate == kGateSplit ? u.n0 / 2 : u.n0;
+    const int second = Cfg::kGate == kGateSplit ? p.n / 2 + u.n0 / 2 : u.n0 + BN / 2;
+    if (kPairM) {
+      ptx::tma_load_3d_multicast(b + rank * (BN / 2) * BK * 2, &p.b, full, kb * BK, rank ? second : first, u.b, 0x3);
+    } else if (Cfg::kGate == kGateSplit) {
+      ptx::tma_load_3d(b, &p.b, full, kb * BK, first, u.b);
+      ptx::tma_load_3d(b + BN / 2 * BK * 2, &p.b, full, kb * BK, second, u.b);
+    } else {
+      ptx::tma_load_3d(b, &p.b, full, kb * BK, u.n0, u.b);
     }
   }
 
@@ -163,7 +200,8 @@ struct Gemm {
 #pragma unroll
       for (int k16 = 0; k16 < BK / 16; ++k16) {
         const u64 da = ptx::smem_desc_sw128(a + mm * 64 * 128 + k16 * 32);
-        const u64 db = Cfg::kNN ? ptx::smem_desc_sw128(b + k16 * 16 * 128, 64 * 128) : ptx::smem_desc_sw128(b + k16 * 32);
+        const u64 db =
+            Cfg::kNN ? ptx::smem_desc_sw128(b + k16 * 16 * 128, 64 * 128) : ptx::smem_desc_sw128(b + k16 * 32);
         ptx::Wgmma<BN, Cfg::kF16, Cfg::kNN ? 1 : 0>::mma(acc[mm], da, db, accumulate || k16 > 0);
       }
     }
@@ -191,14 +229,16 @@ struct Gemm {
   // Writes v0 at d[0] and, if `two`, v1 at d[1]: one 4- or 8-byte store when the pair is aligned.
   static __device__ __forceinline__ void store2(Out* d, float v0, float v1, bool two, bool aligned) {
     if (Cfg::kOut == kOutF32) {
-      if (two && aligned) *reinterpret_cast<float2*>(d) = make_float2(v0, v1);
+      if (two && aligned)
+        *reinterpret_cast<float2*>(d) = make_float2(v0, v1);
       else {
         d[0] = v0;
         if (two) d[1] = v1;
       }
     } else {
       const u32 packed = Cfg::kOut == kOutBf16 ? ptx::pack_bf16x2(v0, v1) : ptx::pack_f16x2(v0, v1);
-      if (two && aligned) *reinterpret_cast<u32*>(d) = packed;
+      if (two && aligned)
+        *reinterpret_cast<u32*>(d) = packed;
       else {
         d[0] = u16(packed & 0xffff);
         if (two) d[1] = u16(packed >> 16);
@@ -276,7 +316,8 @@ struct Gemm {
     for (int mm = 0; mm < kMmaM; ++mm)
 #pragma unroll
       for (int i4 = 0; i4 < kAcc / 4; ++i4)
-        __stcg(slot(split, mm, i4), make_float4(acc[mm][4 * i4], acc[mm][4 * i4 + 1], acc[mm][4 * i4 + 2], acc[mm][4 * i4 + 3]));
+        __stcg(slot(split, mm, i4),
+               make_float4(acc[mm][4 * i4], acc[mm][4 * i4 + 1], acc[mm][4 * i4 + 2], acc[mm][4 * i4 + 3]));
     __threadfence();
     tile_barrier(consumer);
     volatile int* last_flag = last_flags + (kPingpong ? consumer : 0);
@@ -304,14 +345,15 @@ struct Gemm {
 
   // A stage is free once every CTA that multicasts into it has been told.
   static __device__ __forceinline__ void release(u64* empty) {
-    if (kCluster == 1) ptx::mbar_arrive(empty);
+    if (kCluster == 1)
+      ptx::mbar_arrive(empty);
     else
 #pragma unroll
       for (int r = 0; r < kCluster; ++r) ptx::mbar_arrive_cluster(empty, r);
   }
 
-  static __device__ __forceinline__ void consume(const GemmParams& p, const u8* sa, const u8* sb, u64* full,
-                                                 u64* empty, int units, volatile int* last_flags) {
+  static __device__ __forceinline__ void consume(const GemmParams& p, const u8* sa, const u8* sb, u64* full, u64* empty,
+                                                 int units, volatile int* last_flags) {
     const int consumer = threadIdx.x / 128 - 1;
     const bool leader = threadIdx.x % 128 == 0;
     float acc[kMmaM][kAcc];
@@ -366,9 +408,11 @@ struct Gemm {
       ptx::mbar_fence_init();
     }
     // The peer's barriers must be initialised before anything is multicast into them.
-    if (kCluster > 1) ptx::cluster_sync();
-    else __syncthreads();
-    const int units = p.batch * p.tiles_m * cluster_tiles_n(p) * kSplitK;
+    if (kCluster > 1)
+      ptx::cluster_sync();
+    else
+      __syncthreads();
+    const int units = p.batch * cluster_tiles_m(p) * cluster_tiles_n(p) * kSplitK;
     if (threadIdx.x < 128) {
       if (kConsumers > 1) ptx::regs_dealloc<40>();
       if (threadIdx.x == 0) produce(p, sa, sb, full, empty, units, kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0);

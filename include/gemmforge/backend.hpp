@@ -6,10 +6,9 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "gemmforge/device.hpp"
 #include "gemmforge/problem.hpp"

@@ -9,11 +9,14 @@ enum class DType : uint8_t { f32, f16, bf16, e4m3, e5m2 };
 
 constexpr int dtype_bytes(DType t) {
   switch (t) {
-    case DType::f32: return 4;
+    case DType::f32:
+      return 4;
     case DType::f16:
-    case DType::bf16: return 2;
+    case DType::bf16:
+      return 2;
     case DType::e4m3:
-    case DType::e5m2: return 1;
+    case DType::e5m2:
+      return 1;
   }
   return 0;
 }

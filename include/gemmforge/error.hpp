@@ -1,10 +1,10 @@
 #pragma once
 // One error type for the whole library. It carries the file and line that raised it, so that a
 // message read in a log points at the code.
+#include <fmt/format.h>
+
 #include <stdexcept>
 #include <string>
-
-#include <fmt/format.h>
 
 namespace gf {
 
@@ -25,8 +25,8 @@ class Error : public std::runtime_error {
 }  // namespace gf
 
 // Throws gf::Error with a formatted message when cond is false. Survives NDEBUG.
-#define GF_CHECK(cond, ...)                                                          \
-  do {                                                                               \
+#define GF_CHECK(cond, ...)                                                         \
+  do {                                                                              \
     if (!(cond)) throw ::gf::Error(::fmt::format(__VA_ARGS__), __FILE__, __LINE__); \
   } while (0)
 

@@ -15,12 +15,12 @@ namespace gf {
 struct TuneOptions {
   std::vector<std::string> backends;  // empty: every available backend
   SearchOptions search;
-  bool force = false;                 // tune again even when the DB has a decision
-  double candidate_timeout_s = 60;    // per candidate (build, verify, time) in the worker
-  int compile_jobs = 0;               // parallel compiles; 0: one per core
-  std::filesystem::path db_path;      // empty: TuningDb::default_path()
-  std::string worker_exe;             // empty: this program (/proc/self/exe)
-  uint64_t seed = 0;                  // input data seed; 0: fresh each run
+  bool force = false;               // tune again even when the DB has a decision
+  double candidate_timeout_s = 60;  // per candidate (build, verify, time) in the worker
+  int compile_jobs = 0;             // parallel compiles; 0: one per core
+  std::filesystem::path db_path;    // empty: TuningDb::default_path()
+  std::string worker_exe;           // empty: this program (/proc/self/exe)
+  uint64_t seed = 0;                // input data seed; 0: fresh each run
   // Called as work advances: (what, done, total).
   std::function<void(const std::string&, int, int)> progress;
 };
@@ -28,7 +28,7 @@ struct TuneOptions {
 struct TuneResult {
   GemmProblem problem;
   Decision decision;
-  std::vector<Measurement> measurements;  // every candidate, failed ones with their error
+  std::vector<Measurement> measurements;       // every candidate, failed ones with their error
   std::map<std::string, std::string> skipped;  // backend -> why it offered nothing
   bool from_db = false;
   double seconds = 0;

@@ -2,11 +2,10 @@
 // The tuning database (SQLite, WAL): every measured candidate, and per problem and device the
 // chosen one. Safe to share between processes.
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 struct sqlite3;
 

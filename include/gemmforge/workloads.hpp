@@ -1,10 +1,9 @@
 #pragma once
 // Transformer workloads: a decoder model's shape (from a Hugging Face config.json) and the GEMMs
 // one layer and the output head run for a batch of M tokens.
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "gemmforge/problem.hpp"
 

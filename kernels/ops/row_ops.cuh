@@ -100,7 +100,7 @@ struct RowOp {
   static constexpr int kPartCols = kCols / kCluster;               // columns per CTA of the cluster
   static constexpr int kPartVecs = (kPartCols + kVec - 1) / kVec;  // vectors per CTA part
   static constexpr int kIters = (kPartVecs + kGroup - 1) / kGroup;
-  static constexpr int kWarps = kGroup >= 32 ? kGroup / 32 : 1;    // warps per row group
+  static constexpr int kWarps = kGroup >= 32 ? kGroup / 32 : 1;  // warps per row group
   static_assert(kThreads % kRowsPerCta == 0 && (kGroup & (kGroup - 1)) == 0, "Row groups are powers of two.");
   static_assert(kCols % kCluster == 0, "A cluster splits the row evenly.");
   static_assert(kCols % kVec == 0, "Rows hold whole vectors (the host picks kVec to divide the row).");

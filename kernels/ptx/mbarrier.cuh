@@ -13,8 +13,7 @@ __device__ __forceinline__ void mbar_fence_init() { asm volatile("fence.mbarrier
 
 // Arrives and announces `bytes` that TMA will deliver before the phase can complete.
 __device__ __forceinline__ void mbar_arrive_expect_tx(u64* bar, u32 bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
-               : "memory");
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
 }
 
 __device__ __forceinline__ void mbar_arrive(u64* bar) {

@@ -18,8 +18,8 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const TmaDesc* desc, u64*
 }
 
 // The same box, written to the same offset in the shared memory of every CTA in cta_mask.
-__device__ __forceinline__ void tma_load_3d_multicast(void* dst, const TmaDesc* desc, u64* bar, int c0, int c1,
-                                                      int c2, u16 cta_mask) {
+__device__ __forceinline__ void tma_load_3d_multicast(void* dst, const TmaDesc* desc, u64* bar, int c0, int c1, int c2,
+                                                      u16 cta_mask) {
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
       " [%0], [%1, {%3, %4, %5}], [%2], %6;" ::"r"(smem_addr(dst)),

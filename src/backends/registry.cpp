@@ -1,9 +1,9 @@
 #include "backends/registry.hpp"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "gemmforge/error.hpp"
 
@@ -11,9 +11,12 @@ namespace gf {
 
 std::string_view to_string(Search s) {
   switch (s) {
-    case Search::fast: return "fast";
-    case Search::normal: return "default";
-    case Search::exhaustive: return "exhaustive";
+    case Search::fast:
+      return "fast";
+    case Search::normal:
+      return "default";
+    case Search::exhaustive:
+      return "exhaustive";
   }
   return "?";
 }
@@ -28,7 +31,7 @@ Search parse_search(std::string_view s) {
 const std::vector<std::shared_ptr<Backend>>& all_backends() {
   static const std::vector<std::shared_ptr<Backend>> backends = [] {
     std::vector<std::shared_ptr<Backend>> v = {cublaslt::make_backend(), native::make_backend(),
-                                                 triton_backend::make_backend(), unfused::make_backend()};
+                                               triton_backend::make_backend(), unfused::make_backend()};
     const char* plant = std::getenv("GEMMFORGE_PLANT_FAULTS");
     if (plant && std::strcmp(plant, "1") == 0) v.push_back(faulty::make_backend());
     return v;

@@ -39,8 +39,8 @@ void run_bench_ops(const OpsArgs& a) {
   Table table({"op", "config", "us", "TB/s", "% of copy", "configs ok"});
   nlohmann::json out = {{"copy_tbps", copy}, {"ops", nlohmann::json::array()}};
   for (const auto& s : specs) {
-    auto ms = ops::tune_row_op(s, device, a.max_configs,
-                               [&](int done, int total) { progress.update(s.key(), done, total); });
+    auto ms =
+        ops::tune_row_op(s, device, a.max_configs, [&](int done, int total) { progress.update(s.key(), done, total); });
     int ok = int(std::count_if(ms.begin(), ms.end(), [](const auto& m) { return m.verified; }));
     const auto& best = ms.front();
     if (!best.verified) {
@@ -52,11 +52,15 @@ void run_bench_ops(const OpsArgs& a) {
     Decision d{s.key(), "rowops", best.name, best.config.to_json(), best.us, 0.0, {"rowops"}, ""};
     std::vector<Measurement> all;
     for (const auto& m : ms)
-      all.push_back({s.key(), "rowops", m.name, m.config.to_json(), m.verified, m.us, 0.0, m.rel_err,
-                     m.compile_seconds, m.error});
+      all.push_back({s.key(), "rowops", m.name, m.config.to_json(), m.verified, m.us, 0.0, m.rel_err, m.compile_seconds,
+                     m.error});
     db.store(d, all);
-    out["ops"].push_back({{"op", s.key()}, {"config", best.name}, {"us", best.us}, {"tbps", best.tbps},
-                          {"pct_copy", 100.0 * best.tbps / copy}, {"verified_configs", ok}});
+    out["ops"].push_back({{"op", s.key()},
+                          {"config", best.name},
+                          {"us", best.us},
+                          {"tbps", best.tbps},
+                          {"pct_copy", 100.0 * best.tbps / copy},
+                          {"verified_configs", ok}});
   }
   progress.finish();
   table.print();
@@ -67,7 +71,8 @@ void run_bench_ops(const OpsArgs& a) {
 
 void add_bench_ops(CLI::App& app) {
   auto a = std::make_shared<OpsArgs>();
-  auto* cmd = app.add_subcommand("bench-ops", "tune and time softmax / RMSNorm / LayerNorm; TB/s beside copy bandwidth");
+  auto* cmd =
+      app.add_subcommand("bench-ops", "tune and time softmax / RMSNorm / LayerNorm; TB/s beside copy bandwidth");
   cmd->add_option("-o,--op", a->ops,
                   "OP[+residual|+valid]:ROWSxCOLS[:dtype[->out]], repeatable (default: softmax and rmsnorm, bf16, "
                   "at 262144x1024 ... 1024x262144)");

@@ -1,10 +1,10 @@
 // gemmforge candidates / compile: what each backend would try for a problem, and compiling it.
 // Neither needs a GPU (cuBLASLt's list does: it says so).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
@@ -35,8 +35,10 @@ std::vector<std::shared_ptr<Backend>> selected(const std::string& list) {
 }
 
 // The candidates of each selected backend for p; a backend that offers none says why.
-std::vector<std::pair<std::shared_ptr<Backend>, std::vector<Candidate>>> enumerate(
-    const CandidateArgs& a, const GemmProblem& p, const DeviceInfo& device, std::vector<std::string>& notes) {
+std::vector<std::pair<std::shared_ptr<Backend>, std::vector<Candidate>>> enumerate(const CandidateArgs& a,
+                                                                                   const GemmProblem& p,
+                                                                                   const DeviceInfo& device,
+                                                                                   std::vector<std::string>& notes) {
   std::vector<std::pair<std::shared_ptr<Backend>, std::vector<Candidate>>> out;
   for (const auto& b : selected(a.backends)) {
     std::string why = b->unavailable();
@@ -112,9 +114,15 @@ void run_compile(const CandidateArgs& a) {
       table.add({c.backend, c.name, r.ok ? "yes" : "NO", fixed(r.seconds, 3), fmt::format("{}", r.registers),
                  fmt::format("{}", r.spill_bytes), r.cached ? "yes" : "no"});
       if (r.ok && !r.cached) cold.push_back(r.seconds);
-      out.push_back({{"problem", p.key()}, {"backend", c.backend}, {"name", c.name}, {"ok", r.ok},
-                     {"compile_seconds", r.seconds}, {"registers", r.registers}, {"spill_bytes", r.spill_bytes},
-                     {"cached", r.cached}, {"log", r.ok ? "" : r.log}});
+      out.push_back({{"problem", p.key()},
+                     {"backend", c.backend},
+                     {"name", c.name},
+                     {"ok", r.ok},
+                     {"compile_seconds", r.seconds},
+                     {"registers", r.registers},
+                     {"spill_bytes", r.spill_bytes},
+                     {"cached", r.cached},
+                     {"log", r.ok ? "" : r.log}});
       if (!r.ok) fmt::print(stderr, "{} failed to compile:\n{}\n", c.id(), r.log);
     }
     table.print();

@@ -1,7 +1,7 @@
 // gemmforge db show | export | clear
-#include <iostream>
-
 #include <fmt/format.h>
+
+#include <iostream>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
@@ -48,8 +48,10 @@ void add_db(CLI::App& app) {
   exp->add_option("--json", *json, "output file");
   exp->callback([path, json] {
     auto all = open_db(*path)->dump();
-    if (json->empty()) std::cout << all.dump(2) << "\n";
-    else write_json(*json, all);
+    if (json->empty())
+      std::cout << all.dump(2) << "\n";
+    else
+      write_json(*json, all);
   });
 
   db->add_subcommand("clear", "delete every decision and measurement")->callback([path] {

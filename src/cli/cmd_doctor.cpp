@@ -1,6 +1,5 @@
 // gemmforge doctor: what this machine offers, and what is missing.
 #include <cuda_runtime_api.h>
-
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
@@ -34,8 +33,7 @@ void run_doctor() {
   }
   line("tuning DB", TuningDb::default_path().string());
   line("kernel cache", KernelCache::shared().dir().string());
-  if (!device.present)
-    fmt::print("\nNo GPU: tune and bench need one; candidates, compile and doctor work here.\n");
+  if (!device.present) fmt::print("\nNo GPU: tune and bench need one; candidates, compile and doctor work here.\n");
 }
 
 }  // namespace

@@ -1,10 +1,10 @@
 // gemmforge tune / bench: tune problems into the DB; time each backend's best side by side.
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cmath>
 #include <iostream>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
@@ -65,11 +65,18 @@ void run_tune(const TuneArgs& a) {
     TuneResult r = tuner->tune(problem);
     hits += r.from_db;
     const Decision& d = r.decision;
-    table.add({label, d.problem, d.backend, d.candidate, fixed(d.us, 1), fixed(d.tflops, 1),
-               r.from_db ? "db" : "tuned", fixed(r.seconds, 2)});
-    out.push_back({{"label", label}, {"problem", d.problem}, {"backend", d.backend}, {"candidate", d.candidate},
-                   {"config", d.config}, {"us", d.us}, {"tflops", d.tflops}, {"from_db", r.from_db},
-                   {"seconds", r.seconds}, {"skipped", r.skipped},
+    table.add({label, d.problem, d.backend, d.candidate, fixed(d.us, 1), fixed(d.tflops, 1), r.from_db ? "db" : "tuned",
+               fixed(r.seconds, 2)});
+    out.push_back({{"label", label},
+                   {"problem", d.problem},
+                   {"backend", d.backend},
+                   {"candidate", d.candidate},
+                   {"config", d.config},
+                   {"us", d.us},
+                   {"tflops", d.tflops},
+                   {"from_db", r.from_db},
+                   {"seconds", r.seconds},
+                   {"skipped", r.skipped},
                    {"failed", std::count_if(r.measurements.begin(), r.measurements.end(),
                                             [](const Measurement& m) { return !m.verified; })}});
   }
@@ -106,9 +113,15 @@ void run_bench(const TuneArgs& a) {
       table.add({label, r.backend, r.candidate.name, m.verified ? fixed(m.us, 1) : "failed",
                  m.verified ? fixed(m.tflops, 1) : m.error.substr(0, 60), speedup(default_us, m.us),
                  speedup(eager_us, m.us), r.chosen ? "*" : ""});
-      out.push_back({{"label", label}, {"problem", problem.key()}, {"backend", r.backend},
-                     {"candidate", r.candidate.name}, {"us", m.us}, {"tflops", m.tflops}, {"chosen", r.chosen},
-                     {"verified", m.verified}, {"error", m.error}});
+      out.push_back({{"label", label},
+                     {"problem", problem.key()},
+                     {"backend", r.backend},
+                     {"candidate", r.candidate.name},
+                     {"us", m.us},
+                     {"tflops", m.tflops},
+                     {"chosen", r.chosen},
+                     {"verified", m.verified},
+                     {"error", m.error}});
     }
     if (default_us > 0 && chosen_us > 0) {
       log_speedup += std::log(default_us / chosen_us);

@@ -1,12 +1,11 @@
 #include "cli/common.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
 #include <iostream>
-
-#include <fmt/format.h>
 
 #include "gemmforge/error.hpp"
 

@@ -1,10 +1,9 @@
 #pragma once
 // What the subcommands share: choosing problems, printing tables, a progress bar, JSON output.
-#include <string>
-#include <vector>
-
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "gemmforge/backend.hpp"
 #include "gemmforge/workloads.hpp"

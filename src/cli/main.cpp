@@ -7,8 +7,9 @@
 
 int main(int argc, char** argv) {
   gf::tune::maybe_run_worker(argc, argv);
-  CLI::App app{"gemmforge: picks, builds and runs the fastest GEMM for each matrix product of a transformer "
-               "on NVIDIA Hopper GPUs"};
+  CLI::App app{
+      "gemmforge: picks, builds and runs the fastest GEMM for each matrix product of a transformer "
+      "on NVIDIA Hopper GPUs"};
   app.set_version_flag("--version", std::string("gemmforge ") + GF_VERSION);
   app.require_subcommand(1);
   gf::cli::add_tune(app);

@@ -8,11 +8,16 @@ std::string Error::where() const { return fmt::format("{} ({}:{})", what(), file
 
 std::string_view to_string(DType t) {
   switch (t) {
-    case DType::f32: return "f32";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
-    case DType::e4m3: return "e4m3";
-    case DType::e5m2: return "e5m2";
+    case DType::f32:
+      return "f32";
+    case DType::f16:
+      return "f16";
+    case DType::bf16:
+      return "bf16";
+    case DType::e4m3:
+      return "e4m3";
+    case DType::e5m2:
+      return "e5m2";
   }
   return "?";
 }

@@ -1,11 +1,11 @@
 #pragma once
 // A stable 64-bit content hash (FNV-1a) for cache keys and candidate identities. Stable across
 // processes, builds and machines, unlike std::hash.
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
-
-#include <fmt/format.h>
 
 namespace gf {
 

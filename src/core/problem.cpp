@@ -39,11 +39,16 @@ bool parse_float(std::string_view s, float& out) {
 
 std::string_view to_string(Activation a) {
   switch (a) {
-    case Activation::none: return "none";
-    case Activation::relu: return "relu";
-    case Activation::gelu_erf: return "gelu";
-    case Activation::gelu_tanh: return "gelu_tanh";
-    case Activation::silu: return "silu";
+    case Activation::none:
+      return "none";
+    case Activation::relu:
+      return "relu";
+    case Activation::gelu_erf:
+      return "gelu";
+    case Activation::gelu_tanh:
+      return "gelu_tanh";
+    case Activation::silu:
+      return "silu";
   }
   return "?";
 }
@@ -59,8 +64,10 @@ std::string Epilogue::to_string() const {
   if (alpha != 1.0f) tokens.push_back(fmt::format("alpha={}", alpha));
   if (bias == BiasKind::per_col) tokens.push_back("bias");
   if (bias == BiasKind::per_row) tokens.push_back("rowbias");
-  if (beta == 1.0f) tokens.push_back("residual");
-  else if (beta != 0.0f) tokens.push_back(fmt::format("beta={}", beta));
+  if (beta == 1.0f)
+    tokens.push_back("residual");
+  else if (beta != 0.0f)
+    tokens.push_back(fmt::format("beta={}", beta));
   if (act != Activation::none) tokens.emplace_back(gf::to_string(act));
   if (gate == GateKind::interleaved) tokens.push_back("swiglu");
   if (gate == GateKind::split) tokens.push_back("swiglu_split");
@@ -81,20 +88,33 @@ Epilogue parse_epilogue(std::string_view text) {
       e.act = a;
     };
     if (value_of("alpha=", e.alpha) || value_of("beta=", e.beta)) continue;
-    if (tok == "bias") e.bias = BiasKind::per_col;
-    else if (tok == "rowbias") e.bias = BiasKind::per_row;
-    else if (tok == "residual") e.beta = 1.0f;
-    else if (tok == "relu") set_act(Activation::relu);
-    else if (tok == "gelu") set_act(Activation::gelu_erf);
-    else if (tok == "gelu_tanh") set_act(Activation::gelu_tanh);
-    else if (tok == "silu") set_act(Activation::silu);
-    else if (tok == "swiglu") e.gate = GateKind::interleaved;
-    else if (tok == "swiglu_split") e.gate = GateKind::split;
-    else if (tok == "scale=tensor") e.scale = ScaleKind::tensor;
-    else if (tok == "scale=rowcol") e.scale = ScaleKind::rowcol;
+    if (tok == "bias")
+      e.bias = BiasKind::per_col;
+    else if (tok == "rowbias")
+      e.bias = BiasKind::per_row;
+    else if (tok == "residual")
+      e.beta = 1.0f;
+    else if (tok == "relu")
+      set_act(Activation::relu);
+    else if (tok == "gelu")
+      set_act(Activation::gelu_erf);
+    else if (tok == "gelu_tanh")
+      set_act(Activation::gelu_tanh);
+    else if (tok == "silu")
+      set_act(Activation::silu);
+    else if (tok == "swiglu")
+      e.gate = GateKind::interleaved;
+    else if (tok == "swiglu_split")
+      e.gate = GateKind::split;
+    else if (tok == "scale=tensor")
+      e.scale = ScaleKind::tensor;
+    else if (tok == "scale=rowcol")
+      e.scale = ScaleKind::rowcol;
     else
-      GF_FAIL("unknown epilogue '{}' (known: bias, rowbias, residual, relu, gelu, gelu_tanh, silu, "
-              "swiglu, swiglu_split, alpha=X, beta=X, scale=tensor, scale=rowcol)", tok);
+      GF_FAIL(
+          "unknown epilogue '{}' (known: bias, rowbias, residual, relu, gelu, gelu_tanh, silu, "
+          "swiglu, swiglu_split, alpha=X, beta=X, scale=tensor, scale=rowcol)",
+          tok);
   }
   return e;
 }
@@ -155,8 +175,8 @@ GemmProblem GemmProblem::parse(std::string_view spec) {
   GemmProblem p;
   std::vector<std::string_view> fields = split(spec, ':');
   std::vector<std::string_view> dims = split(fields[0], 'x');
-  GF_CHECK(dims.size() == 3 || dims.size() == 4,
-           "bad problem '{}': expected MxNxK[xBATCH][:dtype][:tn|nn][:epilogue]", spec);
+  GF_CHECK(dims.size() == 3 || dims.size() == 4, "bad problem '{}': expected MxNxK[xBATCH][:dtype][:tn|nn][:epilogue]",
+           spec);
   int64_t* slots[] = {&p.m, &p.n, &p.k, &p.batch};
   for (size_t i = 0; i < dims.size(); ++i)
     GF_CHECK(parse_int(dims[i], *slots[i]), "bad problem '{}': '{}' is not an integer size", spec, dims[i]);

@@ -1,8 +1,7 @@
-#include <cuda_runtime_api.h>
-
-#include <fmt/format.h>
-
 #include "gemmforge/device.hpp"
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
 
 namespace gf {
 
@@ -63,10 +62,9 @@ std::string DeviceInfo::fingerprint() const {
 
 std::string DeviceInfo::describe() const {
   if (!present) return absent_reason;
-  return fmt::format("{} (sm_{}{}, {} SMs, {:.0f} GiB, L2 {} MiB, driver {}.{}, CUDA runtime {}.{})", name,
-                     cc_major, cc_minor, sm_count, global_mem_bytes / double(1 << 30), l2_bytes >> 20,
-                     driver_version / 1000, driver_version % 1000 / 10, runtime_version / 1000,
-                     runtime_version % 1000 / 10);
+  return fmt::format("{} (sm_{}{}, {} SMs, {:.0f} GiB, L2 {} MiB, driver {}.{}, CUDA runtime {}.{})", name, cc_major,
+                     cc_minor, sm_count, global_mem_bytes / double(1 << 30), l2_bytes >> 20, driver_version / 1000,
+                     driver_version % 1000 / 10, runtime_version / 1000, runtime_version % 1000 / 10);
 }
 
 }  // namespace gf

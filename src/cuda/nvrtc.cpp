@@ -1,11 +1,10 @@
 #include "cuda/nvrtc.hpp"
 
+#include <fmt/format.h>
 #include <nvrtc.h>
 
 #include <chrono>
 #include <regex>
-
-#include <fmt/format.h>
 
 namespace gf::cuda {
 namespace {

@@ -19,7 +19,7 @@ struct CompileResult {
 struct CompileOptions {
   std::string arch = "sm_90a";
   std::vector<std::pair<std::string, std::string>> headers;  // (include name, source)
-  std::vector<std::string> extra;  // e.g. -DBLOCK_M=128
+  std::vector<std::string> extra;                            // e.g. -DBLOCK_M=128
   bool line_info = false;
 };
 

@@ -10,8 +10,14 @@
 namespace gf::ops {
 namespace {
 
-template <class T> __device__ __forceinline__ float f(T v) { return float(v); }
-template <class T> __device__ __forceinline__ T t(float v) { return T(v); }
+template <class T>
+__device__ __forceinline__ float f(T v) {
+  return float(v);
+}
+template <class T>
+__device__ __forceinline__ T t(float v) {
+  return T(v);
+}
 
 __device__ __forceinline__ float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 __device__ __forceinline__ float gelu_tanh(float x) {
@@ -40,12 +46,16 @@ __global__ void elementwise_kernel(const T* a, const T* b, T* out, int64_t count
     for (int k = 0; k < V; ++k) {
       const float xv = f(x.v[k]);
       float r;
-      if (kOp == 0) r = xv / (1.0f + __expf(-xv)) * f(y.v[k]);
-      else if (kOp == 1) r = gelu_erf(xv);
-      else r = gelu_tanh(xv);
+      if (kOp == 0)
+        r = xv / (1.0f + __expf(-xv)) * f(y.v[k]);
+      else if (kOp == 1)
+        r = gelu_erf(xv);
+      else
+        r = gelu_tanh(xv);
       o.v[k] = t<T>(r);
     }
-    if constexpr (V * sizeof(T) == 16) reinterpret_cast<uint4*>(out)[i] = o.raw;
+    if constexpr (V * sizeof(T) == 16)
+      reinterpret_cast<uint4*>(out)[i] = o.raw;
     else
       for (int k = 0; k < V; ++k) out[i * V + k] = o.v[k];
   }
@@ -62,13 +72,19 @@ void launch(int op, const void* a, const void* b, void* out, int64_t count, cuda
   auto O = static_cast<T*>(out);
   auto go = [&](auto kernel) { kernel<<<blocks, 256, 0, s>>>(A, B, O, count); };
   if (vec) {
-    if (op == 0) go(elementwise_kernel<T, kV, 0>);
-    else if (op == 1) go(elementwise_kernel<T, kV, 1>);
-    else go(elementwise_kernel<T, kV, 2>);
+    if (op == 0)
+      go(elementwise_kernel<T, kV, 0>);
+    else if (op == 1)
+      go(elementwise_kernel<T, kV, 1>);
+    else
+      go(elementwise_kernel<T, kV, 2>);
   } else {
-    if (op == 0) go(elementwise_kernel<T, 1, 0>);
-    else if (op == 1) go(elementwise_kernel<T, 1, 1>);
-    else go(elementwise_kernel<T, 1, 2>);
+    if (op == 0)
+      go(elementwise_kernel<T, 1, 0>);
+    else if (op == 1)
+      go(elementwise_kernel<T, 1, 1>);
+    else
+      go(elementwise_kernel<T, 1, 2>);
   }
   GF_CUDA_CHECK(cudaGetLastError());
 }
@@ -78,10 +94,14 @@ void dispatch(int op, const void* a, const void* b, void* out, int64_t count, DT
   if (count == 0) return;
   GF_CHECK(a && out && (op != 0 || b), "elementwise op: null pointer");
   switch (type) {
-    case DType::f32: return launch<float>(op, a, b, out, count, s);
-    case DType::f16: return launch<__half>(op, a, b, out, count, s);
-    case DType::bf16: return launch<__nv_bfloat16>(op, a, b, out, count, s);
-    default: GF_FAIL("elementwise op: unsupported dtype {} (bf16, f16, f32)", to_string(type));
+    case DType::f32:
+      return launch<float>(op, a, b, out, count, s);
+    case DType::f16:
+      return launch<__half>(op, a, b, out, count, s);
+    case DType::bf16:
+      return launch<__nv_bfloat16>(op, a, b, out, count, s);
+    default:
+      GF_FAIL("elementwise op: unsupported dtype {} (bf16, f16, f32)", to_string(type));
   }
 }
 

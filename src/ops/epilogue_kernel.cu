@@ -17,18 +17,35 @@ struct EpiParams {
   bool has_c;
 };
 
-template <class T> __device__ __forceinline__ float load(const T* p, int64_t i) { return float(p[i]); }
-template <> __device__ __forceinline__ float load(const float* p, int64_t i) { return p[i]; }
-template <class T> __device__ __forceinline__ T cast(float v) { return T(v); }
-template <> __device__ __forceinline__ float cast(float v) { return v; }
+template <class T>
+__device__ __forceinline__ float load(const T* p, int64_t i) {
+  return float(p[i]);
+}
+template <>
+__device__ __forceinline__ float load(const float* p, int64_t i) {
+  return p[i];
+}
+template <class T>
+__device__ __forceinline__ T cast(float v) {
+  return T(v);
+}
+template <>
+__device__ __forceinline__ float cast(float v) {
+  return v;
+}
 
 __device__ __forceinline__ float activate(float x, int act) {
   switch (act) {
-    case 1: return fmaxf(x, 0.0f);
-    case 2: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case 3: return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
-    case 4: return x / (1.0f + __expf(-x));
-    default: return x;
+    case 1:
+      return fmaxf(x, 0.0f);
+    case 2:
+      return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case 3:
+      return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case 4:
+      return x / (1.0f + __expf(-x));
+    default:
+      return x;
   }
 }
 
@@ -68,7 +85,8 @@ template <class T, int V, int GATE>
 __global__ void epilogue_kernel(EpiParams p, const T* g, T* d, const T* c, const T* bias) {
   const int64_t chunks_per_row = p.out_cols / V;
   const int64_t total = p.rows * chunks_per_row;
-  for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < total; idx += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < total;
+       idx += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = idx / chunks_per_row, j0 = idx % chunks_per_row * V;
     const T* grow = g + r * p.n;
     float out[V];
@@ -121,12 +139,13 @@ void launch_typed(const EpiParams& ep, int gate, const void* g, const GemmArgs& 
   const unsigned blocks = unsigned(std::min<int64_t>((total + 255) / 256, 132 * 16));
   auto args = std::make_tuple(ep, static_cast<const T*>(g), static_cast<T*>(a.d), static_cast<const T*>(a.c),
                               static_cast<const T*>(a.bias));
-  auto run = [&](auto kernel) {
-    std::apply([&](auto... xs) { kernel<<<blocks, 256, 0, s>>>(xs...); }, args);
-  };
-  if (gate == 0) run(epilogue_kernel<T, V, 0>);
-  else if (gate == 1) run(epilogue_kernel<T, V, 1>);
-  else run(epilogue_kernel<T, V, 2>);
+  auto run = [&](auto kernel) { std::apply([&](auto... xs) { kernel<<<blocks, 256, 0, s>>>(xs...); }, args); };
+  if (gate == 0)
+    run(epilogue_kernel<T, V, 0>);
+  else if (gate == 1)
+    run(epilogue_kernel<T, V, 1>);
+  else
+    run(epilogue_kernel<T, V, 2>);
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -138,20 +157,27 @@ void apply_epilogue(const GemmProblem& p, const void* g, const GemmArgs& a, cuda
   GF_CHECK(g && a.d, "epilogue kernel {}: G and D must be non-null", p.key());
   GF_CHECK(!e.has_c() || a.c, "epilogue kernel {}: the epilogue reads C but C is null", p.key());
   GF_CHECK(e.bias == BiasKind::none || a.bias, "epilogue kernel {}: bias is null", p.key());
-  EpiParams ep{p.batch * p.m, p.m, p.n, p.out_cols(), e.alpha, e.beta, int(e.act),
-               e.bias == BiasKind::per_col ? 1 : e.bias == BiasKind::per_row ? 2 : 0, e.has_c()};
+  EpiParams ep{p.batch * p.m, p.m,    p.n,        p.out_cols(),
+               e.alpha,       e.beta, int(e.act), e.bias == BiasKind::per_col ? 1 : e.bias == BiasKind::per_row ? 2 : 0,
+               e.has_c()};
   const int gate = e.gate == GateKind::interleaved ? 1 : e.gate == GateKind::split ? 2 : 0;
   const int v16 = 16 / dtype_bytes(p.out);  // elements in 16 bytes
   // Whole 16-byte vectors in every row of G, C and D, from 16-byte aligned bases.
-  const bool vec = p.out_cols() % v16 == 0 && p.n % v16 == 0 && aligned16(g) && aligned16(a.d) &&
-                   (!e.has_c() || aligned16(a.c));
+  const bool vec =
+      p.out_cols() % v16 == 0 && p.n % v16 == 0 && aligned16(g) && aligned16(a.d) && (!e.has_c() || aligned16(a.c));
   switch (p.out) {
-    case DType::f32: vec ? launch_typed<float, 4>(ep, gate, g, a, stream) : launch_typed<float, 1>(ep, gate, g, a, stream); break;
-    case DType::f16: vec ? launch_typed<__half, 8>(ep, gate, g, a, stream) : launch_typed<__half, 1>(ep, gate, g, a, stream); break;
-    case DType::bf16:
-      vec ? launch_typed<__nv_bfloat16, 8>(ep, gate, g, a, stream) : launch_typed<__nv_bfloat16, 1>(ep, gate, g, a, stream);
+    case DType::f32:
+      vec ? launch_typed<float, 4>(ep, gate, g, a, stream) : launch_typed<float, 1>(ep, gate, g, a, stream);
       break;
-    default: GF_FAIL("epilogue kernel: unsupported output dtype {}", to_string(p.out));
+    case DType::f16:
+      vec ? launch_typed<__half, 8>(ep, gate, g, a, stream) : launch_typed<__half, 1>(ep, gate, g, a, stream);
+      break;
+    case DType::bf16:
+      vec ? launch_typed<__nv_bfloat16, 8>(ep, gate, g, a, stream)
+          : launch_typed<__nv_bfloat16, 1>(ep, gate, g, a, stream);
+      break;
+    default:
+      GF_FAIL("epilogue kernel: unsupported output dtype {}", to_string(p.out));
   }
   GF_CUDA_CHECK(cudaGetLastError());
 }

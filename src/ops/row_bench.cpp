@@ -87,7 +87,8 @@ RowMeasurement RowOpBench::measure(const RowKernel& kernel, bool time, const tun
   }
   m.verified = m.error.empty();
   if (!m.verified || !time) return m;
-  tune::Timing t = timer_.time([&](int set) { kernel.launch(args(set), stream()); }, int(sets_.size()), stream(), timing);
+  tune::Timing t =
+      timer_.time([&](int set) { kernel.launch(args(set), stream()); }, int(sets_.size()), stream(), timing);
   m.us = t.median_us;
   m.tbps = spec_.bytes() / (m.us * 1e-6) / 1e12;
   return m;
@@ -142,8 +143,8 @@ double copy_bandwidth_tbps(const DeviceInfo& device) {
   GF_CUDA_CHECK(cudaMemsetAsync(src.get(), 1, bytes, stream.get()));
   tune::Timer timer(device.l2_bytes);
   tune::Timing t = timer.time(
-      [&](int) { GF_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, stream.get())); }, 1,
-      stream.get(), {.warmup = 2, .min_reps = 10, .max_reps = 20, .budget_ms = 50});
+      [&](int) { GF_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, stream.get())); },
+      1, stream.get(), {.warmup = 2, .min_reps = 10, .max_reps = 20, .budget_ms = 50});
   return 2.0 * double(bytes) / (t.median_us * 1e-6) / 1e12;
 }
 

@@ -1,9 +1,9 @@
 #include "ops/row_config.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "gemmforge/error.hpp"
 
@@ -12,9 +12,12 @@ namespace {
 
 const char* kind_name(RowOpKind k) {
   switch (k) {
-    case RowOpKind::softmax: return "softmax";
-    case RowOpKind::rmsnorm: return "rmsnorm";
-    case RowOpKind::layernorm: return "layernorm";
+    case RowOpKind::softmax:
+      return "softmax";
+    case RowOpKind::rmsnorm:
+      return "rmsnorm";
+    case RowOpKind::layernorm:
+      return "layernorm";
   }
   return "?";
 }
@@ -68,7 +71,8 @@ std::string illegal_reason(const RowConfig& c, const RowOpSpec& s) {
   if (values > 64) return fmt::format("{} values per thread exceed the register budget", values);
   // A CTA's registers: the values (two sets with a residual) plus ~32 of addressing, within 64K.
   int regs = values * (s.residual ? 2 : 1) + 32;
-  if (int64_t(regs) * c.threads > 65536) return fmt::format("~{} registers a thread x {} threads exceed 64K", regs, c.threads);
+  if (int64_t(regs) * c.threads > 65536)
+    return fmt::format("~{} registers a thread x {} threads exceed 64K", regs, c.threads);
   return "";
 }
 
@@ -143,20 +147,29 @@ std::string RowOpSpec::key() const {
 
 RowOpSpec RowOpSpec::parse(std::string_view text) {
   RowOpSpec s;
-  auto fail = [&](const std::string& why) { GF_FAIL("bad op '{}': {} (expected OP[+residual|+valid]:ROWSxCOLS[:dtype[->out]])", text, why); };
+  auto fail = [&](const std::string& why) {
+    GF_FAIL("bad op '{}': {} (expected OP[+residual|+valid]:ROWSxCOLS[:dtype[->out]])", text, why);
+  };
   size_t c1 = text.find(':');
   if (c1 == std::string_view::npos) fail("no sizes");
   std::string_view kind = text.substr(0, c1), rest = text.substr(c1 + 1);
   std::string_view base = kind.substr(0, kind.find('+'));
-  if (base == "softmax") s.kind = RowOpKind::softmax;
-  else if (base == "rmsnorm") s.kind = RowOpKind::rmsnorm;
-  else if (base == "layernorm") s.kind = RowOpKind::layernorm;
-  else fail(fmt::format("unknown op '{}' (softmax, rmsnorm, layernorm)", base));
+  if (base == "softmax")
+    s.kind = RowOpKind::softmax;
+  else if (base == "rmsnorm")
+    s.kind = RowOpKind::rmsnorm;
+  else if (base == "layernorm")
+    s.kind = RowOpKind::layernorm;
+  else
+    fail(fmt::format("unknown op '{}' (softmax, rmsnorm, layernorm)", base));
   for (size_t pos = kind.find('+'); pos != std::string_view::npos; pos = kind.find('+', pos + 1)) {
     std::string_view flag = kind.substr(pos + 1, kind.find('+', pos + 1) - pos - 1);
-    if (flag == "residual") s.residual = true;
-    else if (flag == "valid") s.valid_len = true;
-    else fail(fmt::format("unknown flag '{}'", flag));
+    if (flag == "residual")
+      s.residual = true;
+    else if (flag == "valid")
+      s.valid_len = true;
+    else
+      fail(fmt::format("unknown flag '{}'", flag));
   }
   size_t c2 = rest.find(':');
   std::string dims(rest.substr(0, c2));
@@ -185,7 +198,8 @@ RowOpSpec RowOpSpec::parse(std::string_view text) {
 
 std::string RowOpSpec::invalid_reason() const {
   if (rows < 1 || cols < 1) return fmt::format("sizes must be >= 1 (rows={}, cols={})", rows, cols);
-  if (rows > (int64_t(1) << 40) || cols > (int64_t(1) << 24)) return "sizes too large (cols up to 16M, rows up to 2^40)";
+  if (rows > (int64_t(1) << 40) || cols > (int64_t(1) << 24))
+    return "sizes too large (cols up to 16M, rows up to 2^40)";
   for (DType t : {in, out})
     if (is_fp8(t)) return "fp8 is not supported by the row ops (bf16, f16, f32)";
   if (residual && kind != RowOpKind::rmsnorm) return "+residual applies to rmsnorm";
@@ -197,8 +211,8 @@ double RowOpSpec::bytes() const {
   double elems = double(rows) * double(cols);
   double b = elems * (dtype_bytes(in) + dtype_bytes(out));
   if (residual) b += 2.0 * elems * dtype_bytes(in);                       // residual in, sum out
-  if (kind != RowOpKind::softmax) b += double(cols) * dtype_bytes(in);     // weight
-  if (kind == RowOpKind::layernorm) b += double(cols) * dtype_bytes(in);   // bias
+  if (kind != RowOpKind::softmax) b += double(cols) * dtype_bytes(in);    // weight
+  if (kind == RowOpKind::layernorm) b += double(cols) * dtype_bytes(in);  // bias
   if (valid_len) b += double(rows) * 4;
   return b;
 }

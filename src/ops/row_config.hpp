@@ -1,10 +1,9 @@
 #pragma once
 // A row-op kernel's parameters, their legality, the search space and the generated source. Plain
 // data: tested on the CPU.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "gemmforge/ops.hpp"
 

@@ -44,9 +44,8 @@ std::string misaligned(const RowOpSpec& s, const RowConfig& c, const RowOpArgs& 
     return "";
   };
   const int in = dtype_bytes(s.in), out = dtype_bytes(s.out);
-  for (auto why : {check(a.x, in, "x"), check(a.y, out, "y"), check(a.weight, in, "weight"),
-                   check(a.bias, in, "bias"), check(a.residual, in, "residual"),
-                   check(a.residual_out, in, "residual_out")})
+  for (auto why : {check(a.x, in, "x"), check(a.y, out, "y"), check(a.weight, in, "weight"), check(a.bias, in, "bias"),
+                   check(a.residual, in, "residual"), check(a.residual_out, in, "residual_out")})
     if (!why.empty()) return why;
   return "";
 }
@@ -63,7 +62,9 @@ void RowKernel::launch(const RowOpArgs& a, cudaStream_t stream) const {
   GF_CHECK(ctas < (int64_t(1) << 31), "{}: too many rows for one launch", spec_.key());
   void* args[] = {&p};
   cuda::launch(fn_,
-               {.grid = {unsigned(ctas), 1, 1}, .block = {unsigned(config_.threads), 1, 1}, .smem_bytes = 0,
+               {.grid = {unsigned(ctas), 1, 1},
+                .block = {unsigned(config_.threads), 1, 1},
+                .smem_bytes = 0,
                 .cluster = {unsigned(config_.cluster), 1, 1}},
                args, stream);
 }

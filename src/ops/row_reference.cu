@@ -10,10 +10,22 @@
 namespace gf::ops {
 namespace {
 
-template <class T> __device__ double ld(const T* p, int64_t i) { return double(float(p[i])); }
-template <> __device__ double ld(const float* p, int64_t i) { return double(p[i]); }
-template <class T> __device__ double round_to(double v) { return double(float(T(float(v)))); }
-template <> __device__ double round_to<float>(double v) { return double(float(v)); }
+template <class T>
+__device__ double ld(const T* p, int64_t i) {
+  return double(float(p[i]));
+}
+template <>
+__device__ double ld(const float* p, int64_t i) {
+  return double(p[i]);
+}
+template <class T>
+__device__ double round_to(double v) {
+  return double(float(T(float(v))));
+}
+template <>
+__device__ double round_to<float>(double v) {
+  return double(float(v));
+}
 
 template <class T>
 __global__ void reference_kernel(int op, int64_t rows, int64_t cols, const T* x, const T* w, const T* b, const T* res,
@@ -31,15 +43,15 @@ __global__ void reference_kernel(int op, int64_t rows, int64_t cols, const T* x,
     double mx = -INFINITY;
     bool nan = false;
     for (int64_t c = 0; c < n; ++c) {
-      double v = in(c) * scale;
+      double v = in(c)*scale;
       nan |= isnan(v);
       mx = fmax(mx, v);
     }
     if (nan) mx = NAN;
     double sum = 0;
-    for (int64_t c = 0; c < n; ++c) sum += exp(in(c) * scale - mx);
+    for (int64_t c = 0; c < n; ++c) sum += exp(in(c)*scale - mx);
     const bool empty = valid && mx == -INFINITY;
-    for (int64_t c = 0; c < cols; ++c) out[c] = c < n && !empty ? float(exp(in(c) * scale - mx) / sum) : 0.0f;
+    for (int64_t c = 0; c < cols; ++c) out[c] = c < n && !empty ? float(exp(in(c)*scale - mx) / sum) : 0.0f;
     return;
   }
   double mean = 0;
@@ -48,9 +60,9 @@ __global__ void reference_kernel(int op, int64_t rows, int64_t cols, const T* x,
     mean /= double(cols);
   }
   double ss = 0;
-  for (int64_t c = 0; c < cols; ++c) ss += (in(c) - mean) * (in(c) - mean);
+  for (int64_t c = 0; c < cols; ++c) ss += (in(c)-mean) * (in(c)-mean);
   const double rstd = 1.0 / sqrt(ss / double(cols) + eps);
-  for (int64_t c = 0; c < cols; ++c) out[c] = float((in(c) - mean) * rstd * ld(w, c) + (op == 2 ? ld(b, c) : 0.0));
+  for (int64_t c = 0; c < cols; ++c) out[c] = float((in(c)-mean) * rstd * ld(w, c) + (op == 2 ? ld(b, c) : 0.0));
 }
 
 }  // namespace
@@ -65,10 +77,17 @@ void row_reference(const RowOpSpec& s, const RowOpArgs& a, float* ref, float* re
         s.valid_len ? a.valid_len : nullptr, double(a.scale), double(a.eps), ref, residual_sum);
   };
   switch (s.in) {
-    case DType::f32: run(static_cast<float*>(nullptr)); break;
-    case DType::f16: run(static_cast<__half*>(nullptr)); break;
-    case DType::bf16: run(static_cast<__nv_bfloat16*>(nullptr)); break;
-    default: GF_FAIL("row reference: unsupported dtype {}", to_string(s.in));
+    case DType::f32:
+      run(static_cast<float*>(nullptr));
+      break;
+    case DType::f16:
+      run(static_cast<__half*>(nullptr));
+      break;
+    case DType::bf16:
+      run(static_cast<__nv_bfloat16*>(nullptr));
+      break;
+    default:
+      GF_FAIL("row reference: unsupported dtype {}", to_string(s.in));
   }
   GF_CUDA_CHECK(cudaGetLastError());
 }

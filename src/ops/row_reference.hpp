@@ -7,4 +7,4 @@
 namespace gf::ops {
 // ref: rows x cols floats of y. residual_sum (if spec.residual): rows x cols floats of x + residual.
 void row_reference(const RowOpSpec& s, const RowOpArgs& a, float* ref, float* residual_sum, cudaStream_t stream);
-}
+}  // namespace gf::ops

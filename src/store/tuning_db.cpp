@@ -95,8 +95,8 @@ std::vector<std::string> split_commas(const std::string& s) {
 
 TuningDb::TuningDb(const std::filesystem::path& path, std::string device) : device_(std::move(device)) {
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-  int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
@@ -145,8 +145,8 @@ void TuningDb::store(const Decision& d, const std::vector<Measurement>& measurem
     Statement(db_,
               "INSERT OR REPLACE INTO decisions (problem, device, backend, candidate, config, us, tflops, backends, "
               "tuned_at) VALUES (?,?,?,?,?,?,?,?,?)")
-        .bind(d.problem, device_, d.backend, d.candidate, d.config.dump(), d.us, d.tflops,
-              join(d.backends_considered), d.tuned_at.empty() ? now_utc() : d.tuned_at)
+        .bind(d.problem, device_, d.backend, d.candidate, d.config.dump(), d.us, d.tflops, join(d.backends_considered),
+              d.tuned_at.empty() ? now_utc() : d.tuned_at)
         .step();
     exec(db_, "COMMIT;");
   } catch (...) {

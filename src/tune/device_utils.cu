@@ -1,10 +1,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
+#include <fmt/format.h>
 
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "cuda/check.hpp"
 #include "tune/device_utils.hpp"
@@ -12,20 +11,37 @@
 namespace gf::tune {
 namespace {
 
-template <class T> __device__ __forceinline__ float to_float(T v) { return float(v); }
-template <> __device__ __forceinline__ float to_float(float v) { return v; }
-template <class T> __device__ __forceinline__ T from_float(float v) { return T(v); }
-template <> __device__ __forceinline__ float from_float(float v) { return v; }
+template <class T>
+__device__ __forceinline__ float to_float(T v) {
+  return float(v);
+}
+template <>
+__device__ __forceinline__ float to_float(float v) {
+  return v;
+}
+template <class T>
+__device__ __forceinline__ T from_float(float v) {
+  return T(v);
+}
+template <>
+__device__ __forceinline__ float from_float(float v) {
+  return v;
+}
 
 // Calls fn with a null pointer of the C++ type for t.
 template <class Fn>
 void dispatch(DType t, Fn&& fn) {
   switch (t) {
-    case DType::f32: return fn(static_cast<float*>(nullptr));
-    case DType::f16: return fn(static_cast<__half*>(nullptr));
-    case DType::bf16: return fn(static_cast<__nv_bfloat16*>(nullptr));
-    case DType::e4m3: return fn(static_cast<__nv_fp8_e4m3*>(nullptr));
-    case DType::e5m2: return fn(static_cast<__nv_fp8_e5m2*>(nullptr));
+    case DType::f32:
+      return fn(static_cast<float*>(nullptr));
+    case DType::f16:
+      return fn(static_cast<__half*>(nullptr));
+    case DType::bf16:
+      return fn(static_cast<__nv_bfloat16*>(nullptr));
+    case DType::e4m3:
+      return fn(static_cast<__nv_fp8_e4m3*>(nullptr));
+    case DType::e5m2:
+      return fn(static_cast<__nv_fp8_e5m2*>(nullptr));
   }
 }
 
@@ -117,11 +133,16 @@ __global__ void reference_gemm_kernel(RefParams p, const TIn* a, const TIn* b, c
 
 __device__ float activate(float x, int act) {
   switch (act) {
-    case 1: return fmaxf(x, 0.0f);
-    case 2: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case 3: return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
-    case 4: return x / (1.0f + expf(-x));
-    default: return x;
+    case 1:
+      return fmaxf(x, 0.0f);
+    case 2:
+      return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case 3:
+      return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case 4:
+      return x / (1.0f + expf(-x));
+    default:
+      return x;
   }
 }
 
@@ -192,9 +213,18 @@ void fill_nan(void* ptr, DType t, int64_t count, cudaStream_t s) {
 
 void reference_gemm(const GemmProblem& p, const GemmArgs& args, float* g, cudaStream_t s) {
   const Epilogue& e = p.epilogue;
-  RefParams rp{p.m, p.n, p.k, p.layout == Layout::nn, e.alpha, e.beta,
-               e.bias == BiasKind::per_col ? 1 : e.bias == BiasKind::per_row ? 2 : 0,
-               e.scale == ScaleKind::tensor ? 1 : e.scale == ScaleKind::rowcol ? 2 : 0};
+  RefParams rp{p.m,
+               p.n,
+               p.k,
+               p.layout == Layout::nn,
+               e.alpha,
+               e.beta,
+               e.bias == BiasKind::per_col   ? 1
+               : e.bias == BiasKind::per_row ? 2
+                                             : 0,
+               e.scale == ScaleKind::tensor   ? 1
+               : e.scale == ScaleKind::rowcol ? 2
+                                              : 0};
   dim3 grid(unsigned((p.n + kTile - 1) / kTile), unsigned((p.m + kTile - 1) / kTile), unsigned(p.batch));
   GF_CHECK(grid.y <= 65535 && grid.z <= 65535, "reference GEMM grid too large for {}", p.key());
   dispatch(p.a, [&](auto* in_tag) {
@@ -217,8 +247,8 @@ void reference_gemm(const GemmProblem& p, const GemmArgs& args, float* g, cudaSt
 void reference_epilogue(const GemmProblem& p, const float* g, float* ref, cudaStream_t s) {
   int gate = p.epilogue.gate == GateKind::interleaved ? 1 : p.epilogue.gate == GateKind::split ? 2 : 0;
   int64_t rows = p.batch * p.m;
-  reference_epilogue_kernel<<<grid_for(rows * p.out_cols(), 256), 256, 0, s>>>(g, ref, rows, p.n,
-                                                                               int(p.epilogue.act), gate);
+  reference_epilogue_kernel<<<grid_for(rows * p.out_cols(), 256), 256, 0, s>>>(g, ref, rows, p.n, int(p.epilogue.act),
+                                                                               gate);
   GF_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -255,9 +285,12 @@ Comparison compare(const void* out, DType t, const float* ref, int64_t count, cu
 
 double tolerance(DType out) {
   switch (out) {
-    case DType::f32: return 1e-3;
-    case DType::f16: return 5e-3;
-    default: return 1e-2;
+    case DType::f32:
+      return 1e-3;
+    case DType::f16:
+      return 5e-3;
+    default:
+      return 1e-2;
   }
 }
 

@@ -11,8 +11,8 @@ MeasureSession::MeasureSession(const std::string& worker_exe, const GemmProblem&
 void MeasureSession::ensure_problem() {
   if (problem_ready_ && worker_.alive()) return;
   // Setting up allocates the inputs and runs the reference GEMM: allow for large problems.
-  auto reply = worker_.call({{"op", "problem"}, {"problem", problem_.key()}, {"seed", seed_}},
-                            std::max(timeout_s_, 600.0));
+  auto reply =
+      worker_.call({{"op", "problem"}, {"problem", problem_.key()}, {"seed", seed_}}, std::max(timeout_s_, 600.0));
   GF_CHECK(reply.value("ok", false), "worker could not set up {}: {}", problem_.key(), reply.value("error", ""));
   problem_ready_ = true;
 }

@@ -65,9 +65,7 @@ Candidate candidate_of(const Measurement& m) { return {m.backend, m.candidate, m
 
 }  // namespace
 
-std::string tuning_fingerprint(const DeviceInfo& device) {
-  return device.fingerprint() + "|" + backend_versions();
-}
+std::string tuning_fingerprint(const DeviceInfo& device) { return device.fingerprint() + "|" + backend_versions(); }
 
 struct Tuner::Impl {
   TuneOptions opt;
@@ -91,8 +89,10 @@ struct Tuner::Impl {
 Tuner::Tuner(TuneOptions options) : impl_(std::make_unique<Impl>()) {
   Impl& I = *impl_;
   I.opt = std::move(options);
-  GF_CHECK(I.device.present, "no GPU: {}. Listing and compiling candidates still work (gemmforge candidates, "
-           "gemmforge compile).", I.device.absent_reason);
+  GF_CHECK(I.device.present,
+           "no GPU: {}. Listing and compiling candidates still work (gemmforge candidates, "
+           "gemmforge compile).",
+           I.device.absent_reason);
   if (I.opt.db_path.empty()) I.opt.db_path = TuningDb::default_path();
   I.db = std::make_unique<TuningDb>(I.opt.db_path, tuning_fingerprint(I.device));
   if (I.opt.compile_jobs <= 0) I.opt.compile_jobs = int(std::max(1u, std::thread::hardware_concurrency()));
@@ -216,13 +216,16 @@ std::vector<BenchRow> Tuner::bench(const GemmProblem& problem) {
   std::vector<BenchRow> rows;
   for (const auto& b : I.backends) {
     if (const Measurement* m = best_of(stored, b->name()))
-      rows.push_back({b->name(), candidate_of(*m), {}, m->backend == tuned.decision.backend &&
-                                                           m->candidate == tuned.decision.candidate});
+      rows.push_back({b->name(),
+                      candidate_of(*m),
+                      {},
+                      m->backend == tuned.decision.backend && m->candidate == tuned.decision.candidate});
   }
   // Baselines: cuBLASLt's own pick (with its fused epilogue where it has one), and eager: cuBLASLt's
   // pick for the plain GEMM followed by the epilogue as a separate kernel.
   for (const auto& m : stored) {
-    if (m.backend == "cublaslt" && m.config.value("rank", -1) == 0) rows.push_back({"cublaslt-default", candidate_of(m), {}, false});
+    if (m.backend == "cublaslt" && m.config.value("rank", -1) == 0)
+      rows.push_back({"cublaslt-default", candidate_of(m), {}, false});
     if (m.backend == "unfused" && m.config["gemm"].value("backend", "") == "cublaslt" &&
         m.config["gemm"]["config"].value("rank", -1) == 0)
       rows.push_back({"eager", candidate_of(m), {}, false});

@@ -11,10 +11,9 @@
 // A reply with "fatal":true means the worker's CUDA context is lost; it exits after replying.
 #include <sys/types.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace gf::tune {
 

@@ -54,9 +54,10 @@ int worker_main() {
         auto backend = find_backend(cand.backend);
         GF_CHECK(backend, "unknown backend '{}'", cand.backend);
         std::unique_ptr<Kernel> kernel = backend->build(bench->problem(), cand);
-        MeasureResult r = bench->measure(*kernel, req.value("time", true), timing_from(req.value("timing", nlohmann::json::object())));
-        reply = {{"ok", true},     {"verified", r.verified}, {"rel_err", r.rel_err},
-                 {"us", r.us},     {"reps", r.reps},         {"error", r.error}};
+        MeasureResult r = bench->measure(*kernel, req.value("time", true),
+                                         timing_from(req.value("timing", nlohmann::json::object())));
+        reply = {{"ok", true}, {"verified", r.verified}, {"rel_err", r.rel_err},
+                 {"us", r.us}, {"reps", r.reps},         {"error", r.error}};
       } else {
         GF_FAIL("unknown op '{}'", op);
       }

@@ -1,6 +1,5 @@
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "core/embedded.hpp"
@@ -33,8 +32,8 @@ ModelShape ModelShape::from_config(const nlohmann::json& config, std::string nam
   if (config.contains("head_dim") && !config["head_dim"].is_null()) {
     s.head_dim = positive_field(config, s.name, "head_dim");
   } else {
-    GF_CHECK(s.hidden % s.heads == 0, "model config '{}': hidden_size {} is not a multiple of {} heads",
-             s.name, s.hidden, s.heads);
+    GF_CHECK(s.hidden % s.heads == 0, "model config '{}': hidden_size {} is not a multiple of {} heads", s.name,
+             s.hidden, s.heads);
     s.head_dim = s.hidden / s.heads;
   }
   s.intermediate = positive_field(config, s.name, "intermediate_size");
@@ -59,8 +58,8 @@ ModelShape load_model(const std::string& name_or_path) {
     text = std::string(it->second);
   } else {
     std::ifstream in(name_or_path);
-    GF_CHECK(in.good(), "unknown model '{}': not a shipped model ({}) and not a readable config.json",
-             name_or_path, fmt::join(builtin_models(), ", "));
+    GF_CHECK(in.good(), "unknown model '{}': not a shipped model ({}) and not a readable config.json", name_or_path,
+             fmt::join(builtin_models(), ", "));
     text.assign(std::istreambuf_iterator<char>(in), {});
     name = std::filesystem::path(name_or_path).parent_path().filename().string();
     if (name.empty()) name = std::filesystem::path(name_or_path).stem().string();
@@ -70,8 +69,7 @@ ModelShape load_model(const std::string& name_or_path) {
   return ModelShape::from_config(config, name);
 }
 
-std::vector<ModelGemm> model_gemms(const ModelShape& s, const std::vector<int64_t>& tokens, DType dtype,
-                                   Fuse fuse) {
+std::vector<ModelGemm> model_gemms(const ModelShape& s, const std::vector<int64_t>& tokens, DType dtype, Fuse fuse) {
   struct Row {
     const char* name;
     int64_t n, k;

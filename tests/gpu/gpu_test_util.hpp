@@ -21,10 +21,17 @@ inline std::vector<double> to_host(const void* dev, DType t, int64_t count) {
   for (int64_t i = 0; i < count; ++i) {
     const unsigned char* p = raw.data() + size_t(i) * size_t(dtype_bytes(t));
     switch (t) {
-      case DType::f32: out[size_t(i)] = *reinterpret_cast<const float*>(p); break;
-      case DType::f16: out[size_t(i)] = __half2float(*reinterpret_cast<const __half*>(p)); break;
-      case DType::bf16: out[size_t(i)] = __bfloat162float(*reinterpret_cast<const __nv_bfloat16*>(p)); break;
-      default: out[size_t(i)] = NAN;
+      case DType::f32:
+        out[size_t(i)] = *reinterpret_cast<const float*>(p);
+        break;
+      case DType::f16:
+        out[size_t(i)] = __half2float(*reinterpret_cast<const __half*>(p));
+        break;
+      case DType::bf16:
+        out[size_t(i)] = __bfloat162float(*reinterpret_cast<const __nv_bfloat16*>(p));
+        break;
+      default:
+        out[size_t(i)] = NAN;
     }
   }
   return out;
@@ -32,11 +39,16 @@ inline std::vector<double> to_host(const void* dev, DType t, int64_t count) {
 
 inline double activate(double x, Activation a) {
   switch (a) {
-    case Activation::relu: return x > 0 ? x : 0;
-    case Activation::gelu_erf: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-    case Activation::gelu_tanh: return 0.5 * x * (1 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
-    case Activation::silu: return x / (1 + std::exp(-x));
-    default: return x;
+    case Activation::relu:
+      return x > 0 ? x : 0;
+    case Activation::gelu_erf:
+      return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    case Activation::gelu_tanh:
+      return 0.5 * x * (1 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    case Activation::silu:
+      return x / (1 + std::exp(-x));
+    default:
+      return x;
   }
 }
 

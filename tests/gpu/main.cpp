@@ -1,11 +1,10 @@
 // GPU tests. Without a GPU they print why and exit 77, which ctest reports as skipped.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <csignal>
-
-#include <unistd.h>
 
 #include "gemmforge/device.hpp"
 #include "tune/worker.hpp"

@@ -19,11 +19,15 @@ namespace {
 
 std::vector<NativeConfig> covering_configs() {
   return {
-      {64, 64, 8, 1, false, 1, 1, 8, false},   {64, 128, 6, 1, false, 2, 1, 8, false}, {128, 128, 6, 2, false, 1, 1, 8, true},
-      {128, 256, 4, 2, false, 1, 1, 8, false}, {256, 128, 4, 2, false, 3, 1, 8, false}, {128, 192, 4, 2, false, 1, 1, 4, true},
-      {128, 96, 6, 2, false, 1, 1, 8, false},  {256, 64, 5, 2, false, 2, 1, 16, true},
-      {128, 256, 4, 2, false, 1, 2, 8, false}, {128, 128, 6, 2, true, 1, 2, 8, true}, {256, 128, 4, 2, false, 1, 2, 4, false},
-      {64, 256, 5, 2, true, 1, 1, 8, false},   {128, 128, 6, 2, true, 2, 1, 8, true}, {64, 128, 6, 2, true, 3, 1, 8, false},
+      {64, 64, 8, 1, false, 1, 1, false, 8, false},   {64, 128, 6, 1, false, 2, 1, false, 8, false},
+      {128, 128, 6, 2, false, 1, 1, false, 8, true},  {128, 256, 4, 2, false, 1, 1, false, 8, false},
+      {256, 128, 4, 2, false, 3, 1, false, 8, false}, {128, 192, 4, 2, false, 1, 1, false, 4, true},
+      {128, 96, 6, 2, false, 1, 1, false, 8, false},  {256, 64, 5, 2, false, 2, 1, false, 16, true},
+      {128, 256, 4, 2, false, 1, 2, false, 8, false}, {128, 256, 4, 2, false, 1, 2, true, 8, false},
+      {256, 128, 4, 2, false, 1, 2, true, 8, true},   {64, 256, 5, 2, true, 1, 2, true, 8, false},
+      {128, 128, 6, 2, true, 1, 2, false, 8, true},   {256, 128, 4, 2, false, 1, 2, false, 4, false},
+      {64, 256, 5, 2, true, 1, 1, false, 8, false},   {128, 128, 6, 2, true, 2, 1, false, 8, true},
+      {64, 128, 6, 2, true, 3, 1, false, 8, false},
   };
 }
 
@@ -57,18 +61,19 @@ void check_problem(const std::string& spec) {
 class NativeShapes : public ::testing::TestWithParam<const char*> {};
 TEST_P(NativeShapes, MatchesReference) { check_problem(GetParam()); }
 
-INSTANTIATE_TEST_SUITE_P(
-    Plain, NativeShapes,
-    ::testing::Values("1x1x8:bf16", "77x77x64:bf16", "1x4097x1000:f16", "1000x1000x1000:bf16", "4097x77x1000:bf16->f32",
-                      "77x1000x1000:f16->bf16", "4097x4097x64:bf16", "256x512x4096:bf16", "16x6144x4096:bf16",
-                      "123x256x136x3:bf16", "300x640x512:bf16:nn", "1000x1000x1000:f16:nn", "77x512x1000:bf16->f32:nn"));
+INSTANTIATE_TEST_SUITE_P(Plain, NativeShapes,
+                         ::testing::Values("1x1x8:bf16", "77x77x64:bf16", "1x4097x1000:f16", "1000x1000x1000:bf16",
+                                           "4097x77x1000:bf16->f32", "77x1000x1000:f16->bf16", "4097x4097x64:bf16",
+                                           "256x512x4096:bf16", "16x6144x4096:bf16", "123x256x136x3:bf16",
+                                           "300x640x512:bf16:nn", "1000x1000x1000:f16:nn", "77x512x1000:bf16->f32:nn"));
 
-INSTANTIATE_TEST_SUITE_P(
-    Epilogues, NativeShapes,
-    ::testing::Values("200x256x128:bf16:bias+gelu_tanh", "77x96x64:bf16:gelu", "64x128x64:f16:silu",
-                      "100x384x256:bf16->f32:alpha=0.5+rowbias+residual+relu", "130x512x256:bf16:swiglu",
-                      "130x512x256:bf16:bias+swiglu_split", "1000x1000x1000:bf16:residual",
-                      "129x1000x512:bf16:bias+relu", "16x6144x4096:bf16:bias+swiglu"));
+INSTANTIATE_TEST_SUITE_P(Epilogues, NativeShapes,
+                         ::testing::Values("200x256x128:bf16:bias+gelu_tanh", "77x96x64:bf16:gelu",
+                                           "64x128x64:f16:silu",
+                                           "100x384x256:bf16->f32:alpha=0.5+rowbias+residual+relu",
+                                           "130x512x256:bf16:swiglu", "130x512x256:bf16:bias+swiglu_split",
+                                           "1000x1000x1000:bf16:residual", "129x1000x512:bf16:bias+relu",
+                                           "16x6144x4096:bf16:bias+swiglu"));
 
 TEST(Native, DeclinesWhatTmaCannotAddress) {
   EXPECT_NE(native::unsupported_reason(GemmProblem::parse("64x64x77:bf16")), "");

@@ -1,12 +1,13 @@
 // Row ops and elementwise ops on the GPU: every config of many row lengths against the float64
 // reference (itself checked against the CPU), NaN and inf like torch, misaligned pointers.
+#include "gemmforge/ops.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 #include <thread>
 
-#include "gemmforge/ops.hpp"
 #include "gpu_test_util.hpp"
 #include "ops/row_bench.hpp"
 #include "ops/row_reference.hpp"
@@ -165,7 +166,8 @@ TEST(Elementwise, SwigluAndGeluMatchCpu) {
       for (bool tanh_approx : {false, true}) {
         ops::gelu(a.get(), o.get(), count, t, tanh_approx);
         got = test::to_host(o.get(), t, count);
-        for (size_t i = 0; i < want.size(); ++i) want[i] = test::activate(ha[i], tanh_approx ? Activation::gelu_tanh : Activation::gelu_erf);
+        for (size_t i = 0; i < want.size(); ++i)
+          want[i] = test::activate(ha[i], tanh_approx ? Activation::gelu_tanh : Activation::gelu_erf);
         EXPECT_LT(test::rel_err(got, want), 1e-2) << "gelu " << count;
       }
     }

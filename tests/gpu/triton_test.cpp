@@ -4,12 +4,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 
-#include <nlohmann/json.hpp>
-
-#include "gemmforge/backend.hpp"
 #include "backends/triton/config.hpp"
+#include "gemmforge/backend.hpp"
 #include "tune/problem_bench.hpp"
 
 using namespace gf;
@@ -34,10 +33,12 @@ TEST_P(TritonGpuTest, EveryFastCandidateVerifies) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, TritonGpuTest,
-                         ::testing::Values("1x1x8:bf16", "77x1000x1000:bf16", "1000x77x1000:f16->f32", "4096x4096x4096:bf16",
-                                           "300x640x512:bf16:nn", "200x256x128:bf16:bias+gelu_tanh",
-                                           "130x512x256:bf16:swiglu", "130x512x256:bf16:bias+swiglu_split",
-                                           "100x384x256:bf16->f32:alpha=0.5+rowbias+residual+relu", "16x6144x4096:bf16"));
+                         ::testing::Values("1x1x8:bf16", "77x1000x1000:bf16", "1000x77x1000:f16->f32",
+                                           "4096x4096x4096:bf16", "300x640x512:bf16:nn",
+                                           "200x256x128:bf16:bias+gelu_tanh", "130x512x256:bf16:swiglu",
+                                           "130x512x256:bf16:bias+swiglu_split",
+                                           "100x384x256:bf16->f32:alpha=0.5+rowbias+residual+relu",
+                                           "16x6144x4096:bf16"));
 
 namespace {
 void write_device(const std::string& path, const void* dev, size_t bytes) {
@@ -81,10 +82,21 @@ TEST(TritonGpu, LauncherMatchesTritonsOwnLaunch) {
     write_device((dir / "bias").string(), args.bias, size_t(p.n) * 2);
     write_device((dir / "ours").string(), args.d, size_t(p.m * p.n) * 2);
     nlohmann::json req = triton_backend::compile_request(cfg, p);
-    nlohmann::json own = {{"template", cfg.tmpl}, {"constexprs", req["constexprs"]}, {"num_warps", cfg.warps},
-                          {"num_stages", cfg.stages}, {"M", p.m}, {"N", p.n}, {"K", p.k}, {"OUT_COLS", p.out_cols()},
-                          {"alpha", 1.0}, {"beta", 0.0}, {"dtype", "bf16"}, {"out", "bf16"},
-                          {"a", (dir / "a").string()}, {"b", (dir / "b").string()}, {"bias", (dir / "bias").string()},
+    nlohmann::json own = {{"template", cfg.tmpl},
+                          {"constexprs", req["constexprs"]},
+                          {"num_warps", cfg.warps},
+                          {"num_stages", cfg.stages},
+                          {"M", p.m},
+                          {"N", p.n},
+                          {"K", p.k},
+                          {"OUT_COLS", p.out_cols()},
+                          {"alpha", 1.0},
+                          {"beta", 0.0},
+                          {"dtype", "bf16"},
+                          {"out", "bf16"},
+                          {"a", (dir / "a").string()},
+                          {"b", (dir / "b").string()},
+                          {"bias", (dir / "bias").string()},
                           {"d", (dir / "theirs").string()}};
     std::ofstream(dir / "req.json") << own.dump();
     ASSERT_EQ(std::system(("python3 " + script + " " + (dir / "req.json").string()).c_str()), 0) << c.name;

@@ -1,11 +1,12 @@
 // Tuning end to end in worker processes: planted faults do not stop it, the DB remembers, the
 // Runtime dispatches to the stored winner or falls back to cuBLASLt's default.
+#include "gemmforge/tuner.hpp"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "gemmforge/runtime.hpp"
-#include "gemmforge/tuner.hpp"
 #include "gpu_test_util.hpp"
 #include "tune/problem_bench.hpp"
 

@@ -29,9 +29,10 @@ TEST_P(UnfusedTest, EveryCandidateVerifies) {
 
 INSTANTIATE_TEST_SUITE_P(Epilogues, UnfusedTest,
                          ::testing::Values("256x512x128:bf16:bias+gelu_tanh", "130x512x256:bf16:swiglu",
-                                           "130x512x256:f16:bias+swiglu_split", "100x384x256:bf16->f32:alpha=0.5+rowbias+residual+relu",
-                                           "77x1000x1000:bf16:gelu", "33x130x64:bf16:bias+silu", "16x6144x4096:bf16:swiglu",
-                                           "64x96x64x3:bf16:residual"));
+                                           "130x512x256:f16:bias+swiglu_split",
+                                           "100x384x256:bf16->f32:alpha=0.5+rowbias+residual+relu",
+                                           "77x1000x1000:bf16:gelu", "33x130x64:bf16:bias+silu",
+                                           "16x6144x4096:bf16:swiglu", "64x96x64x3:bf16:residual"));
 
 TEST(Unfused, DeclinesThePlainProblem) {
   EXPECT_NE(find_backend("unfused")->supports(GemmProblem::parse("64x64x64:bf16")), "");

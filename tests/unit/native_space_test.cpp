@@ -12,7 +12,8 @@ using native::NativeConfig;
 
 TEST(NativeSpace, SizesByLevelAndUniqueNames) {
   DeviceInfo d = DeviceInfo::assumed_hopper();
-  for (const char* spec : {"4096x6144x4096:bf16", "16x4096x14336:bf16", "77x1000x1000:bf16", "4096x28672x4096:bf16:swiglu"}) {
+  for (const char* spec :
+       {"4096x6144x4096:bf16", "16x4096x14336:bf16", "77x1000x1000:bf16", "4096x28672x4096:bf16:swiglu"}) {
     GemmProblem p = GemmProblem::parse(spec);
     auto fast = native::ranked_configs(p, d, Search::fast);
     auto normal = native::ranked_configs(p, d, Search::normal);
@@ -35,11 +36,17 @@ TEST(NativeSpace, SizesByLevelAndUniqueNames) {
 TEST(NativeSpace, PrunesWhatCannotFit) {
   DeviceInfo d = DeviceInfo::assumed_hopper();
   GemmProblem p = GemmProblem::parse("4096x4096x4096:bf16");
-  EXPECT_NE(native::illegal_reason({256, 256, 2, 2, false, 1, 1, 8, false}, p, d), "");  // 256 accumulators a thread
-  EXPECT_NE(native::illegal_reason({128, 256, 6, 2, false, 1, 1, 8, false}, p, d), "");  // 289 KiB of shared memory
-  EXPECT_NE(native::illegal_reason({128, 96, 4, 2, false, 1, 1, 8, false}, GemmProblem::parse("64x64x64:bf16:nn"), d), "");
-  EXPECT_NE(native::illegal_reason({128, 128, 4, 2, false, 4, 1, 8, false}, GemmProblem::parse("64x64x128:bf16"), d), "");
-  EXPECT_EQ(native::illegal_reason({128, 256, 4, 2, false, 1, 1, 8, false}, p, d), "");
+  EXPECT_NE(native::illegal_reason({256, 256, 2, 2, false, 1, 1, false, 8, false}, p, d),
+            "");  // 256 accumulators a thread
+  EXPECT_NE(native::illegal_reason({128, 256, 6, 2, false, 1, 1, false, 8, false}, p, d),
+            "");  // 289 KiB of shared memory
+  EXPECT_NE(
+      native::illegal_reason({128, 96, 4, 2, false, 1, 1, false, 8, false}, GemmProblem::parse("64x64x64:bf16:nn"), d),
+      "");
+  EXPECT_NE(
+      native::illegal_reason({128, 128, 4, 2, false, 4, 1, false, 8, false}, GemmProblem::parse("64x64x128:bf16"), d),
+      "");
+  EXPECT_EQ(native::illegal_reason({128, 256, 4, 2, false, 1, 1, false, 8, false}, p, d), "");
 }
 
 TEST(NativeSpace, SmallMPrefersSplitK) {
@@ -72,7 +79,7 @@ TEST(NativeSpace, DefaultSpaceCompilesWithoutSpills) {
 
 TEST(NativeSpace, CacheMissThenHit) {
   GemmProblem p = GemmProblem::parse("64x64x64:bf16");
-  NativeConfig c{64, 64, 4, 1, false, 1, 1, 8, false};
+  NativeConfig c{64, 64, 4, 1, false, 1, 1, false, 8, false};
   auto cold = native::compile_candidate(c, p, /*use_cache=*/false);
   ASSERT_TRUE(cold.report.ok) << cold.report.log;
   EXPECT_FALSE(cold.report.cached);

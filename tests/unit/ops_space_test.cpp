@@ -17,8 +17,8 @@ TEST(RowOpSpec, ParsesAndKeys) {
   EXPECT_EQ(s.key(), "rmsnorm+residual:4096x4096:bf16->f32");
   EXPECT_EQ(RowOpSpec::parse("softmax:8x128").key(), "softmax:8x128:bf16");
   EXPECT_EQ(RowOpSpec::parse("softmax+valid:8x128:f16").key(), "softmax+valid:8x128:f16");
-  for (const char* bad : {"softmax", "softmax:0x16", "softmax:16", "softmax:4x4:bf17", "norm:4x4", "softmax+residual:4x4",
-                          "layernorm+valid:4x4", "softmax:4x4:e4m3"})
+  for (const char* bad : {"softmax", "softmax:0x16", "softmax:16", "softmax:4x4:bf17", "norm:4x4",
+                          "softmax+residual:4x4", "layernorm+valid:4x4", "softmax:4x4:e4m3"})
     EXPECT_THROW(RowOpSpec::parse(bad), Error) << bad;
 }
 
@@ -38,7 +38,8 @@ TEST(RowOpSpace, EveryShapeHasLegalConfigs) {
   }
   // 1024 x 262144 bf16 needs a cluster to hold the row in registers (512 KiB), or two passes.
   auto long_rows = ops::row_configs(RowOpSpec::parse("softmax:1024x262144:bf16"));
-  for (const auto& c : long_rows) EXPECT_TRUE(c.cluster >= 2 || c.stream) << c.name(RowOpSpec::parse("softmax:1024x262144:bf16"));
+  for (const auto& c : long_rows)
+    EXPECT_TRUE(c.cluster >= 2 || c.stream) << c.name(RowOpSpec::parse("softmax:1024x262144:bf16"));
   EXPECT_FALSE(long_rows.front().stream) << "one pass ranks first where it fits";
   for (const auto& c : ops::row_configs(RowOpSpec::parse("softmax:2x524288:bf16"))) EXPECT_TRUE(c.stream);
 }
@@ -51,7 +52,8 @@ TEST(RowOpSpace, BenchmarkShapesCompileWithoutSpills) {
       auto configs = ops::row_configs(s);
       for (size_t i = 0; i < configs.size() && i < 4; ++i) work.emplace_back(s, configs[i]);
     }
-  for (const char* text : {"softmax+valid:2x524288:bf16", "rmsnorm+residual:2x524288:bf16", "layernorm:2x524288:f16->f32"}) {
+  for (const char* text :
+       {"softmax+valid:2x524288:bf16", "rmsnorm+residual:2x524288:bf16", "layernorm:2x524288:f16->f32"}) {
     auto s = RowOpSpec::parse(text);
     work.emplace_back(s, ops::row_configs(s).front());
   }
@@ -60,7 +62,8 @@ TEST(RowOpSpace, BenchmarkShapesCompileWithoutSpills) {
   std::vector<std::thread> threads;
   for (unsigned t = 0; t < std::max(2u, std::thread::hardware_concurrency()); ++t)
     threads.emplace_back([&] {
-      for (size_t i = next++; i < work.size(); i = next++) out[i] = ops::compile_row_kernel(work[i].first, work[i].second, true);
+      for (size_t i = next++; i < work.size(); i = next++)
+        out[i] = ops::compile_row_kernel(work[i].first, work[i].second, true);
     });
   for (auto& t : threads) t.join();
   for (size_t i = 0; i < work.size(); ++i) {

@@ -1,7 +1,8 @@
+#include "gemmforge/problem.hpp"
+
 #include <gtest/gtest.h>
 
 #include "gemmforge/error.hpp"
-#include "gemmforge/problem.hpp"
 
 using namespace gf;
 

@@ -1,9 +1,8 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "gemmforge/tuning_db.hpp"
 #include "store/kernel_cache.hpp"
@@ -79,7 +78,11 @@ TEST(KernelCache, MissThenHitAcrossInstances) {
   {
     KernelCache cache(dir);
     EXPECT_FALSE(cache.get("k-0123"));
-    cache.put("k-0123", std::string("\x7f" "ELF\0binary", 11), R"({"registers": 90})");
+    cache.put("k-0123",
+              std::string("\x7f"
+                          "ELF\0binary",
+                          11),
+              R"({"registers": 90})");
     auto hit = cache.get("k-0123");
     ASSERT_TRUE(hit);
     EXPECT_EQ(hit->bytes.size(), 11u);

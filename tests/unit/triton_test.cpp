@@ -46,7 +46,8 @@ TEST(TritonCompile, TemplatesCompileToSm90Cubins) {
   ASSERT_TRUE(triton);
   if (!triton->unavailable().empty()) GTEST_SKIP() << "Triton backend unavailable: " << triton->unavailable();
   DeviceInfo d = DeviceInfo::assumed_hopper();
-  for (const char* spec : {"1000x1000x1000:bf16:bias+gelu_tanh", "77x512x64:f16->f32:nn:residual", "64x256x128:bf16:swiglu_split"}) {
+  for (const char* spec :
+       {"1000x1000x1000:bf16:bias+gelu_tanh", "77x512x64:f16->f32:nn:residual", "64x256x128:bf16:swiglu_split"}) {
     GemmProblem p = GemmProblem::parse(spec);
     auto cands = triton->candidates(p, d, {.level = Search::fast});
     ASSERT_FALSE(cands.empty()) << spec;

@@ -41,7 +41,8 @@ TEST(WorkerProcess, CrashIsReportedAndTheNextCallRestarts) {
 }
 
 TEST(WorkerProcess, FatalReplyEndsTheWorker) {
-  WorkerProcess w({"/bin/sh", "-c", "read line; echo '{\"ok\":false,\"fatal\":true,\"error\":\"illegal address\"}'; exit 3"});
+  WorkerProcess w(
+      {"/bin/sh", "-c", "read line; echo '{\"ok\":false,\"fatal\":true,\"error\":\"illegal address\"}'; exit 3"});
   auto reply = w.call({{"op", "measure"}}, 5.0);
   EXPECT_FALSE(reply.value("ok", true));
   EXPECT_NE(reply.value("error", "").find("illegal address"), std::string::npos);

@@ -1,12 +1,12 @@
+#include "gemmforge/workloads.hpp"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "gemmforge/error.hpp"
-#include "gemmforge/workloads.hpp"
 
 using namespace gf;
 
@@ -56,12 +56,14 @@ TEST(Workloads, ReadsAnyHfConfig) {
 TEST(Workloads, RejectsBadConfigs) {
   EXPECT_THROW(load_model("no-such-model"), Error);
   EXPECT_THROW(ModelShape::from_config(nlohmann::json::parse(R"({"hidden_size": 64})"), "x"), Error);
-  EXPECT_THROW(ModelShape::from_config(nlohmann::json::parse(
-                   R"({"hidden_size": 65, "num_attention_heads": 2, "intermediate_size": 8, "vocab_size": 8})"),
+  EXPECT_THROW(ModelShape::from_config(
+                   nlohmann::json::parse(
+                       R"({"hidden_size": 65, "num_attention_heads": 2, "intermediate_size": 8, "vocab_size": 8})"),
                    "x"),
                Error);
-  EXPECT_THROW(ModelShape::from_config(nlohmann::json::parse(
-                   R"({"hidden_size": -64, "num_attention_heads": 2, "intermediate_size": 8, "vocab_size": 8})"),
+  EXPECT_THROW(ModelShape::from_config(
+                   nlohmann::json::parse(
+                       R"({"hidden_size": -64, "num_attention_heads": 2, "intermediate_size": 8, "vocab_size": 8})"),
                    "x"),
                Error);
 }

@@ -38,15 +38,15 @@ class CublasLtKernel final : public Kernel {
   void launch(const GemmArgs& args, cudaStream_t stream) override {
     if (plan_.has_bias) {
       GF_CHECK(args.bias, "problem has a bias epilogue but no bias pointer was given");
-      GF_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan_.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &args.bias,
-                                                     sizeof(args.bias)));
+      GF_CUBLAS_CHECK(
+          cublasLtMatmulDescSetAttribute(plan_.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &args.bias, sizeof(args.bias)));
     }
     GF_CHECK(args.workspace_bytes >= workspace_, "cuBLASLt kernel needs {} bytes of workspace, got {}", workspace_,
              args.workspace_bytes);
     const void* c = plan_.beta != 0.0f ? args.c : args.d;
     GF_CHECK(c, "problem has a residual (beta != 0) but no C pointer was given");
-    GF_CUBLAS_CHECK(cublasLtMatmul(handle(), plan_.desc, &plan_.alpha, args.b, plan_.a, args.a, plan_.b, &plan_.beta,
-                                   c, plan_.c, args.d, plan_.d, &algo_, args.workspace, args.workspace_bytes, stream));
+    GF_CUBLAS_CHECK(cublasLtMatmul(handle(), plan_.desc, &plan_.alpha, args.b, plan_.a, args.a, plan_.b, &plan_.beta, c,
+                                   plan_.c, args.d, plan_.d, &algo_, args.workspace, args.workspace_bytes, stream));
   }
   size_t workspace_bytes() const override { return workspace_; }
 
@@ -68,8 +68,10 @@ class CublasLtBackend final : public Backend {
   std::vector<Candidate> candidates(const GemmProblem& p, const DeviceInfo& device,
                                     const SearchOptions& search) const override {
     GF_CHECK(device.present, "cuBLASLt lists its algorithms only on a GPU ({})", device.absent_reason);
-    int top_k = search.top_k > 0 ? search.top_k
-                                 : search.level == Search::fast ? 4 : search.level == Search::normal ? 16 : 64;
+    int top_k = search.top_k > 0                 ? search.top_k
+                : search.level == Search::fast   ? 4
+                : search.level == Search::normal ? 16
+                                                 : 64;
     MatmulPlan plan(p);
     cublasLtMatmulPreference_t pref = nullptr;
     GF_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -77,8 +79,8 @@ class CublasLtBackend final : public Backend {
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
     std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(top_k));
     int found = 0;
-    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle(), plan.desc, plan.a, plan.b, plan.c, plan.d, pref,
-                                                       top_k, results.data(), &found);
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle(), plan.desc, plan.a, plan.b, plan.c, plan.d, pref, top_k,
+                                                       results.data(), &found);
     cublasLtMatmulPreferenceDestroy(pref);
     GF_CUBLAS_CHECK(st);
     std::vector<Candidate> out;
@@ -100,11 +102,11 @@ class CublasLtBackend final : public Backend {
           {"waves", r.wavesCount},
           {"algo", to_hex(a)},
       };
-      std::string name = fmt::format("r{:02}_algo{}_tile{}_st{}_sk{}_red{}_sw{}_cu{}_cl{}", i,
-                                     cfg["algo_id"].get<int64_t>(), cfg["tile"].get<int64_t>(),
-                                     cfg["stages"].get<int64_t>(), cfg["splitk"].get<int64_t>(),
-                                     cfg["reduction"].get<int64_t>(), cfg["swizzle"].get<int64_t>(),
-                                     cfg["custom"].get<int64_t>(), cfg["cluster"].get<int64_t>());
+      std::string name =
+          fmt::format("r{:02}_algo{}_tile{}_st{}_sk{}_red{}_sw{}_cu{}_cl{}", i, cfg["algo_id"].get<int64_t>(),
+                      cfg["tile"].get<int64_t>(), cfg["stages"].get<int64_t>(), cfg["splitk"].get<int64_t>(),
+                      cfg["reduction"].get<int64_t>(), cfg["swizzle"].get<int64_t>(), cfg["custom"].get<int64_t>(),
+                      cfg["cluster"].get<int64_t>());
       out.push_back({this->name(), name, std::move(cfg)});
     }
     GF_CHECK(!out.empty(), "cuBLASLt found no algorithm for {}", p.key());

@@ -10,11 +10,11 @@
 #include "gemmforge/error.hpp"
 #include "gemmforge/problem.hpp"
 
-#define GF_CUBLAS_CHECK(expr)                                                                  \
-  do {                                                                                         \
-    cublasStatus_t gf_st_ = (expr);                                                            \
-    if (gf_st_ != CUBLAS_STATUS_SUCCESS)                                                       \
-      GF_FAIL("{} failed: {} ({})", #expr, cublasLtGetStatusString(gf_st_), int(gf_st_));      \
+#define GF_CUBLAS_CHECK(expr)                                                             \
+  do {                                                                                    \
+    cublasStatus_t gf_st_ = (expr);                                                       \
+    if (gf_st_ != CUBLAS_STATUS_SUCCESS)                                                  \
+      GF_FAIL("{} failed: {} ({})", #expr, cublasLtGetStatusString(gf_st_), int(gf_st_)); \
   } while (0)
 
 namespace gf::cublaslt {

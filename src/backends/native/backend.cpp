@@ -16,8 +16,8 @@ class NativeBackend final : public Backend {
   std::string name() const override { return "native"; }
   // The kernels' sources are part of the version: a changed template invalidates its decisions.
   std::string version() const override {
-    static const std::string v = std::string(GF_VERSION) + "+" + hex64(jit::toolchain_hash()).substr(0, 8) + "/nvrtc" +
-                                 cuda::nvrtc_version();
+    static const std::string v =
+        std::string(GF_VERSION) + "+" + hex64(jit::toolchain_hash()).substr(0, 8) + "/nvrtc" + cuda::nvrtc_version();
     return v;
   }
   std::string supports(const GemmProblem& p) const override { return unsupported_reason(p); }

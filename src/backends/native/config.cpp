@@ -1,10 +1,10 @@
 #include "backends/native/config.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <tuple>
-
-#include <fmt/format.h>
 
 #include "core/ranking.hpp"
 
@@ -24,14 +24,21 @@ std::string NativeConfig::name(const GemmProblem& p) const {
   std::string epi;
   for (char ch : p.epilogue.is_identity() ? std::string("plain") : p.epilogue.to_string())
     if (ch != '=') epi += ch == '+' ? '_' : ch;
-  return fmt::format("sm90_{}_{}_{}_{}x{}x64_{}_s{}_c{}_k{}_x{}_g{}{}_{}", to_string(p.a), to_string(p.out),
-                     to_string(p.layout), bm, bn, pingpong ? "pp" : "co", stages, consumers, split_k, cluster, group,
-                     raster_n ? "n" : "m", epi);
+  return fmt::format("sm90_{}_{}_{}_{}x{}x64_{}_s{}_c{}_k{}_x{}{}_g{}{}_{}", to_string(p.a), to_string(p.out),
+                     to_string(p.layout), bm, bn, pingpong ? "pp" : "co", stages, consumers, split_k, cluster,
+                     cluster > 1 ? (cluster_m ? "m" : "n") : "", group, raster_n ? "n" : "m", epi);
 }
 
 nlohmann::json NativeConfig::to_json() const {
-  return {{"bm", bm},           {"bn", bn},         {"stages", stages},    {"consumers", consumers},
-          {"pingpong", pingpong}, {"split_k", split_k}, {"cluster", cluster}, {"group", group},
+  return {{"bm", bm},
+          {"bn", bn},
+          {"stages", stages},
+          {"consumers", consumers},
+          {"pingpong", pingpong},
+          {"split_k", split_k},
+          {"cluster", cluster},
+          {"cluster_m", cluster_m},
+          {"group", group},
           {"raster_n", raster_n}};
 }
 
@@ -44,13 +51,15 @@ NativeConfig NativeConfig::from_json(const nlohmann::json& j) {
   c.pingpong = j.at("pingpong");
   c.split_k = j.at("split_k");
   c.cluster = j.at("cluster");
+  c.cluster_m = j.value("cluster_m", false);
   c.group = j.at("group");
   c.raster_n = j.at("raster_n");
   return c;
 }
 
 std::string unsupported_reason(const GemmProblem& p) {
-  if (p.a != DType::bf16 && p.a != DType::f16) return fmt::format("{} inputs are not in the native templates yet", to_string(p.a));
+  if (p.a != DType::bf16 && p.a != DType::f16)
+    return fmt::format("{} inputs are not in the native templates yet", to_string(p.a));
   if (p.k % 8 != 0)
     return fmt::format("rows of A are K*2 = {} bytes; TMA needs a multiple of 16 (K % 8 == 0)", p.k * 2);
   if (p.layout == Layout::nn && p.n % 8 != 0)
@@ -78,6 +87,8 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   if (c.group < 1) return "group must be >= 1";
   if (c.cluster != 1 && c.cluster != 2) return "clusters are 1 or 2 CTAs";
   if (c.cluster > 1 && c.split_k > 1) return "clusters do not combine with split-K";
+  if (c.cluster == 1 && c.cluster_m) return "cluster_m needs a cluster";
+  if (c.pair_m() > 1 && p.layout == Layout::nn && c.bn % 128 != 0) return "sharing N-major B needs BN % 128 == 0";
   return "";
 }
 
@@ -89,11 +100,10 @@ double estimate_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo
   const double k_unit = std::ceil(double(p.k) / c.split_k / 64) * 64;
   // Shared-memory operand traffic per flop falls as the tile grows: intensity BM*BN/(BM+BN).
   const double intensity = double(c.bm) * c.bn / (c.bm + c.bn);
-  const double efficiency =
-      intensity / (intensity + 12.0) * (c.consumers == 2 ? 1.0 : 0.9) * (c.cluster == 2 ? 1.02 : 1.0);
+  const double efficiency = intensity / (intensity + 12.0) * (c.consumers == 2 ? 1.0 : 0.9);
   const double unit_compute_s = 2.0 * c.bm * c.bn * k_unit / (kPeakPerSm * efficiency);
   // Each SM streams its units' operands; DRAM bounds the whole grid.
-  const double unit_bytes = (double(c.bm) / c.cluster + c.bn) * k_unit * dtype_bytes(p.a);
+  const double unit_bytes = (double(c.bm) / c.pair_n() + double(c.bn) / c.pair_m()) * k_unit * dtype_bytes(p.a);
   const double per_sm_bytes_per_s = 2.0 * kDramBytesPerSecond / sms;  // one SM alone gets about twice its share
   const double unit_s = std::max(unit_compute_s, unit_bytes / per_sm_bytes_per_s);
   const double partial_bytes = c.split_k > 1 ? 2.0 * units * c.bm * c.bn * 4 : 0.0;
@@ -119,25 +129,27 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   for (const Family& f : families)
     for (int bn : {64, 96, 128, 192, 256})
       for (int split : {1, 2, 3, 4, 6, 8})
-        for (int cluster : {1, 2})
-        for (int group : groups)
-          for (bool raster_n : {false, true}) {
-            NativeConfig c{f.bm, bn, 2, f.consumers, f.pingpong, split, cluster, group, raster_n};
-            // The deepest pipeline that fits, capped at 8.
-            for (int s = 8; s >= 2; --s) {
-              c.stages = s;
-              if (c.smem_bytes() <= d.smem_per_block_optin) break;
+        for (int pairing : {0, 1, 2})  // no cluster, a pair along N (shares A), a pair along M (shares B)
+          for (int group : groups)
+            for (bool raster_n : {false, true}) {
+              NativeConfig c{f.bm,         bn,    2,       f.consumers, f.pingpong, split, pairing ? 2 : 1,
+                             pairing == 2, group, raster_n};
+              // The deepest pipeline that fits, capped at 8.
+              for (int s = 8; s >= 2; --s) {
+                c.stages = s;
+                if (c.smem_bytes() <= d.smem_per_block_optin) break;
+              }
+              if (!illegal_reason(c, p, d).empty()) continue;
+              // Split-K only where whole tiles leave SMs idle.
+              int64_t tiles = p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, bn);
+              if (split > 1 && tiles >= sms) continue;
+              scored.emplace_back(estimate_us(c, p, d), c);
             }
-            if (!illegal_reason(c, p, d).empty()) continue;
-            // Split-K only where whole tiles leave SMs idle.
-            int64_t tiles = p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, bn);
-            if (split > 1 && tiles >= sms) continue;
-            scored.emplace_back(estimate_us(c, p, d), c);
-          }
   if (scored.empty()) return {};
   const size_t keep = level == Search::fast ? 8 : level == Search::normal ? 30 : scored.size();
-  return diverse_head(std::move(scored), keep,
-                      [](const NativeConfig& c) { return std::make_tuple(c.bm, c.bn, c.pingpong, c.cluster); });
+  return diverse_head(std::move(scored), keep, [](const NativeConfig& c) {
+    return std::make_tuple(c.bm, c.bn, c.pingpong, c.pair_m(), c.pair_n());
+  });
 }
 
 }  // namespace gf::native

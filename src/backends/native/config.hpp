@@ -1,10 +1,9 @@
 #pragma once
 // A native kernel's template parameters, their legality, and the search space over them.
 // Plain data and arithmetic: no CUDA calls, so all of it is tested on the CPU.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "gemmforge/backend.hpp"
 
@@ -16,11 +15,14 @@ struct NativeConfig {
   int consumers = 2;       // consumer warpgroups
   bool pingpong = false;   // consumers take alternate tiles (else both share each tile)
   int split_k = 1;         // K-slices per tile, reduced by the last slice to finish
-  int cluster = 1;         // CTAs per cluster along N, sharing A by TMA multicast (1 or 2)
+  int cluster = 1;         // CTAs per cluster (1 or 2), sharing an operand by TMA multicast
+  bool cluster_m = false;  // the pair stacks along M and shares B (else along N, sharing A)
   int group = 8;           // tiles swept together in the grouped raster order
   bool raster_n = false;   // group along N instead of M
 
   int threads() const { return 128 * (1 + consumers); }
+  int pair_m() const { return cluster > 1 && cluster_m ? 2 : 1; }
+  int pair_n() const { return cluster > 1 && !cluster_m ? 2 : 1; }
   int wg_rows() const { return pingpong ? bm : bm / consumers; }
   int acc_per_thread() const { return (wg_rows() / 64) * (bn / 2); }
   int smem_bytes() const { return 1024 + stages * (bm + bn) * 64 * 2 + 2 * stages * 8 + 16; }

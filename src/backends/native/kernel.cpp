@@ -1,11 +1,12 @@
 // Loading and launching a native kernel: tensor maps for A and B, the persistent grid, and the
 // split-K scratch the kernel owns.
+#include "backends/native/kernel.hpp"
+
 #include <cuda.h>
 
 #include <cstring>
 
 #include "backends/native/codegen.hpp"
-#include "backends/native/kernel.hpp"
 #include "cuda/check.hpp"
 #include "cuda/driver.hpp"
 #include "cuda/memory.hpp"
@@ -61,7 +62,7 @@ class NativeKernel final : public Kernel {
     tiles_m_ = ceil_div(p.m, c.bm);
     tiles_n_ = ceil_div(p.n, c.bn);
     const int64_t tiles = p.batch * tiles_m_ * tiles_n_;
-    const int64_t units = p.batch * tiles_m_ * ceil_div(tiles_n_, c.cluster) * c.split_k;  // per cluster
+    const int64_t units = p.batch * ceil_div(tiles_m_, c.pair_m()) * ceil_div(tiles_n_, c.pair_n()) * c.split_k;
     // Persistent: as many clusters as can be resident at once (fewer than SMs / 2 for pairs
     // where GPCs have odd SM counts), none idle.
     int resident = sms / c.cluster;
@@ -82,13 +83,15 @@ class NativeKernel final : public Kernel {
     GF_CHECK(!e.has_c() || args.c, "native {}: the epilogue reads C but C is null", p.key());
     GF_CHECK(e.bias == BiasKind::none || args.bias, "native {}: the epilogue adds a bias but bias is null", p.key());
     if (args.a != last_a_) {
-      params_.a = tensor_map(args.a, p.a, p.k, p.m, p.batch, 64, uint32_t(cfg_.bm / cfg_.cluster));
+      params_.a = tensor_map(args.a, p.a, p.k, p.m, p.batch, 64, uint32_t(cfg_.bm / cfg_.pair_n()));
       last_a_ = args.a;
     }
     if (args.b != last_b_) {
-      if (p.layout == Layout::nn) params_.b = tensor_map(args.b, p.a, p.n, p.k, p.batch, 64, 64);
+      if (p.layout == Layout::nn)
+        params_.b = tensor_map(args.b, p.a, p.n, p.k, p.batch, 64, 64);
       else {
-        uint32_t rows = uint32_t(e.gate == GateKind::split ? cfg_.bn / 2 : cfg_.bn);
+        // Half-height boxes when the tile's B comes in halves (a split gate, or a pair sharing B).
+        uint32_t rows = uint32_t(e.gate == GateKind::split || cfg_.pair_m() > 1 ? cfg_.bn / 2 : cfg_.bn);
         params_.b = tensor_map(args.b, p.a, p.k, p.n, p.batch, 64, rows);
       }
       last_b_ = args.b;
@@ -109,7 +112,9 @@ class NativeKernel final : public Kernel {
   }
 
   cuda::LaunchConfig launch_config(unsigned grid) const {
-    return {.grid = {grid, 1, 1}, .block = {unsigned(cfg_.threads()), 1, 1}, .smem_bytes = unsigned(cfg_.smem_bytes()),
+    return {.grid = {grid, 1, 1},
+            .block = {unsigned(cfg_.threads()), 1, 1},
+            .smem_bytes = unsigned(cfg_.smem_bytes()),
             .cluster = {unsigned(cfg_.cluster), 1, 1}};
   }
 

@@ -1,11 +1,11 @@
 // The Triton backend: gemmforge's Triton templates compiled by Python workers to sm_90 cubins,
 // loaded and launched from C++ with the Triton 3.6 kernel ABI (runtime arguments, then the
 // global and profile scratch pointers; 32 x num_warps threads; num_ctas-wide clusters).
+#include <fmt/format.h>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "backends/registry.hpp"
 #include "backends/triton/config.hpp"
@@ -21,8 +21,8 @@ namespace gf::triton_backend {
 namespace {
 
 // The launcher below passes exactly these, in this order.
-const std::vector<std::string> kAbiArgs = {"a", "b", "d", "c", "bias", "M", "N", "K", "OUT_COLS",
-                                           "alpha", "beta", "global_scratch", "profile_scratch"};
+const std::vector<std::string> kAbiArgs = {
+    "a", "b", "d", "c", "bias", "M", "N", "K", "OUT_COLS", "alpha", "beta", "global_scratch", "profile_scratch"};
 
 struct Compiled {
   CompileReport report;
@@ -75,13 +75,16 @@ Compiled compile_config(const TritonConfig& c, const GemmProblem& p, const std::
 class TritonKernel final : public Kernel {
  public:
   TritonKernel(const TritonConfig& c, const GemmProblem& p, const Compiled& compiled, const std::string& version)
-      : cfg_(c), problem_(p), meta_(compiled.meta), module_(compiled.cubin),
+      : cfg_(c),
+        problem_(p),
+        meta_(compiled.meta),
+        module_(compiled.cubin),
         fn_(module_.function(meta_.at("name").get<std::string>().c_str())) {
-    GF_CHECK(meta_.value("triton_version", "") == version,
-             "cubin for {} was compiled by Triton {}, expected {}", c.name(), meta_.value("triton_version", ""), version);
+    GF_CHECK(meta_.value("triton_version", "") == version, "cubin for {} was compiled by Triton {}, expected {}",
+             c.name(), meta_.value("triton_version", ""), version);
     GF_CHECK(meta_.value("args", nlohmann::json::array()) == nlohmann::json(kAbiArgs),
-             "Triton {} kernel ABI {} differs from the launcher's {}", version, meta_.value("args", nlohmann::json()).dump(),
-             nlohmann::json(kAbiArgs).dump());
+             "Triton {} kernel ABI {} differs from the launcher's {}", version,
+             meta_.value("args", nlohmann::json()).dump(), nlohmann::json(kAbiArgs).dump());
     GF_CHECK(!meta_.value("launch_cooperative_grid", false) && !meta_.value("launch_pdl", false),
              "Triton kernel {} wants cooperative or PDL launch, which the launcher does not do", c.name());
     shared_ = meta_.at("shared").get<unsigned>();
@@ -90,8 +93,8 @@ class TritonKernel final : public Kernel {
     grid_ = unsigned(c.tmpl == "mm" ? tiles : std::min<int64_t>(tiles, c.num_sms));
     num_ctas_ = meta_.value("num_ctas", 1);
     const int64_t programs = int64_t(grid_) * num_ctas_;
-    for (auto [size_key, buf] : {std::pair{"global_scratch_size", &global_scratch_},
-                                 std::pair{"profile_scratch_size", &profile_scratch_}}) {
+    for (auto [size_key, buf] :
+         {std::pair{"global_scratch_size", &global_scratch_}, std::pair{"profile_scratch_size", &profile_scratch_}}) {
       const int64_t size = meta_.value(size_key, int64_t(0));
       if (size > 0) *buf = cuda::DeviceBuffer(size_t(size * programs));
     }

@@ -1,10 +1,10 @@
 #include "backends/triton/config.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <tuple>
-
-#include <fmt/format.h>
 
 #include "core/ranking.hpp"
 
@@ -16,10 +16,10 @@ struct Entry {
 };
 // torch/_inductor/template_heuristics/triton.py: mm_configs and persistent_mm_configs.
 constexpr Entry kInductorMm[] = {
-    {32, 32, 16, 1, 2},    {32, 32, 128, 2, 4},  {32, 64, 32, 5, 8},   {64, 32, 32, 5, 8},   {64, 32, 128, 5, 4},
-    {64, 64, 16, 2, 4},    {64, 64, 32, 2, 4},   {64, 64, 64, 3, 8},   {64, 64, 128, 5, 4},  {64, 128, 32, 3, 4},
-    {64, 128, 32, 4, 8},   {64, 128, 64, 3, 4},  {64, 128, 128, 4, 4}, {128, 64, 32, 3, 4},  {128, 64, 32, 4, 8},
-    {128, 128, 32, 2, 8},  {128, 128, 32, 3, 4}, {128, 128, 64, 3, 4}, {128, 128, 64, 5, 8}, {128, 128, 128, 4, 8},
+    {32, 32, 16, 1, 2},   {32, 32, 128, 2, 4},  {32, 64, 32, 5, 8},   {64, 32, 32, 5, 8},   {64, 32, 128, 5, 4},
+    {64, 64, 16, 2, 4},   {64, 64, 32, 2, 4},   {64, 64, 64, 3, 8},   {64, 64, 128, 5, 4},  {64, 128, 32, 3, 4},
+    {64, 128, 32, 4, 8},  {64, 128, 64, 3, 4},  {64, 128, 128, 4, 4}, {128, 64, 32, 3, 4},  {128, 64, 32, 4, 8},
+    {128, 128, 32, 2, 8}, {128, 128, 32, 3, 4}, {128, 128, 64, 3, 4}, {128, 128, 64, 5, 8}, {128, 128, 128, 4, 8},
 };
 constexpr Entry kInductorPersistent[] = {
     {128, 256, 64, 3, 8}, {128, 128, 64, 3, 8}, {128, 128, 128, 3, 8}, {128, 128, 128, 3, 4},
@@ -43,12 +43,13 @@ nlohmann::json TritonConfig::to_json() const {
 }
 
 TritonConfig TritonConfig::from_json(const nlohmann::json& j) {
-  return {j.at("template"), j.at("bm"), j.at("bn"), j.at("bk"), j.at("stages"), j.at("warps"), j.at("group"),
-          j.at("num_sms")};
+  return {j.at("template"), j.at("bm"),    j.at("bn"),    j.at("bk"),
+          j.at("stages"),   j.at("warps"), j.at("group"), j.at("num_sms")};
 }
 
 std::string unsupported_reason(const GemmProblem& p) {
-  if (p.a != DType::bf16 && p.a != DType::f16) return fmt::format("{} inputs are not in the Triton templates", to_string(p.a));
+  if (p.a != DType::bf16 && p.a != DType::f16)
+    return fmt::format("{} inputs are not in the Triton templates", to_string(p.a));
   if (p.batch != 1) return "batched GEMMs are not in the Triton templates";
   if (p.epilogue.scale != ScaleKind::none) return "scales are not in the Triton templates";
   if (p.epilogue.gate != GateKind::none && p.layout == Layout::nn) return "SwiGLU needs layout tn";
@@ -106,15 +107,20 @@ std::vector<TritonConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   }
   if (scored.empty()) return {};
   const size_t keep = level == Search::fast ? 8 : level == Search::normal ? 30 : scored.size();
-  return diverse_head(std::move(scored), keep, [](const TritonConfig& c) { return std::make_tuple(c.tmpl, c.bm, c.bn); });
+  return diverse_head(std::move(scored), keep,
+                      [](const TritonConfig& c) { return std::make_tuple(c.tmpl, c.bm, c.bn); });
 }
 
 nlohmann::json compile_request(const TritonConfig& c, const GemmProblem& p) {
   const Epilogue& e = p.epilogue;
   nlohmann::json ce = {{"ACT", epilogue_code(e.act)},
-                       {"BIAS", e.bias == BiasKind::per_col ? 1 : e.bias == BiasKind::per_row ? 2 : 0},
+                       {"BIAS", e.bias == BiasKind::per_col   ? 1
+                                : e.bias == BiasKind::per_row ? 2
+                                                              : 0},
                        {"HAS_C", e.has_c()},
-                       {"GATE", e.gate == GateKind::interleaved ? 1 : e.gate == GateKind::split ? 2 : 0},
+                       {"GATE", e.gate == GateKind::interleaved ? 1
+                                : e.gate == GateKind::split     ? 2
+                                                                : 0},
                        {"NN", p.layout == Layout::nn},
                        {"BLOCK_M", c.bm},
                        {"BLOCK_N", c.bn},
@@ -127,8 +133,8 @@ nlohmann::json compile_request(const TritonConfig& c, const GemmProblem& p) {
   const int64_t sizes[] = {p.m, p.n, p.k, p.out_cols()};
   for (int i = 0; i < 4; ++i)
     if (sizes[i] % 16 == 0) divisible.push_back(5 + i);
-  return {{"op", "compile"},  {"template", c.tmpl},        {"dtype", to_string(p.a)}, {"out", to_string(p.out)},
-          {"constexprs", ce}, {"num_warps", c.warps},      {"num_stages", c.stages},  {"divisible", divisible}};
+  return {{"op", "compile"},  {"template", c.tmpl},   {"dtype", to_string(p.a)}, {"out", to_string(p.out)},
+          {"constexprs", ce}, {"num_warps", c.warps}, {"num_stages", c.stages},  {"divisible", divisible}};
 }
 
 }  // namespace gf::triton_backend

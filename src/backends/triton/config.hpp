@@ -2,10 +2,9 @@
 // The Triton backend's search space: the classic tiled template over Inductor's default mm
 // configs and the persistent TMA template over its Hopper persistent configs; exhaustive adds the
 // full product Inductor's exhaustive search uses. Plain data, tested on the CPU.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "gemmforge/backend.hpp"
 

@@ -3,9 +3,8 @@
 // the binary, written out on first use) run under python3 with Triton installed. Compiles go to
 // a pool of persistent worker processes, so Python and Triton start once per worker.
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace gf::triton_backend {
 
