@@ -6,6 +6,7 @@
 
 #include "cuda/check.hpp"
 #include "gemmforge/ops.hpp"
+#include "ops/activation.cuh"
 
 namespace gf::ops {
 namespace {
@@ -17,11 +18,6 @@ __device__ __forceinline__ float f(T v) {
 template <class T>
 __device__ __forceinline__ T t(float v) {
   return T(v);
-}
-
-__device__ __forceinline__ float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
-__device__ __forceinline__ float gelu_tanh(float x) {
-  return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
 }
 
 // kOp: 0 swiglu(a = gate, b = up), 1 gelu erf (a), 2 gelu tanh (a). V elements per thread step.
@@ -49,9 +45,9 @@ __global__ void elementwise_kernel(const T* a, const T* b, T* out, int64_t count
       if (kOp == 0)
         r = xv / (1.0f + __expf(-xv)) * f(y.v[k]);
       else if (kOp == 1)
-        r = gelu_erf(xv);
+        r = activate(xv, 2);
       else
-        r = gelu_tanh(xv);
+        r = activate(xv, 3);
       o.v[k] = t<T>(r);
     }
     if constexpr (V * sizeof(T) == 16)

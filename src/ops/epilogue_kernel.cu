@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "cuda/check.hpp"
+#include "ops/activation.cuh"
 #include "ops/epilogue_kernel.hpp"
 
 namespace gf::ops {
@@ -34,20 +35,6 @@ __device__ __forceinline__ float cast(float v) {
   return v;
 }
 
-__device__ __forceinline__ float activate(float x, int act) {
-  switch (act) {
-    case 1:
-      return fmaxf(x, 0.0f);
-    case 2:
-      return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case 3:
-      return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
-    case 4:
-      return x / (1.0f + __expf(-x));
-    default:
-      return x;
-  }
-}
 
 // Loads V consecutive elements; V * sizeof(T) is 16 bytes or V is 1.
 template <class T, int V>

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "cuda/check.hpp"
+#include "ops/activation.cuh"
 #include "tune/device_utils.hpp"
 
 namespace gf::tune {
@@ -131,20 +132,6 @@ __global__ void reference_gemm_kernel(RefParams p, const TIn* a, const TIn* b, c
   }
 }
 
-__device__ float activate(float x, int act) {
-  switch (act) {
-    case 1:
-      return fmaxf(x, 0.0f);
-    case 2:
-      return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case 3:
-      return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
-    case 4:
-      return x / (1.0f + expf(-x));
-    default:
-      return x;
-  }
-}
 
 // gate: 0 none, 1 interleaved, 2 split. rows = batch * M.
 __global__ void reference_epilogue_kernel(const float* g, float* out, int64_t rows, int64_t n, int act, int gate) {
@@ -154,10 +141,10 @@ __global__ void reference_epilogue_kernel(const float* g, float* out, int64_t ro
     int64_t r = i / cols, j = i % cols;
     const float* row = g + r * n;
     if (gate == 0) {
-      out[i] = activate(row[j], act);
+      out[i] = ops::activate(row[j], act);
     } else {
       float gv = gate == 1 ? row[2 * j] : row[j], uv = gate == 1 ? row[2 * j + 1] : row[j + cols];
-      out[i] = activate(gv, 4) * uv;
+      out[i] = ops::activate(gv, 4) * uv;
     }
   }
 }
