@@ -41,13 +41,8 @@ __global__ void elementwise_kernel(const T* a, const T* b, T* out, int64_t count
 #pragma unroll
     for (int k = 0; k < V; ++k) {
       const float xv = f(x.v[k]);
-      float r;
-      if (kOp == 0)
-        r = xv / (1.0f + __expf(-xv)) * f(y.v[k]);
-      else if (kOp == 1)
-        r = activate(xv, 2);
-      else
-        r = activate(xv, 3);
+      // kOp 0 is silu(x) * y; 1 and 2 are the activation codes 2 and 3 (gelu erf, gelu tanh).
+      const float r = kOp == 0 ? activate(xv, 4) * f(y.v[k]) : activate(xv, kOp + 1);
       o.v[k] = t<T>(r);
     }
     if constexpr (V * sizeof(T) == 16)
