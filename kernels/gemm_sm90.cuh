@@ -5,7 +5,8 @@
 // Warpgroup 0 is the producer: one thread streams A and B tiles through a ring of shared-memory
 // stages with TMA. The other warpgroups are consumers: they run wgmma on the stages as they land
 // and hand each stage back once its reads are done. The epilogue runs on the accumulators in
-// registers and stores D directly.
+// registers and stores D directly, or (kStoreTma) through a 128-byte-swizzled staging tile in
+// shared memory and a TMA store, which leaves the consumers sooner.
 //
 // Two schedules. Cooperative: both consumers work on every tile, each on BM/2 of its rows.
 // Ping-pong: the consumers take alternate tiles, each all BM rows, and take turns at the main loop
@@ -45,7 +46,8 @@ struct Select<false, T, F> {
 struct GemmParams {
   TmaDesc a;  // A: {K, M, batch}, box {64, BM, 1}
   TmaDesc b;  // TN: {K, N, batch}, box {64, BN (BN/2 when gated split), 1}; NN: {N, K, batch}, box {64, 64, 1}
-  void* d;
+  TmaDesc d;  // kStoreTma: {out_cols, M, batch}, box {64, kWgRows, 1}
+  void* out;
   const void* c;
   const void* bias;
   float* partials;  // split-K: one fp32 tile per work unit
@@ -80,7 +82,12 @@ struct Gemm {
   static_assert(Cfg::kGate != kGateSplit || BN % 32 == 0, "A split gate needs whole 8-column groups per half.");
   static_assert(kMmaM * kAcc <= 128, "More than 128 accumulators per thread would spill.");
 
-  static constexpr u32 smem_bytes() { return 1024 + kStages * (kStageA + kStageB) + 2 * kStages * 8 + 16; }
+  static constexpr bool kStoreTma = Cfg::kStoreTma;
+  static_assert(!kStoreTma || (Cfg::kOut != kOutF32 && Cfg::kGate == kGateNone && BN % 64 == 0),
+                "The TMA-store epilogue stages 16-bit, ungated tiles in 64-column boxes.");
+  static constexpr u32 kStaging = kStoreTma ? kConsumers * kWgRows * BN * 2 : 0;  // per consumer: its rows
+
+  static constexpr u32 smem_bytes() { return 1024 + kStages * (kStageA + kStageB) + kStaging + 2 * kStages * 8 + 16; }
   // Which kWgRows-row part of the tile a consumer owns: its own in the cooperative schedule, the
   // whole tile (part 0) in ping-pong.
   static __device__ __forceinline__ int part(int consumer) { return kPingpong ? 0 : consumer; }
@@ -261,7 +268,7 @@ struct Gemm {
         const int row = u.m0 + part(consumer) * kWgRows + mm * 64 + warp * 16 + lane / 4 + half * 8;
         if (row >= p.m) continue;
         const long long row_off = ((long long)u.b * p.m + row) * p.out_cols;
-        Out* d = static_cast<Out*>(p.d) + row_off;
+        Out* d = static_cast<Out*>(p.out) + row_off;
         const Out* c = static_cast<const Out*>(p.c) + row_off;
         const float row_add = Cfg::kBias == kBiasRow ? to_float(bias[row]) : 0.0f;
         // The pre-activation value of accumulator a at GEMM column col (C only where D has it).
@@ -299,6 +306,57 @@ struct Gemm {
           store2(d + col, activate(pre(a0, col)), two ? activate(pre(a1, col + 1)) : 0.0f, two, aligned);
         }
       }
+    }
+  }
+
+  // The epilogue through shared memory: each consumer writes its rows of the tile, 128-byte
+  // swizzled (conflict-free for the accumulator layout), into its staging buffer, and one thread
+  // stores 64-column boxes with TMA, which clips the tile at M and N.
+  static __device__ __forceinline__ void epilogue_tma(const GemmParams& p, float (&acc)[kMmaM][kAcc], const Unit& u,
+                                                      int consumer, u8* staging) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x % 128 / 32;
+    const bool leader = threadIdx.x % 128 == 0;
+    u8* st = staging + consumer * (kWgRows * BN * 2);
+    const int row0 = u.m0 + part(consumer) * kWgRows;
+    // The previous tile's store must be done reading this buffer.
+    if (leader) ptx::bulk_wait_read();
+    ptx::named_barrier(5 + consumer, 128);
+    const Out* bias = static_cast<const Out*>(p.bias);
+#pragma unroll
+    for (int mm = 0; mm < kMmaM; ++mm) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int r = mm * 64 + warp * 16 + lane / 4 + half * 8;  // row within this consumer's part
+        const int row = row0 + r;
+        const bool row_ok = row < p.m;
+        const Out* c = static_cast<const Out*>(p.c) + ((long long)u.b * p.m + row) * p.out_cols;
+        const float row_add = Cfg::kBias == kBiasRow && row_ok ? to_float(bias[row]) : 0.0f;
+#pragma unroll
+        for (int i = 0; i < BN / 8; ++i) {
+          const int cl = 8 * i + 2 * (lane % 4), col = u.n0 + cl;
+          float v[2];
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const bool ok = row_ok && col + e < p.n;  // outside D: computed, never stored
+            float x = p.alpha * acc[mm][4 * i + 2 * half + e] + row_add;
+            if (Cfg::kHasC && ok) x += p.beta * to_float(c[col + e]);
+            if (Cfg::kBias == kBiasCol && ok) x += to_float(bias[col + e]);
+            v[e] = activate(x);
+          }
+          const u32 packed = Cfg::kOut == kOutBf16 ? ptx::pack_bf16x2(v[0], v[1]) : ptx::pack_f16x2(v[0], v[1]);
+          const int box = cl / 64, chunk = cl % 64 / 8;
+          *reinterpret_cast<u32*>(st + box * (kWgRows * 128) + r * 128 + ((chunk ^ (r % 8)) * 16) + cl % 8 * 2) =
+              packed;
+        }
+      }
+    }
+    ptx::fence_proxy_async_smem();
+    ptx::named_barrier(5 + consumer, 128);
+    if (leader) {
+#pragma unroll
+      for (int box = 0; box < BN / 64; ++box)
+        ptx::tma_store_3d(&p.d, st + box * (kWgRows * 128), u.n0 + box * 64, row0, u.b);
+      ptx::bulk_commit();
     }
   }
 
@@ -353,7 +411,7 @@ struct Gemm {
   }
 
   static __device__ __forceinline__ void consume(const GemmParams& p, const u8* sa, const u8* sb, u64* full, u64* empty,
-                                                 int units, volatile int* last_flags) {
+                                                 int units, volatile int* last_flags, u8* staging) {
     const int consumer = threadIdx.x / 128 - 1;
     const bool leader = threadIdx.x % 128 == 0;
     float acc[kMmaM][kAcc];
@@ -387,8 +445,13 @@ struct Gemm {
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(acc[mm]);
       if (kSplitK > 1 && !reduce_split(p, acc, u, consumer, last_flags)) continue;
-      epilogue(p, acc, u, consumer);
+      if constexpr (kStoreTma)
+        epilogue_tma(p, acc, u, consumer, staging);
+      else
+        epilogue(p, acc, u, consumer);
     }
+    // The shared memory must outlive the last TMA store.
+    if (kStoreTma && leader) ptx::bulk_wait();
   }
 
   static __device__ __forceinline__ void run(const GemmParams& p) {
@@ -397,7 +460,8 @@ struct Gemm {
     u8* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
     u8* sa = smem;
     u8* sb = sa + kStages * kStageA;
-    u64* full = reinterpret_cast<u64*>(sb + kStages * kStageB);
+    u8* staging = sb + kStages * kStageB;  // 1024-aligned: whole stages before it
+    u64* full = reinterpret_cast<u64*>(staging + kStaging);
     u64* empty = full + kStages;
     volatile int* last_flags = reinterpret_cast<volatile int*>(empty + kStages);
     if (threadIdx.x == 0) {
@@ -418,7 +482,7 @@ struct Gemm {
       if (threadIdx.x == 0) produce(p, sa, sb, full, empty, units, kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0);
     } else {
       if (kConsumers > 1) ptx::regs_alloc<232>();
-      consume(p, sa, sb, full, empty, units, last_flags);
+      consume(p, sa, sb, full, empty, units, last_flags, staging);
     }
     // Neither CTA of a pair may exit while the other can still arrive on its barriers.
     if (kCluster > 1) ptx::cluster_sync();

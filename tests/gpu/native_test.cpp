@@ -1,6 +1,6 @@
 // The native templates against the reference on fresh random data of awkward sizes, over a set of
 // configs that covers every code path (1 and 2 consumers, cooperative and ping-pong, 64/128-row
-// warpgroups, split-K, 2-CTA clusters,
+// warpgroups, split-K, 2-CTA clusters, the TMA-store epilogue,
 // both raster orders, N-major B, batch, every epilogue).
 #include <gtest/gtest.h>
 
@@ -18,15 +18,30 @@ using native::NativeConfig;
 namespace {
 
 std::vector<NativeConfig> covering_configs() {
+  // The TMA-store epilogue: cooperative, ping-pong in a pair sharing B, and with split-K.
+  NativeConfig tma_co{128, 256, 3, 2, false, 1, 1, false, 8, false, true};
+  NativeConfig tma_pp{128, 128, 5, 2, true, 1, 2, true, 8, false, true};
+  NativeConfig tma_split{64, 128, 6, 1, false, 3, 1, false, 8, true, true};
   return {
-      {64, 64, 8, 1, false, 1, 1, false, 8, false},   {64, 128, 6, 1, false, 2, 1, false, 8, false},
-      {128, 128, 6, 2, false, 1, 1, false, 8, true},  {128, 256, 4, 2, false, 1, 1, false, 8, false},
-      {256, 128, 4, 2, false, 3, 1, false, 8, false}, {128, 192, 4, 2, false, 1, 1, false, 4, true},
-      {128, 96, 6, 2, false, 1, 1, false, 8, false},  {256, 64, 5, 2, false, 2, 1, false, 16, true},
-      {128, 256, 4, 2, false, 1, 2, false, 8, false}, {128, 256, 4, 2, false, 1, 2, true, 8, false},
-      {256, 128, 4, 2, false, 1, 2, true, 8, true},   {64, 256, 5, 2, true, 1, 2, true, 8, false},
-      {128, 128, 6, 2, true, 1, 2, false, 8, true},   {256, 128, 4, 2, false, 1, 2, false, 4, false},
-      {64, 256, 5, 2, true, 1, 1, false, 8, false},   {128, 128, 6, 2, true, 2, 1, false, 8, true},
+      tma_co,
+      tma_pp,
+      tma_split,
+      {64, 64, 8, 1, false, 1, 1, false, 8, false},
+      {64, 128, 6, 1, false, 2, 1, false, 8, false},
+      {128, 128, 6, 2, false, 1, 1, false, 8, true},
+      {128, 256, 4, 2, false, 1, 1, false, 8, false},
+      {256, 128, 4, 2, false, 3, 1, false, 8, false},
+      {128, 192, 4, 2, false, 1, 1, false, 4, true},
+      {128, 96, 6, 2, false, 1, 1, false, 8, false},
+      {256, 64, 5, 2, false, 2, 1, false, 16, true},
+      {128, 256, 4, 2, false, 1, 2, false, 8, false},
+      {128, 256, 4, 2, false, 1, 2, true, 8, false},
+      {256, 128, 4, 2, false, 1, 2, true, 8, true},
+      {64, 256, 5, 2, true, 1, 2, true, 8, false},
+      {128, 128, 6, 2, true, 1, 2, false, 8, true},
+      {256, 128, 4, 2, false, 1, 2, false, 4, false},
+      {64, 256, 5, 2, true, 1, 1, false, 8, false},
+      {128, 128, 6, 2, true, 2, 1, false, 8, true},
       {64, 128, 6, 2, true, 3, 1, false, 8, false},
   };
 }

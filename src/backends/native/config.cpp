@@ -16,6 +16,7 @@ int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
 // Peak dense bf16/f16 tensor-core rate of one SM (H100/H200 SXM: ~989 TFLOP/s over 132 SMs).
 constexpr double kPeakPerSm = 989e12 / 132;
 constexpr double kDramBytesPerSecond = 3.3e12;  // achievable on an H200 (copy measures 4.3 TB/s r+w)
+constexpr double kL2BytesPerSecond = 11e12;     // L2 to SMs, all SMs together (H100/H200, estimate)
 constexpr double kLaunchUs = 3.0;
 
 }  // namespace
@@ -26,7 +27,8 @@ std::string NativeConfig::name(const GemmProblem& p) const {
     if (ch != '=') epi += ch == '+' ? '_' : ch;
   return fmt::format("sm90_{}_{}_{}_{}x{}x64_{}_s{}_c{}_k{}_x{}{}_g{}{}_{}", to_string(p.a), to_string(p.out),
                      to_string(p.layout), bm, bn, pingpong ? "pp" : "co", stages, consumers, split_k, cluster,
-                     cluster > 1 ? (cluster_m ? "m" : "n") : "", group, raster_n ? "n" : "m", epi);
+                     cluster > 1 ? (cluster_m ? "m" : "n") : "", group, raster_n ? "n" : "m", epi) +
+         (store_tma ? "_tma" : "");
 }
 
 nlohmann::json NativeConfig::to_json() const {
@@ -39,7 +41,8 @@ nlohmann::json NativeConfig::to_json() const {
           {"cluster", cluster},
           {"cluster_m", cluster_m},
           {"group", group},
-          {"raster_n", raster_n}};
+          {"raster_n", raster_n},
+          {"store_tma", store_tma}};
 }
 
 NativeConfig NativeConfig::from_json(const nlohmann::json& j) {
@@ -52,6 +55,7 @@ NativeConfig NativeConfig::from_json(const nlohmann::json& j) {
   c.split_k = j.at("split_k");
   c.cluster = j.at("cluster");
   c.cluster_m = j.value("cluster_m", false);
+  c.store_tma = j.value("store_tma", false);
   c.group = j.at("group");
   c.raster_n = j.at("raster_n");
   return c;
@@ -88,6 +92,11 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   if (c.cluster != 1 && c.cluster != 2) return "clusters are 1 or 2 CTAs";
   if (c.cluster > 1 && c.split_k > 1) return "clusters do not combine with split-K";
   if (c.cluster == 1 && c.cluster_m) return "cluster_m needs a cluster";
+  if (c.store_tma) {
+    if (p.out == DType::f32 || p.epilogue.gate != GateKind::none || c.bn % 64 != 0)
+      return "the TMA-store epilogue takes 16-bit, ungated outputs and BN % 64 == 0";
+    if (p.out_cols() % 8 != 0) return "a TMA store needs D rows of a multiple of 16 bytes";
+  }
   if (c.pair_m() > 1 && p.layout == Layout::nn && c.bn % 128 != 0) return "sharing N-major B needs BN % 128 == 0";
   return "";
 }
@@ -104,17 +113,23 @@ double estimate_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo
   const double unit_compute_s = 2.0 * c.bm * c.bn * k_unit / (kPeakPerSm * efficiency);
   // Each SM streams its units' operands; DRAM bounds the whole grid.
   const double unit_bytes = (double(c.bm) / c.pair_n() + double(c.bn) / c.pair_m()) * k_unit * dtype_bytes(p.a);
-  const double per_sm_bytes_per_s = 2.0 * kDramBytesPerSecond / sms;  // one SM alone gets about twice its share
+  // Operands stream from DRAM when few tiles share them (small M), else mostly from L2.
+  const double per_sm_bytes_per_s = (p.m <= 256 ? 2.0 * kDramBytesPerSecond : kL2BytesPerSecond) / sms;
   const double unit_s = std::max(unit_compute_s, unit_bytes / per_sm_bytes_per_s);
   const double partial_bytes = c.split_k > 1 ? 2.0 * units * c.bm * c.bn * 4 : 0.0;
   const double dram_s = (p.min_bytes() + partial_bytes) / kDramBytesPerSecond;
   const double fill_s = c.stages * 0.15e-6;  // filling the pipeline at the start of each unit
   // Storing the tile from registers stalls the tensor cores unless the other consumer is in its
   // main loop meanwhile (ping-pong).
-  const double epilogue_s = c.pingpong ? 0.0 : double(c.bm) * c.bn * 4 / 100e9;
+  // Staging in shared memory and a TMA store costs the consumers about a quarter of that.
+  const double epilogue_s = c.pingpong ? 0.0 : double(c.bm) * c.bn * 4 / 100e9 / (c.store_tma ? 4.0 : 1.0);
   // Ping-pong runs one consumer's tile at a time: each tile has the SM's tensor cores alone.
   const int64_t pp_waves = c.pingpong ? (units + 2 * sms - 1) / (2 * sms) * 2 : waves;
-  return kLaunchUs + 1e6 * std::max(pp_waves * (unit_s + fill_s + epilogue_s), dram_s) + (c.split_k > 1 ? 2.0 : 0.0);
+  // Variants not yet shown faster on the GPU (clusters, the TMA-store epilogue) rank just behind
+  // the plain kernel of the same tile until measurements say otherwise (docs/native-notes.md).
+  const double unproven = 1.0 + 0.04 * (c.cluster > 1) + 0.04 * c.store_tma;
+  return unproven *
+         (kLaunchUs + 1e6 * std::max(pp_waves * (unit_s + fill_s + epilogue_s), dram_s) + (c.split_k > 1 ? 2.0 : 0.0));
 }
 
 std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d, Search level) {
@@ -130,26 +145,31 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
     for (int bn : {64, 96, 128, 192, 256})
       for (int split : {1, 2, 3, 4, 6, 8})
         for (int pairing : {0, 1, 2})  // no cluster, a pair along N (shares A), a pair along M (shares B)
-          for (int group : groups)
-            for (bool raster_n : {false, true}) {
-              NativeConfig c{f.bm,         bn,    2,       f.consumers, f.pingpong, split, pairing ? 2 : 1,
-                             pairing == 2, group, raster_n};
-              // The deepest pipeline that fits, capped at 8.
-              for (int s = 8; s >= 2; --s) {
-                c.stages = s;
-                if (c.smem_bytes() <= d.smem_per_block_optin) break;
+          for (bool store_tma : {false, true})
+            for (int group : groups)
+              for (bool raster_n : {false, true}) {
+                NativeConfig c{f.bm,         bn,    2,       f.consumers, f.pingpong, split, pairing ? 2 : 1,
+                               pairing == 2, group, raster_n};
+                c.store_tma = store_tma;
+                // The deepest pipeline that fits, capped at 8.
+                for (int s = 8; s >= 2; --s) {
+                  c.stages = s;
+                  if (c.smem_bytes() <= d.smem_per_block_optin) break;
+                }
+                if (!illegal_reason(c, p, d).empty()) continue;
+                // Split-K only where whole tiles leave SMs idle.
+                int64_t tiles = p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, bn);
+                if (split > 1 && tiles >= sms) continue;
+                scored.emplace_back(estimate_us(c, p, d), c);
               }
-              if (!illegal_reason(c, p, d).empty()) continue;
-              // Split-K only where whole tiles leave SMs idle.
-              int64_t tiles = p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, bn);
-              if (split > 1 && tiles >= sms) continue;
-              scored.emplace_back(estimate_us(c, p, d), c);
-            }
   if (scored.empty()) return {};
   const size_t keep = level == Search::fast ? 8 : level == Search::normal ? 30 : scored.size();
-  return diverse_head(std::move(scored), keep, [](const NativeConfig& c) {
-    return std::make_tuple(c.bm, c.bn, c.pingpong, c.pair_m(), c.pair_n());
-  });
+  return diverse_head<NativeConfig>(
+      std::move(scored), keep,
+      {[](const NativeConfig& c) { return fmt::format("{}x{}{}", c.bm, c.bn, c.pingpong); },
+       [](const NativeConfig& c) {
+         return fmt::format("{}x{}{}/{}{}{}", c.bm, c.bn, c.pingpong, c.pair_m(), c.pair_n(), c.store_tma);
+       }});
 }
 
 }  // namespace gf::native

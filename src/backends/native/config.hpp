@@ -19,13 +19,15 @@ struct NativeConfig {
   bool cluster_m = false;  // the pair stacks along M and shares B (else along N, sharing A)
   int group = 8;           // tiles swept together in the grouped raster order
   bool raster_n = false;   // group along N instead of M
+  bool store_tma = false;  // epilogue through shared memory and a TMA store
 
   int threads() const { return 128 * (1 + consumers); }
   int pair_m() const { return cluster > 1 && cluster_m ? 2 : 1; }
   int pair_n() const { return cluster > 1 && !cluster_m ? 2 : 1; }
   int wg_rows() const { return pingpong ? bm : bm / consumers; }
   int acc_per_thread() const { return (wg_rows() / 64) * (bn / 2); }
-  int smem_bytes() const { return 1024 + stages * (bm + bn) * 64 * 2 + 2 * stages * 8 + 16; }
+  int staging_bytes() const { return store_tma ? consumers * wg_rows() * bn * 2 : 0; }
+  int smem_bytes() const { return 1024 + stages * (bm + bn) * 64 * 2 + staging_bytes() + 2 * stages * 8 + 16; }
   // Every parameter in a fixed order: the candidate's name and identity.
   std::string name(const GemmProblem& p) const;
   nlohmann::json to_json() const;

@@ -17,8 +17,8 @@ namespace {
 
 // Mirrors gf::GemmParams in kernels/gemm_sm90.cuh field for field.
 struct alignas(64) HostParams {
-  CUtensorMap a, b;
-  void* d;
+  CUtensorMap a, b, d;
+  void* out;
   const void* c;
   const void* bias;
   float* partials;
@@ -29,7 +29,7 @@ struct alignas(64) HostParams {
   float alpha, beta;
   int pairs_aligned;
 };
-static_assert(sizeof(CUtensorMap) == 128 && offsetof(HostParams, d) == 256 && sizeof(HostParams) == 384,
+static_assert(sizeof(CUtensorMap) == 128 && offsetof(HostParams, out) == 384 && sizeof(HostParams) == 512,
               "HostParams must match the device struct GemmParams.");
 
 int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
@@ -96,7 +96,11 @@ class NativeKernel final : public Kernel {
       }
       last_b_ = args.b;
     }
-    params_.d = args.d;
+    if (cfg_.store_tma && args.d != last_d_) {
+      params_.d = tensor_map(args.d, p.out, p.out_cols(), p.m, p.batch, 64, uint32_t(cfg_.wg_rows()));
+      last_d_ = args.d;
+    }
+    params_.out = args.d;
     params_.c = args.c;
     params_.bias = args.bias;
     params_.partials = partials_.as<float>();
@@ -129,6 +133,7 @@ class NativeKernel final : public Kernel {
   HostParams params_{};
   const void* last_a_ = nullptr;
   const void* last_b_ = nullptr;
+  const void* last_d_ = nullptr;
 };
 
 }  // namespace

@@ -107,8 +107,8 @@ std::vector<TritonConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   }
   if (scored.empty()) return {};
   const size_t keep = level == Search::fast ? 8 : level == Search::normal ? 30 : scored.size();
-  return diverse_head(std::move(scored), keep,
-                      [](const TritonConfig& c) { return std::make_tuple(c.tmpl, c.bm, c.bn); });
+  return diverse_head<TritonConfig>(std::move(scored), keep,
+                                    {[](const TritonConfig& c) { return fmt::format("{}{}x{}", c.tmpl, c.bm, c.bn); }});
 }
 
 nlohmann::json compile_request(const TritonConfig& c, const GemmProblem& p) {
