@@ -5,20 +5,12 @@
 #include <cstdint>
 
 #include "cuda/check.hpp"
+#include "cuda/convert.cuh"
 #include "gemmforge/ops.hpp"
 #include "ops/activation.cuh"
 
 namespace gf::ops {
 namespace {
-
-template <class T>
-__device__ __forceinline__ float f(T v) {
-  return float(v);
-}
-template <class T>
-__device__ __forceinline__ T t(float v) {
-  return T(v);
-}
 
 // kOp: 0 swiglu(a = gate, b = up), 1 gelu erf (a), 2 gelu tanh (a). V elements per thread step.
 template <class T, int V, int kOp>
@@ -40,10 +32,10 @@ __global__ void elementwise_kernel(const T* a, const T* b, T* out, int64_t count
     }
 #pragma unroll
     for (int k = 0; k < V; ++k) {
-      const float xv = f(x.v[k]);
+      const float xv = to_float(x.v[k]);
       // kOp 0 is silu(x) * y; 1 and 2 are the activation codes 2 and 3 (gelu erf, gelu tanh).
-      const float r = kOp == 0 ? activate(xv, 4) * f(y.v[k]) : activate(xv, kOp + 1);
-      o.v[k] = t<T>(r);
+      const float r = kOp == 0 ? activate(xv, 4) * to_float(y.v[k]) : activate(xv, kOp + 1);
+      o.v[k] = from_float<T>(r);
     }
     if constexpr (V * sizeof(T) == 16)
       reinterpret_cast<uint4*>(out)[i] = o.raw;

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "cuda/check.hpp"
+#include "cuda/convert.cuh"
 #include "ops/activation.cuh"
 #include "ops/epilogue_kernel.hpp"
 
@@ -18,29 +19,11 @@ struct EpiParams {
   bool has_c;
 };
 
-template <class T>
-__device__ __forceinline__ float load(const T* p, int64_t i) {
-  return float(p[i]);
-}
-template <>
-__device__ __forceinline__ float load(const float* p, int64_t i) {
-  return p[i];
-}
-template <class T>
-__device__ __forceinline__ T cast(float v) {
-  return T(v);
-}
-template <>
-__device__ __forceinline__ float cast(float v) {
-  return v;
-}
-
-
 // Loads V consecutive elements; V * sizeof(T) is 16 bytes or V is 1.
 template <class T, int V>
 __device__ __forceinline__ void load_v(const T* p, float (&out)[V]) {
   if constexpr (V == 1) {
-    out[0] = load(p, 0);
+    out[0] = to_float(p[0]);
   } else {
     union {
       uint4 raw;
@@ -48,21 +31,21 @@ __device__ __forceinline__ void load_v(const T* p, float (&out)[V]) {
     } u;
     u.raw = *reinterpret_cast<const uint4*>(p);
 #pragma unroll
-    for (int k = 0; k < V; ++k) out[k] = load(u.v, k);
+    for (int k = 0; k < V; ++k) out[k] = to_float(u.v[k]);
   }
 }
 
 template <class T, int V>
 __device__ __forceinline__ void store_v(T* p, const float (&in)[V]) {
   if constexpr (V == 1) {
-    p[0] = cast<T>(in[0]);
+    p[0] = from_float<T>(in[0]);
   } else {
     union {
       uint4 raw;
       T v[V];
     } u;
 #pragma unroll
-    for (int k = 0; k < V; ++k) u.v[k] = cast<T>(in[k]);
+    for (int k = 0; k < V; ++k) u.v[k] = from_float<T>(in[k]);
     *reinterpret_cast<uint4*>(p) = u.raw;
   }
 }
@@ -80,8 +63,8 @@ __global__ void epilogue_kernel(EpiParams p, const T* g, T* d, const T* c, const
     // pre(x, col): alpha * x + beta * C + bias at GEMM column col (C exists only without a gate).
     auto pre = [&](float x, int64_t col, float cv) {
       float v = p.alpha * x + p.beta * cv;
-      if (p.bias == 1) v += load(bias, col);
-      if (p.bias == 2) v += load(bias, r % p.m);
+      if (p.bias == 1) v += to_float(bias[col]);
+      if (p.bias == 2) v += to_float(bias[r % p.m]);
       return v;
     };
     if constexpr (GATE == 0) {
@@ -95,8 +78,8 @@ __global__ void epilogue_kernel(EpiParams p, const T* g, T* d, const T* c, const
       if constexpr (GATE == 1) {
         float both[2 * V];
         if constexpr (V == 1) {
-          both[0] = load(grow, 2 * j0);
-          both[1] = load(grow, 2 * j0 + 1);
+          both[0] = to_float(grow[2 * j0]);
+          both[1] = to_float(grow[2 * j0 + 1]);
         } else {
           float lo[V], hi[V];
           load_v<T, V>(grow + 2 * j0, lo);

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "cuda/check.hpp"
+#include "cuda/convert.cuh"
 #include "ops/row_reference.hpp"
 
 namespace gf::ops {
@@ -12,19 +13,12 @@ namespace {
 
 template <class T>
 __device__ double ld(const T* p, int64_t i) {
-  return double(float(p[i]));
+  return double(to_float(p[i]));
 }
-template <>
-__device__ double ld(const float* p, int64_t i) {
-  return double(p[i]);
-}
+// v as the kernel stores it in T.
 template <class T>
 __device__ double round_to(double v) {
-  return double(float(T(float(v))));
-}
-template <>
-__device__ double round_to<float>(double v) {
-  return double(float(v));
+  return double(to_float(from_float<T>(float(v))));
 }
 
 template <class T>

@@ -6,28 +6,12 @@
 #include <cstring>
 
 #include "cuda/check.hpp"
+#include "cuda/convert.cuh"
 #include "ops/activation.cuh"
 #include "tune/device_utils.hpp"
 
 namespace gf::tune {
 namespace {
-
-template <class T>
-__device__ __forceinline__ float to_float(T v) {
-  return float(v);
-}
-template <>
-__device__ __forceinline__ float to_float(float v) {
-  return v;
-}
-template <class T>
-__device__ __forceinline__ T from_float(float v) {
-  return T(v);
-}
-template <>
-__device__ __forceinline__ float from_float(float v) {
-  return v;
-}
 
 // Calls fn with a null pointer of the C++ type for t.
 template <class Fn>
@@ -131,7 +115,6 @@ __global__ void reference_gemm_kernel(RefParams p, const TIn* a, const TIn* b, c
     }
   }
 }
-
 
 // gate: 0 none, 1 interleaved, 2 split. rows = batch * M.
 __global__ void reference_epilogue_kernel(const float* g, float* out, int64_t rows, int64_t n, int act, int gate) {

@@ -31,7 +31,6 @@ class ProblemBench {
   cudaStream_t stream() const { return stream_.get(); }
   const GemmProblem& problem() const { return problem_; }
   const float* reference() const { return ref_.as<float>(); }
-  void* output() const { return d_.get(); }
 
  private:
   struct InputSet {
