@@ -5,8 +5,8 @@
 // Warpgroup 0 is the producer: one thread streams A and B tiles through a ring of shared-memory
 // stages with TMA. The other warpgroups are consumers: they run wgmma on the stages as they land
 // and hand each stage back once its reads are done. The epilogue runs on the accumulators in
-// registers and stores D directly, or (kStoreTma) through a 128-byte-swizzled staging tile in
-// shared memory and a TMA store, which leaves the consumers sooner.
+// registers and stores D directly, or (kStoreBoxes > 0) through 128-byte-swizzled staging boxes
+// in shared memory and TMA stores, which leaves the consumers sooner.
 //
 // Two schedules. Cooperative: both consumers work on every tile, each on BM/2 of its rows.
 // Ping-pong: the consumers take alternate tiles, each all BM rows, and take turns at the main loop
@@ -82,10 +82,15 @@ struct Gemm {
   static_assert(Cfg::kGate != kGateSplit || BN % 32 == 0, "A split gate needs whole 8-column groups per half.");
   static_assert(kMmaM * kAcc <= 128, "More than 128 accumulators per thread would spill.");
 
-  static constexpr bool kStoreTma = Cfg::kStoreTma;
-  static_assert(!kStoreTma || (Cfg::kOut != kOutF32 && Cfg::kGate == kGateNone && BN % 64 == 0),
+  // The TMA-store epilogue stages kStoreBoxes 64-column boxes of a consumer's rows at a time:
+  // fewer than the tile's BN/64 leaves shared memory for a deeper pipeline.
+  static constexpr int kStoreBoxes = Cfg::kStoreBoxes;
+  static constexpr bool kStoreTma = kStoreBoxes > 0;
+  static_assert(!kStoreTma || (Cfg::kOut != kOutF32 && Cfg::kGate == kGateNone && BN % 64 == 0 &&
+                               BN / 64 % kStoreBoxes == 0),
                 "The TMA-store epilogue stages 16-bit, ungated tiles in 64-column boxes.");
-  static constexpr u32 kStaging = kStoreTma ? kConsumers * kWgRows * BN * 2 : 0;  // per consumer: its rows
+  static constexpr u32 kBoxBytes = kWgRows * 128;                      // one consumer's rows of one box
+  static constexpr u32 kStaging = kConsumers * kStoreBoxes * kBoxBytes;  // per consumer: its rows
 
   static constexpr u32 smem_bytes() { return 1024 + kStages * (kStageA + kStageB) + kStaging + 2 * kStages * 8 + 16; }
   // Which kWgRows-row part of the tile a consumer owns: its own in the cooperative schedule, the
@@ -309,54 +314,56 @@ struct Gemm {
     }
   }
 
-  // The epilogue through shared memory: each consumer writes its rows of the tile, 128-byte
-  // swizzled (conflict-free for the accumulator layout), into its staging buffer, and one thread
-  // stores 64-column boxes with TMA, which clips the tile at M and N.
+  // The epilogue through shared memory: each consumer writes its rows of kStoreBoxes 64-column
+  // boxes at a time, 128-byte swizzled (conflict-free for the accumulator layout), into its
+  // staging buffer, and one thread stores them with TMA, which clips the tile at M and N.
   static __device__ __forceinline__ void epilogue_tma(const GemmParams& p, float (&acc)[kMmaM][kAcc], const Unit& u,
                                                       int consumer, u8* staging) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x % 128 / 32;
     const bool leader = threadIdx.x % 128 == 0;
-    u8* st = staging + consumer * (kWgRows * BN * 2);
+    u8* st = staging + consumer * (kStoreBoxes * kBoxBytes);
     const int row0 = u.m0 + part(consumer) * kWgRows;
-    // The previous tile's store must be done reading this buffer.
-    if (leader) ptx::bulk_wait_read();
-    ptx::named_barrier(5 + consumer, 128);
     const Out* bias = static_cast<const Out*>(p.bias);
 #pragma unroll
-    for (int mm = 0; mm < kMmaM; ++mm) {
+    for (int box0 = 0; box0 < BN / 64; box0 += kStoreBoxes) {
+      // The previous store must be done reading the buffer.
+      if (leader) ptx::bulk_wait_read();
+      ptx::named_barrier(5 + consumer, 128);
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int r = mm * 64 + warp * 16 + lane / 4 + half * 8;  // row within this consumer's part
-        const int row = row0 + r;
-        const bool row_ok = row < p.m;
-        const Out* c = static_cast<const Out*>(p.c) + ((long long)u.b * p.m + row) * p.out_cols;
-        const float row_add = Cfg::kBias == kBiasRow && row_ok ? to_float(bias[row]) : 0.0f;
+      for (int mm = 0; mm < kMmaM; ++mm) {
 #pragma unroll
-        for (int i = 0; i < BN / 8; ++i) {
-          const int cl = 8 * i + 2 * (lane % 4), col = u.n0 + cl;
-          float v[2];
+        for (int half = 0; half < 2; ++half) {
+          const int r = mm * 64 + warp * 16 + lane / 4 + half * 8;  // row within this consumer's part
+          const int row = row0 + r;
+          const bool row_ok = row < p.m;
+          const Out* c = static_cast<const Out*>(p.c) + ((long long)u.b * p.m + row) * p.out_cols;
+          const float row_add = Cfg::kBias == kBiasRow && row_ok ? to_float(bias[row]) : 0.0f;
 #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const bool ok = row_ok && col + e < p.n;  // outside D: computed, never stored
-            float x = p.alpha * acc[mm][4 * i + 2 * half + e] + row_add;
-            if (Cfg::kHasC && ok) x += p.beta * to_float(c[col + e]);
-            if (Cfg::kBias == kBiasCol && ok) x += to_float(bias[col + e]);
-            v[e] = activate(x);
+          for (int i = box0 * 8; i < (box0 + kStoreBoxes) * 8; ++i) {
+            const int cl = 8 * i + 2 * (lane % 4), col = u.n0 + cl;
+            float v[2];
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const bool ok = row_ok && col + e < p.n;  // outside D: computed, never stored
+              float x = p.alpha * acc[mm][4 * i + 2 * half + e] + row_add;
+              if (Cfg::kHasC && ok) x += p.beta * to_float(c[col + e]);
+              if (Cfg::kBias == kBiasCol && ok) x += to_float(bias[col + e]);
+              v[e] = activate(x);
+            }
+            const u32 packed = Cfg::kOut == kOutBf16 ? ptx::pack_bf16x2(v[0], v[1]) : ptx::pack_f16x2(v[0], v[1]);
+            const int box = cl / 64 - box0, chunk = cl % 64 / 8;
+            *reinterpret_cast<u32*>(st + box * kBoxBytes + r * 128 + ((chunk ^ (r % 8)) * 16) + cl % 8 * 2) = packed;
           }
-          const u32 packed = Cfg::kOut == kOutBf16 ? ptx::pack_bf16x2(v[0], v[1]) : ptx::pack_f16x2(v[0], v[1]);
-          const int box = cl / 64, chunk = cl % 64 / 8;
-          *reinterpret_cast<u32*>(st + box * (kWgRows * 128) + r * 128 + ((chunk ^ (r % 8)) * 16) + cl % 8 * 2) =
-              packed;
         }
       }
-    }
-    ptx::fence_proxy_async_smem();
-    ptx::named_barrier(5 + consumer, 128);
-    if (leader) {
+      ptx::fence_proxy_async_smem();
+      ptx::named_barrier(5 + consumer, 128);
+      if (leader) {
 #pragma unroll
-      for (int box = 0; box < BN / 64; ++box)
-        ptx::tma_store_3d(&p.d, st + box * (kWgRows * 128), u.n0 + box * 64, row0, u.b);
-      ptx::bulk_commit();
+        for (int box = 0; box < kStoreBoxes; ++box)
+          ptx::tma_store_3d(&p.d, st + box * kBoxBytes, u.n0 + (box0 + box) * 64, row0, u.b);
+        ptx::bulk_commit();
+      }
     }
   }
 

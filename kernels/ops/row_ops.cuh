@@ -110,51 +110,69 @@ struct RowOp {
   using In = Elem<Cfg::kIn>;
   using Out = Elem<Cfg::kOut>;
 
-  // Sum (or max) over the row: the thread's group, then the CTA's warps, then the cluster.
-  template <bool kMax>
-  static __device__ __forceinline__ float reduce(float v, float* scratch, int group, int lane_in_group) {
+  // Partial statistics of a row combine in pairs: softmax keeps (max m, sum of exp(x - m)), the
+  // norms plain sums. NaN and inf propagate through the sums, as in torch.
+  static __device__ __forceinline__ float2 combine(float2 x, float2 y) {
+    if (Cfg::kOp != kSoftmax) return make_float2(x.x + y.x, x.y + y.y);
+    const float m = fmaxf(x.x, y.x);
+    return make_float2(m, rescale(x, m) + rescale(y, m));
+  }
+  // The sum of exp(x - x.m) rebased to exp(x - m); an empty part (sum 0, m -inf) adds nothing.
+  static __device__ __forceinline__ float rescale(float2 x, float m) { return x.y == 0.0f ? 0.0f : x.y * __expf(x.x - m); }
+
+  // Combines v over the row: the thread's group (shuffles), the CTA's warps (shared memory), then
+  // the cluster (distributed shared memory). Each reduction of a kernel has its own slots (kSlot),
+  // so none waits for the previous one's readers; a cluster's CTAs wait for each other's reads
+  // only before exiting (run).
+  template <int kSlot>
+  static __device__ __forceinline__ float2 reduce(float2 v, float2* scratch, int group, int lane_in_group) {
     const unsigned mask = 0xffffffffu;
 #pragma unroll
-    for (int o = (kGroup < 32 ? kGroup : 32) / 2; o > 0; o /= 2) {
-      const float other = __shfl_xor_sync(mask, v, o);
-      v = kMax ? fmaxf(v, other) : v + other;
-    }
+    for (int o = (kGroup < 32 ? kGroup : 32) / 2; o > 0; o /= 2)
+      v = combine(v, make_float2(__shfl_xor_sync(mask, v.x, o), __shfl_xor_sync(mask, v.y, o)));
     if (kWarps > 1 || kCluster > 1) {
-      float* slots = scratch + group * kWarps;  // one slot per warp of the group
-      if (kWarps > 1 && lane_in_group % 32 == 0) slots[lane_in_group / 32] = v;
+      float2* slots = scratch + kSlot * kScratch;
+      if (kWarps > 1 && lane_in_group % 32 == 0) slots[group * kWarps + lane_in_group / 32] = v;
       __syncthreads();
       if (kWarps > 1) {
-        v = slots[0];
+        v = slots[group * kWarps];
 #pragma unroll
-        for (int w = 1; w < kWarps; ++w) v = kMax ? fmaxf(v, slots[w]) : v + slots[w];
+        for (int w = 1; w < kWarps; ++w) v = combine(v, slots[group * kWarps + w]);
       }
       if (kCluster > 1) {
         // Each CTA publishes its part's value; every CTA reads all of them.
-        float* mine = scratch + kRowsPerCta * kWarps;
+        float2* mine = slots + kRowsPerCta * kWarps;
         if (threadIdx.x == 0) *mine = v;
         ptx::cluster_sync();
-        float total = kMax ? -inf() : 0.0f;
+        u32 remote;
+        asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(remote) : "r"(smem_addr(mine)));
+        asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(remote) : "memory");
 #pragma unroll
-        for (int r = 0; r < kCluster; ++r) {
-          u32 remote;
+        for (int r = 1; r < kCluster; ++r) {
+          float2 x;
           asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(mine)), "r"(r));
-          float x;
-          asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(x) : "r"(remote) : "memory");
-          total = kMax ? fmaxf(total, x) : total + x;
+          asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(x.x), "=f"(x.y) : "r"(remote) : "memory");
+          v = combine(v, x);
         }
-        v = total;
-        ptx::cluster_sync();  // the slot is reused by the next reduction
-      } else {
-        __syncthreads();  // the slots are reused by the next reduction
       }
     }
     return v;
   }
+  static constexpr int kScratch = kRowsPerCta * kWarps + 1;  // float2 slots of one reduction
 
   static __device__ __forceinline__ float inf() { return __int_as_float(0x7f800000); }
+  static __device__ __forceinline__ float nan() { return __int_as_float(0x7fffffff); }
+
+  // The row's (max, sum) to the output transform exp(x - shift) * scale. A row with no finite
+  // element gives zeros with valid lengths (padding) and NaN without (as torch).
+  static __device__ __forceinline__ void finish_softmax(float2 t, float& shift, float& scale) {
+    const bool empty_row = t.x == -inf();
+    shift = empty_row ? 0.0f : t.x;
+    scale = empty_row ? (Cfg::kValidLen ? 0.0f : nan()) : 1.0f / t.y;
+  }
 
   // Two passes over the row, nothing kept in registers between them.
-  static __device__ __forceinline__ void stream(const RowParams& p, float* scratch, int group, int lane_in_group,
+  static __device__ __forceinline__ void stream(const RowParams& p, float2* scratch, int group, int lane_in_group,
                                                 int part, bool live, long long base, long long row) {
     using InRaw = typename In::raw;
     const InRaw* x = static_cast<const InRaw*>(p.x) + base;
@@ -163,7 +181,8 @@ struct RowOp {
     int limit = kPartCols;
     if (Cfg::kValidLen && live) limit = min(max(p.valid_len[row] - part * kPartCols, 0), kPartCols);
     // Pass 1: per-thread statistics. Softmax keeps a running max m and sum s of exp(x - m).
-    float m = -inf(), s = 0.0f, s2 = 0.0f, nan = 0.0f;
+    float m = -inf(), s = 0.0f, s2 = 0.0f;
+#pragma unroll 4
     for (int vec = lane_in_group; live && vec < kPartVecs; vec += kGroup) {
       float v[kVec];
       load_vec<Cfg::kIn, kVec>(x + vec * kVec, v);
@@ -179,11 +198,10 @@ struct RowOp {
         if (Cfg::kOp == kSoftmax) {
           if (vec * kVec + e >= limit) continue;
           const float xv = v[e] * p.scale;
-          nan += xv != xv ? 1.0f : 0.0f;
           if (xv > m) {
             s = s * __expf(m - xv) + 1.0f;
             m = xv;
-          } else {
+          } else if (xv != -inf()) {  // a NaN makes s NaN
             s += __expf(xv - m);
           }
         } else {
@@ -194,29 +212,25 @@ struct RowOp {
     }
     float scale_out = 1.0f, shift = 0.0f;
     if (Cfg::kOp == kSoftmax) {
-      const float mx = reduce<true>(m, scratch, group, lane_in_group);
-      const float total_nan = reduce<false>(nan, scratch, group, lane_in_group);
-      const float mine = m == -inf() ? 0.0f : s * __expf(m - mx);
-      const float sum = reduce<false>(mine, scratch, group, lane_in_group);
-      const bool empty_row = Cfg::kValidLen && mx == -inf();
-      shift = total_nan > 0.0f ? __int_as_float(0x7fffffff) : mx;
-      scale_out = empty_row ? 0.0f : 1.0f / sum;
+      const float2 t = reduce<0>(make_float2(m, s), scratch, group, lane_in_group);
+      finish_softmax(t, shift, scale_out);
     } else {
-      const float sum = reduce<false>(s, scratch, group, lane_in_group);
-      const float sumsq = reduce<false>(s2, scratch, group, lane_in_group);
-      const float mean = Cfg::kOp == kLayerNorm ? sum / kCols : 0.0f;
+      const float2 t = reduce<0>(make_float2(s, s2), scratch, group, lane_in_group);
+      const float mean = Cfg::kOp == kLayerNorm ? t.x / kCols : 0.0f;
       shift = mean;
-      scale_out = rsqrtf(fmaxf(sumsq / kCols - mean * mean, 0.0f) + p.eps);
+      scale_out = rsqrtf(fmaxf(t.y / kCols - mean * mean, 0.0f) + p.eps);
     }
+    if (kCluster > 1) ptx::cluster_arrive();  // done reading the cluster's slots
     // Pass 2: read again, write.
     const InRaw* src = Cfg::kOp == kRmsNorm && Cfg::kResidual ? res_out : x;
+#pragma unroll 4
     for (int vec = lane_in_group; live && vec < kPartVecs; vec += kGroup) {
       float v[kVec];
       load_vec<Cfg::kIn, kVec>(src + vec * kVec, v);
       if (Cfg::kOp == kSoftmax) {
 #pragma unroll
         for (int e = 0; e < kVec; ++e)
-          v[e] = vec * kVec + e < limit && scale_out != 0.0f ? __expf(v[e] * p.scale - shift) * scale_out : 0.0f;
+          v[e] = vec * kVec + e < limit ? __expf(v[e] * p.scale - shift) * scale_out : 0.0f;
       } else {
         float w[kVec], b[kVec];
         load_vec<Cfg::kIn, kVec>(static_cast<const InRaw*>(p.weight) + part * kPartCols + vec * kVec, w);
@@ -231,7 +245,7 @@ struct RowOp {
   }
 
   static __device__ __forceinline__ void run(const RowParams& p) {
-    __shared__ float scratch[kRowsPerCta * kWarps + 1];
+    __shared__ float2 scratch[2 * kScratch];
     const int group = threadIdx.x / kGroup, lane_in_group = threadIdx.x % kGroup;
     const int part = kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0;
     const long long row = (long long)(blockIdx.x / kCluster) * kRowsPerCta + group;
@@ -240,6 +254,7 @@ struct RowOp {
     const long long base = row * kCols + (long long)part * kPartCols;  // first element of this CTA's part
     if (Cfg::kStream) {
       stream(p, scratch, group, lane_in_group, part, live, base, row);
+      if (kCluster > 1) ptx::cluster_wait();  // no CTA leaves while another may read its slots
       return;
     }
 
@@ -262,40 +277,33 @@ struct RowOp {
     }
 
     if (Cfg::kOp == kSoftmax) {
-      float mx = -inf();
+      float m = -inf();
 #pragma unroll
       for (int it = 0; it < kIters; ++it)
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
           const int col = (it * kGroup + lane_in_group) * kVec + e;
-          const bool in = live && col < limit;
-          v[it][e] = in ? v[it][e] * p.scale : -inf();
-          mx = fmaxf(mx, v[it][e]);
+          v[it][e] = live && col < limit ? v[it][e] * p.scale : -inf();
+          m = fmaxf(m, v[it][e]);
         }
-      // fmaxf drops NaN; a NaN anywhere in the row makes every output NaN, as in torch.
-      float nan = 0.0f;
-#pragma unroll
-      for (int it = 0; it < kIters; ++it)
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) nan += v[it][e] != v[it][e] ? 1.0f : 0.0f;
-      mx = reduce<true>(mx, scratch, group, lane_in_group);
-      if (reduce<false>(nan, scratch, group, lane_in_group) > 0.0f) mx = __int_as_float(0x7fffffff);
-      // With valid lengths, a row with no valid element gives zeros (padding), not NaN.
-      const bool empty_row = Cfg::kValidLen && mx == -inf();
+      // exp against the thread's own max now, rebased to the row's once it is known: one exp per
+      // element, one reduction. A NaN (or inf - inf) makes the sum, and so every output, NaN.
       float sum = 0.0f;
 #pragma unroll
       for (int it = 0; it < kIters; ++it)
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
-          v[it][e] = empty_row ? 0.0f : __expf(v[it][e] - mx);  // masked elements: exp(-inf) = 0
+          v[it][e] = m == -inf() ? 0.0f : __expf(v[it][e] - m);
           sum += v[it][e];
         }
-      sum = reduce<false>(sum, scratch, group, lane_in_group);
-      const float inv = empty_row ? 0.0f : 1.0f / sum;
+      const float2 t = reduce<0>(make_float2(m, sum), scratch, group, lane_in_group);
+      float shift, scale;
+      finish_softmax(t, shift, scale);
+      const float factor = m == -inf() ? scale : __expf(m - shift) * scale;
 #pragma unroll
       for (int it = 0; it < kIters; ++it)
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) v[it][e] *= inv;
+        for (int e = 0; e < kVec; ++e) v[it][e] *= factor;
     } else {
       float mean = 0.0f;
       if (Cfg::kOp == kLayerNorm) {
@@ -305,7 +313,7 @@ struct RowOp {
 #pragma unroll
           for (int e = 0; e < kVec; ++e)
             if ((it * kGroup + lane_in_group) * kVec + e < kPartCols && live) s += v[it][e];
-        mean = reduce<false>(s, scratch, group, lane_in_group) / kCols;
+        mean = reduce<1>(make_float2(s, 0.0f), scratch, group, lane_in_group).x / kCols;
       }
       float ss = 0.0f;
 #pragma unroll
@@ -316,7 +324,7 @@ struct RowOp {
             const float d = v[it][e] - mean;
             ss += d * d;
           }
-      const float rstd = rsqrtf(reduce<false>(ss, scratch, group, lane_in_group) / kCols + p.eps);
+      const float rstd = rsqrtf(reduce<0>(make_float2(ss, 0.0f), scratch, group, lane_in_group).x / kCols + p.eps);
 #pragma unroll
       for (int it = 0; it < kIters; ++it) {
         const int vec = it * kGroup + lane_in_group, col = vec * kVec;
@@ -330,6 +338,7 @@ struct RowOp {
           v[it][e] = (v[it][e] - mean) * rstd * w[e] + (Cfg::kOp == kLayerNorm ? b[e] : 0.0f);
       }
     }
+    if (kCluster > 1) ptx::cluster_arrive();  // done reading the cluster's slots
 
 #pragma unroll
     for (int it = 0; it < kIters; ++it) {
@@ -337,6 +346,7 @@ struct RowOp {
       if (live && vec < kPartVecs)
         store_vec<Cfg::kOut, kVec>(static_cast<typename Out::raw*>(p.y) + base + vec * kVec, v[it]);
     }
+    if (kCluster > 1) ptx::cluster_wait();  // no CTA leaves while another may read its slots
   }
 };
 

@@ -13,7 +13,7 @@ namespace {
 
 struct OpsArgs {
   std::vector<std::string> ops;
-  int max_configs = 12;
+  int max_configs = 16;
   std::string db;
   std::string json;
 };

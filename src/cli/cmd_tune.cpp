@@ -20,6 +20,7 @@ struct TuneArgs {
   std::string search = "default";
   int top_k = 0;
   bool force = false;
+  std::string only;
   double timeout_s = 60;
   std::string db;
   std::string json;
@@ -40,6 +41,7 @@ std::unique_ptr<Tuner> make_tuner(const TuneArgs& a, Progress& progress) {
   o.backends = split_list(a.backends);
   o.search = {parse_search(a.search), a.top_k};
   o.force = a.force;
+  o.only = a.only;
   o.candidate_timeout_s = a.timeout_s;
   o.db_path = a.db;
   o.progress = [&progress](const std::string& what, int done, int total) { progress.update(what, done, total); };
@@ -49,6 +51,19 @@ std::unique_ptr<Tuner> make_tuner(const TuneArgs& a, Progress& progress) {
            "gemmforge compile (compile them), gemmforge doctor.",
            device.absent_reason);
   return std::make_unique<Tuner>(std::move(o));
+}
+
+// Every candidate timed in this run, for comparing search efforts and studying the space.
+nlohmann::json candidate_rows(const std::vector<Measurement>& ms) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& m : ms)
+    rows.push_back({{"backend", m.backend},
+                    {"candidate", m.candidate},
+                    {"us", m.us},
+                    {"verified", m.verified},
+                    {"compile_seconds", m.compile_seconds},
+                    {"error", m.error}});
+  return rows;
 }
 
 void run_tune(const TuneArgs& a) {
@@ -78,7 +93,8 @@ void run_tune(const TuneArgs& a) {
                    {"seconds", r.seconds},
                    {"skipped", r.skipped},
                    {"failed", std::count_if(r.measurements.begin(), r.measurements.end(),
-                                            [](const Measurement& m) { return !m.verified; })}});
+                                            [](const Measurement& m) { return !m.verified; })},
+                   {"candidates", candidate_rows(r.measurements)}});
   }
   progress.finish();
   table.print();
@@ -143,6 +159,8 @@ void add_tune(CLI::App& app) {
   auto* cmd = app.add_subcommand("tune", "tune problems (default: llama3-8b at 16, 128, 4096 tokens) into the DB");
   add_common(cmd, *a);
   cmd->add_flag("-f,--force", a->force, "tune again even when the DB has a decision");
+  cmd->add_option("--only", a->only,
+                  "only candidates whose names contain TEXT (to study one variant; the DB is left alone)");
   cmd->callback([a] { run_tune(*a); });
 }
 

@@ -67,6 +67,7 @@ std::string illegal_reason(const RowConfig& c, const RowOpSpec& s) {
   int64_t part_vecs = s.cols / c.cluster / c.vec;
   if (g > part_vecs * 2 && g > 32) return "more than half the threads of a row would idle";
   if (c.stream && part_vecs < int64_t(g) * 16) return "streaming is for rows far longer than the threads holding them";
+  if (c.stream && c.rows_per_cta != 1) return "streaming takes one row (part) per CTA";
   int values = c.values_per_thread(s.cols);
   if (values > 64) return fmt::format("{} values per thread exceed the register budget", values);
   // A CTA's registers: the values (two sets with a residual) plus ~32 of addressing, within 64K.
@@ -77,7 +78,9 @@ std::string illegal_reason(const RowConfig& c, const RowOpSpec& s) {
 }
 
 std::vector<RowConfig> row_configs(const RowOpSpec& s) {
-  std::vector<std::pair<double, RowConfig>> scored;
+  // Two families, each ranked by a rule of thumb, then interleaved so that any cut of the list
+  // tries both: register-resident rows (one read) and streaming (a second read, from L2).
+  std::vector<std::pair<double, RowConfig>> resident, streaming;
   for (int vec = widest_vec(s); vec >= 1; vec /= 2) {
     for (bool stream : {false, true})
       for (int cluster : {1, 2, 4, 8})
@@ -85,18 +88,34 @@ std::vector<RowConfig> row_configs(const RowOpSpec& s) {
           for (int rows : {1, 2, 4, 8, 16, 32}) {
             RowConfig c{threads, rows, vec, cluster, stream};
             if (!illegal_reason(c, s).empty()) continue;
-            // Prefer wide vectors, few values per thread (more rows in flight), no cluster, one pass.
-            int values = c.values_per_thread(s.cols);
-            double score = double(widest_vec(s) / vec) * 4 + std::abs(std::log2(double(values) / (2.0 * vec))) +
-                           (cluster > 1 ? 1.0 + cluster / 8.0 : 0.0) + (threads == 1024 ? 0.5 : 0.0) +
-                           (stream ? 3.0 : 0.0);
-            scored.emplace_back(score, c);
+            const double narrow = double(widest_vec(s) / vec) * 4;
+            const double odd_threads = threads == 1024 || (stream && threads == 128) ? 0.5 : 0.0;
+            if (stream) {
+              // A part of ~32 KiB per CTA: enough to stream, small enough that the second read
+              // still finds it in L2 with many CTAs in flight.
+              const double part_bytes = double(s.cols) / cluster * dtype_bytes(s.in);
+              streaming.emplace_back(narrow + std::abs(std::log2(part_bytes / 32768.0)) + odd_threads, c);
+            } else {
+              // Few values per thread, no cluster, and CTAs small enough that two or more fit an
+              // SM (one alone idles the memory system while it reduces).
+              const int values = c.values_per_thread(s.cols);
+              const double ctas_per_sm = 65536.0 / (threads * (values * (s.residual ? 2 : 1) + 32));
+              resident.emplace_back(narrow + std::abs(std::log2(double(values) / (2.0 * vec))) +
+                                        (cluster > 1 ? 1.0 + cluster / 8.0 : 0.0) + odd_threads +
+                                        (ctas_per_sm < 2 ? 2.0 : 0.0),
+                                    c);
+            }
           }
-    if (!scored.empty()) break;  // narrower vectors only when the widest cannot work
+    if (!resident.empty() || !streaming.empty()) break;  // narrower vectors only when the widest cannot work
   }
-  std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  auto by_score = [](const auto& a, const auto& b) { return a.first < b.first; };
+  std::stable_sort(resident.begin(), resident.end(), by_score);
+  std::stable_sort(streaming.begin(), streaming.end(), by_score);
   std::vector<RowConfig> out;
-  for (const auto& [score, c] : scored) out.push_back(c);
+  for (size_t i = 0; i < std::max(resident.size(), streaming.size()); ++i) {
+    if (i < resident.size()) out.push_back(resident[i].second);
+    if (i < streaming.size()) out.push_back(streaming[i].second);
+  }
   return out;
 }
 

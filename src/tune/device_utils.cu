@@ -133,8 +133,8 @@ __global__ void reference_epilogue_kernel(const float* g, float* out, int64_t ro
 }
 
 template <class T>
-__global__ void compare_kernel(const T* out, const float* ref, int64_t n, double* sums, unsigned* max_bits,
-                               unsigned long long* nonfinite) {
+__global__ void compare_kernel(const T* out, const float* ref, int64_t n, float rel_slack, double* sums,
+                               unsigned* max_bits, unsigned long long* nonfinite) {
   double e2 = 0, r2 = 0;
   float mx = 0;
   unsigned long long bad = 0;
@@ -147,7 +147,7 @@ __global__ void compare_kernel(const T* out, const float* ref, int64_t n, double
     double d = double(o) - double(r);
     e2 += d * d;
     r2 += double(r) * double(r);
-    mx = fmaxf(mx, fabsf(o - r));
+    mx = fmaxf(mx, fabsf(o - r) - rel_slack * fabsf(r));
   }
   for (int off = 16; off > 0; off /= 2) {
     e2 += __shfl_down_sync(0xffffffffu, e2, off);
@@ -233,7 +233,8 @@ Comparison compare(const void* out, DType t, const float* ref, int64_t count, cu
   GF_CUDA_CHECK(cudaMemsetAsync(dev, 0, sizeof(Sums), s));
   dispatch(t, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    compare_kernel<<<grid_for(count, 256), 256, 0, s>>>(static_cast<const T*>(out), ref, count, dev->sums,
+    compare_kernel<<<grid_for(count, 256), 256, 0, s>>>(static_cast<const T*>(out), ref, count,
+                                                        float(kWorstSlack * tolerance(t)), dev->sums,
                                                         &dev->max_bits, &dev->nonfinite);
   });
   GF_CUDA_CHECK(cudaGetLastError());
@@ -247,7 +248,7 @@ Comparison compare(const void* out, DType t, const float* ref, int64_t count, cu
   unsigned bits = host.max_bits;
   float mx;
   std::memcpy(&mx, &bits, sizeof mx);
-  c.max_abs_err = mx;
+  c.worst_excess = mx;
   c.count = count;
   c.nonfinite = int64_t(host.nonfinite);
   return c;
@@ -268,11 +269,13 @@ std::string verdict(const Comparison& c, DType out) {
   if (c.nonfinite > 0) return fmt::format("{} of {} outputs are NaN or inf", c.nonfinite, c.count);
   double tol = tolerance(out);
   if (!(c.rel_err() <= tol)) return fmt::format("relative error {:.3g} exceeds {:.3g}", c.rel_err(), tol);
-  // A few wrong elements can hide in a small Frobenius error; bound the worst one too.
-  double max_allowed = 8 * tol * c.ref_rms();
-  if (!(c.max_abs_err <= max_allowed))
-    return fmt::format("max abs error {:.3g} exceeds {:.3g} (8 x tol x rms of the reference)", c.max_abs_err,
-                       max_allowed);
+  // A few wrong elements can hide in a small Frobenius error; bound the worst one too, beyond the
+  // rounding its own magnitude explains (softmax rows of different lengths differ in scale a lot).
+  double max_allowed = kWorstSlack * tol * c.ref_rms();
+  if (!(c.worst_excess <= max_allowed))
+    return fmt::format("worst element error {:.3g} (beyond {} x tol x |ref|) exceeds {:.3g} ({} x tol x rms of the "
+                       "reference)",
+                       c.worst_excess, kWorstSlack, max_allowed, kWorstSlack);
   return "";
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <iterator>
 #include <random>
 #include <set>
 #include <thread>
@@ -125,7 +126,7 @@ TuneResult Tuner::tune(const GemmProblem& problem) {
   const std::string key = problem.key();
   std::vector<std::string> wanted = I.backend_names();
 
-  if (!I.opt.force) {
+  if (!I.opt.force && I.opt.only.empty()) {
     if (auto d = I.db->decision(key)) {
       bool covers = std::all_of(wanted.begin(), wanted.end(), [&](const std::string& b) {
         return std::find(d->backends_considered.begin(), d->backends_considered.end(), b) !=
@@ -149,12 +150,14 @@ TuneResult Tuner::tune(const GemmProblem& problem) {
     }
     try {
       auto cs = b->candidates(problem, I.device, I.opt.search);
-      cands.insert(cands.end(), cs.begin(), cs.end());
+      std::copy_if(cs.begin(), cs.end(), std::back_inserter(cands),
+                   [&](const Candidate& c) { return c.name.find(I.opt.only) != std::string::npos; });
     } catch (const Error& e) {
       result.skipped[b->name()] = e.what();
     }
   }
-  GF_CHECK(!cands.empty(), "no backend offers a candidate for {}", key);
+  GF_CHECK(!cands.empty(), "no backend offers a candidate for {}{}", key,
+           I.opt.only.empty() ? "" : fmt::format(" whose name contains '{}'", I.opt.only));
 
   // Compile in parallel (threads; NVRTC is thread-safe), then measure one by one in the worker.
   std::vector<CompileReport> compiled(cands.size());
@@ -202,7 +205,7 @@ TuneResult Tuner::tune(const GemmProblem& problem) {
   d.us = best->us;
   d.tflops = best->tflops;
   d.backends_considered = wanted;
-  I.db->store(d, result.measurements);
+  if (I.opt.only.empty()) I.db->store(d, result.measurements);
   log().debug("{} -> {}:{} {:.1f} us", key, d.backend, d.candidate, d.us);
   result.seconds = seconds_since(start);
   return result;

@@ -18,10 +18,11 @@ using native::NativeConfig;
 namespace {
 
 std::vector<NativeConfig> covering_configs() {
-  // The TMA-store epilogue: cooperative, ping-pong in a pair sharing B, and with split-K.
-  NativeConfig tma_co{128, 256, 3, 2, false, 1, 1, false, 8, false, true};
-  NativeConfig tma_pp{128, 128, 5, 2, true, 1, 2, true, 8, false, true};
-  NativeConfig tma_split{64, 128, 6, 1, false, 3, 1, false, 8, true, true};
+  // The TMA-store epilogue (the last field: staging boxes): cooperative staging half the tile at a
+  // time, ping-pong in a pair sharing B one box at a time, and the whole tile with split-K.
+  NativeConfig tma_co{128, 256, 4, 2, false, 1, 1, false, 8, false, 2};
+  NativeConfig tma_pp{128, 128, 5, 2, true, 1, 2, true, 8, false, 1};
+  NativeConfig tma_split{64, 128, 6, 1, false, 3, 1, false, 8, true, 2};
   return {
       tma_co,
       tma_pp,

@@ -37,7 +37,8 @@ struct Cfg {{
   static constexpr int kBlockM = {bm}, kBlockN = {bn}, kStages = {stages}, kConsumers = {consumers};
   static constexpr int kSplitK = {split}, kGroup = {group}, kCluster = {cluster};
   static constexpr bool kPingpong = {pingpong}, kClusterAlongM = {cluster_m}, kRasterN = {raster_n};
-  static constexpr bool kNN = {nn}, kF16 = {f16}, kHasC = {has_c}, kStoreTma = {store_tma};
+  static constexpr bool kNN = {nn}, kF16 = {f16}, kHasC = {has_c};
+  static constexpr int kStoreBoxes = {store_boxes};
   static constexpr int kOut = gf::{out}, kAct = gf::{act}, kBias = gf::{bias}, kGate = gf::{gate};
 }};
 
@@ -48,7 +49,7 @@ extern "C" __global__ void __launch_bounds__({threads}, 1) {kernel}(const __grid
                      fmt::arg("name", c.name(p)), fmt::arg("bm", c.bm), fmt::arg("bn", c.bn),
                      fmt::arg("stages", c.stages), fmt::arg("consumers", c.consumers), fmt::arg("split", c.split_k),
                      fmt::arg("group", c.group), fmt::arg("cluster", c.cluster), fmt::arg("cluster_m", c.cluster_m),
-                     fmt::arg("store_tma", c.store_tma), fmt::arg("pingpong", c.pingpong),
+                     fmt::arg("store_boxes", c.store_boxes), fmt::arg("pingpong", c.pingpong),
                      fmt::arg("raster_n", c.raster_n), fmt::arg("nn", p.layout == Layout::nn),
                      fmt::arg("f16", p.a == DType::f16), fmt::arg("has_c", e.has_c()), fmt::arg("out", out_enum(p.out)),
                      fmt::arg("act", act_enum(e.act)), fmt::arg("bias", bias), fmt::arg("gate", gate),

@@ -28,7 +28,7 @@ std::string NativeConfig::name(const GemmProblem& p) const {
   return fmt::format("sm90_{}_{}_{}_{}x{}x64_{}_s{}_c{}_k{}_x{}{}_g{}{}_{}", to_string(p.a), to_string(p.out),
                      to_string(p.layout), bm, bn, pingpong ? "pp" : "co", stages, consumers, split_k, cluster,
                      cluster > 1 ? (cluster_m ? "m" : "n") : "", group, raster_n ? "n" : "m", epi) +
-         (store_tma ? "_tma" : "");
+         (store_tma() ? fmt::format("_tma{}", store_boxes) : "");
 }
 
 nlohmann::json NativeConfig::to_json() const {
@@ -42,7 +42,7 @@ nlohmann::json NativeConfig::to_json() const {
           {"cluster_m", cluster_m},
           {"group", group},
           {"raster_n", raster_n},
-          {"store_tma", store_tma}};
+          {"store_boxes", store_boxes}};
 }
 
 NativeConfig NativeConfig::from_json(const nlohmann::json& j) {
@@ -55,7 +55,7 @@ NativeConfig NativeConfig::from_json(const nlohmann::json& j) {
   c.split_k = j.at("split_k");
   c.cluster = j.at("cluster");
   c.cluster_m = j.value("cluster_m", false);
-  c.store_tma = j.value("store_tma", false);
+  c.store_boxes = j.value("store_boxes", 0);
   c.group = j.at("group");
   c.raster_n = j.at("raster_n");
   return c;
@@ -92,9 +92,11 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   if (c.cluster != 1 && c.cluster != 2) return "clusters are 1 or 2 CTAs";
   if (c.cluster > 1 && c.split_k > 1) return "clusters do not combine with split-K";
   if (c.cluster == 1 && c.cluster_m) return "cluster_m needs a cluster";
-  if (c.store_tma) {
+  if (c.store_tma()) {
     if (p.out == DType::f32 || p.epilogue.gate != GateKind::none || c.bn % 64 != 0)
       return "the TMA-store epilogue takes 16-bit, ungated outputs and BN % 64 == 0";
+    if (c.store_boxes < 0 || (c.bn / 64) % c.store_boxes != 0)
+      return "the TMA-store epilogue stages a divisor of the tile's 64-column boxes at a time";
     if (p.out_cols() % 8 != 0) return "a TMA store needs D rows of a multiple of 16 bytes";
   }
   if (c.pair_m() > 1 && p.layout == Layout::nn && c.bn % 128 != 0) return "sharing N-major B needs BN % 128 == 0";
@@ -120,14 +122,14 @@ double estimate_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo
   const double dram_s = (p.min_bytes() + partial_bytes) / kDramBytesPerSecond;
   const double fill_s = c.stages * 0.15e-6;  // filling the pipeline at the start of each unit
   // Storing the tile from registers stalls the tensor cores unless the other consumer is in its
-  // main loop meanwhile (ping-pong).
-  // Staging in shared memory and a TMA store costs the consumers about a quarter of that.
-  const double epilogue_s = c.pingpong ? 0.0 : double(c.bm) * c.bn * 4 / 100e9 / (c.store_tma ? 4.0 : 1.0);
+  // main loop meanwhile (ping-pong). Staging in shared memory and TMA stores cost the consumers
+  // a fraction of that (measured 8% faster at 4096^3 on an H200, 2026-11-29).
+  const double epilogue_s = c.pingpong ? 0.0 : double(c.bm) * c.bn * 4 / 100e9 / (c.store_tma() ? 4.0 : 1.0);
   // Ping-pong runs one consumer's tile at a time: each tile has the SM's tensor cores alone.
   const int64_t pp_waves = c.pingpong ? (units + 2 * sms - 1) / (2 * sms) * 2 : waves;
-  // Variants not yet shown faster on the GPU (clusters, the TMA-store epilogue) rank just behind
-  // the plain kernel of the same tile until measurements say otherwise (docs/native-notes.md).
-  const double unproven = 1.0 + 0.04 * (c.cluster > 1) + 0.04 * c.store_tma;
+  // Pairs measured 1.3-2.6x slower than single CTAs of the same tile (H200, 2026-11-29; see
+  // docs/native-notes.md): they rank behind until that is understood.
+  const double unproven = c.cluster > 1 ? 1.3 : 1.0;
   return unproven *
          (kLaunchUs + 1e6 * std::max(pp_waves * (unit_s + fill_s + epilogue_s), dram_s) + (c.split_k > 1 ? 2.0 : 0.0));
 }
@@ -150,12 +152,22 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
               for (bool raster_n : {false, true}) {
                 NativeConfig c{f.bm,         bn,    2,       f.consumers, f.pingpong, split, pairing ? 2 : 1,
                                pairing == 2, group, raster_n};
-                c.store_tma = store_tma;
-                // The deepest pipeline that fits, capped at 8.
+                // The deepest pipeline that fits (capped at 8) beside one staging box, then as
+                // many staging boxes as still fit.
+                c.store_boxes = store_tma ? 1 : 0;
                 for (int s = 8; s >= 2; --s) {
                   c.stages = s;
                   if (c.smem_bytes() <= d.smem_per_block_optin) break;
                 }
+                if (store_tma)
+                  for (int boxes = bn / 64; boxes > 1; --boxes) {
+                    NativeConfig wider = c;
+                    wider.store_boxes = boxes;
+                    if (bn / 64 % boxes == 0 && wider.smem_bytes() <= d.smem_per_block_optin) {
+                      c = wider;
+                      break;
+                    }
+                  }
                 if (!illegal_reason(c, p, d).empty()) continue;
                 // Split-K only where whole tiles leave SMs idle.
                 int64_t tiles = p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, bn);
@@ -168,7 +180,7 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
       std::move(scored), keep,
       {[](const NativeConfig& c) { return fmt::format("{}x{}{}", c.bm, c.bn, c.pingpong); },
        [](const NativeConfig& c) {
-         return fmt::format("{}x{}{}/{}{}{}", c.bm, c.bn, c.pingpong, c.pair_m(), c.pair_n(), c.store_tma);
+         return fmt::format("{}x{}{}/{}{}{}", c.bm, c.bn, c.pingpong, c.pair_m(), c.pair_n(), c.store_tma());
        }});
 }
 

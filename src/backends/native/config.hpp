@@ -19,14 +19,17 @@ struct NativeConfig {
   bool cluster_m = false;  // the pair stacks along M and shares B (else along N, sharing A)
   int group = 8;           // tiles swept together in the grouped raster order
   bool raster_n = false;   // group along N instead of M
-  bool store_tma = false;  // epilogue through shared memory and a TMA store
+  // The epilogue through shared memory and a TMA store, staging this many 64-column boxes per
+  // consumer at a time (a whole tile row has bn/64); 0 stores from registers directly.
+  int store_boxes = 0;
 
   int threads() const { return 128 * (1 + consumers); }
   int pair_m() const { return cluster > 1 && cluster_m ? 2 : 1; }
   int pair_n() const { return cluster > 1 && !cluster_m ? 2 : 1; }
   int wg_rows() const { return pingpong ? bm : bm / consumers; }
   int acc_per_thread() const { return (wg_rows() / 64) * (bn / 2); }
-  int staging_bytes() const { return store_tma ? consumers * wg_rows() * bn * 2 : 0; }
+  bool store_tma() const { return store_boxes > 0; }
+  int staging_bytes() const { return consumers * wg_rows() * 128 * store_boxes; }
   int smem_bytes() const { return 1024 + stages * (bm + bn) * 64 * 2 + staging_bytes() + 2 * stages * 8 + 16; }
   // Every parameter in a fixed order: the candidate's name and identity.
   std::string name(const GemmProblem& p) const;

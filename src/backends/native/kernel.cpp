@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "backends/native/codegen.hpp"
+#include "core/log.hpp"
 #include "cuda/check.hpp"
 #include "cuda/driver.hpp"
 #include "cuda/memory.hpp"
@@ -69,6 +70,8 @@ class NativeKernel final : public Kernel {
     if (c.cluster > 1) resident = cuda::max_active_clusters(fn_, launch_config(unsigned(c.cluster)));
     GF_CHECK(resident > 0, "native {}: no cluster of {} fits on the device", c.name(p), c.cluster);
     grid_ = unsigned(std::min<int64_t>(units, resident) * c.cluster);
+    log().debug("native {}: {} units, {} resident clusters of {}, grid {}", c.name(p), units, resident, c.cluster,
+                grid_);
     if (c.split_k > 1) {
       partials_ = cuda::DeviceBuffer(size_t(units) * size_t(c.bm) * size_t(c.bn) * 4);
       counters_ = cuda::DeviceBuffer(size_t(tiles) * 4);
@@ -96,7 +99,7 @@ class NativeKernel final : public Kernel {
       }
       last_b_ = args.b;
     }
-    if (cfg_.store_tma && args.d != last_d_) {
+    if (cfg_.store_tma() && args.d != last_d_) {
       params_.d = tensor_map(args.d, p.out, p.out_cols(), p.m, p.batch, 64, uint32_t(cfg_.wg_rows()));
       last_d_ = args.d;
     }
