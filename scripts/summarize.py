@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
-"""Prints one line per problem from `gemmforge bench --json` files: every backend's median
-microseconds, then native's and Triton's ratio to the best cuBLASLt kernel, with geomeans per M."""
+"""Summarizes `gemmforge bench --json` files: one line per problem with every backend's median
+microseconds and native's and Triton's ratio to the best cuBLASLt kernel, then geomeans per M.
+
+    scripts/summarize.py [--markdown] bench-*.json
+"""
 import json
 import math
 import sys
 from collections import defaultdict
 
+markdown = "--markdown" in sys.argv
+paths = [a for a in sys.argv[1:] if a != "--markdown"]
 rows = defaultdict(dict)
 labels = {}
-for path in sys.argv[1:]:
+for path in paths:
     try:
         records = json.load(open(path))
     except (OSError, ValueError):
@@ -19,14 +24,29 @@ for path in sys.argv[1:]:
             labels[r["problem"]] = r.get("label", r["problem"])
 
 backends = sorted({b for times in rows.values() for b in times})
-print(f"{'problem':40} " + " ".join(f"{b[:12]:>12}" for b in backends))
+ratio_of = [b for b in ("native", "triton") if b in backends]
+if markdown:
+    print("| GEMM | key | " + " | ".join(f"{b} us" for b in backends) + " | " +
+          " | ".join(f"{b}/cuBLASLt" for b in ratio_of) + " |")
+    print("|---" * (2 + len(backends) + len(ratio_of)) + "|")
+else:
+    print(f"{'problem':40} " + " ".join(f"{b[:12]:>12}" for b in backends))
 ratios = defaultdict(list)
 for key, times in rows.items():
-    print(f"{labels[key][:40]:40} " + " ".join(f"{times[b]:12.1f}" if b in times else f"{'-':>12}" for b in backends))
     lt = times.get("cublaslt")
-    for b in ("native", "triton"):
-        if lt and times.get(b):
-            ratios[(b, int(key.split("x")[0]))].append(lt / times[b])
+    # Speed relative to the tuned cuBLASLt kernel: above 1 is faster.
+    rel = {b: lt / times[b] for b in ratio_of if lt and times.get(b)}
+    for b, r in rel.items():
+        ratios[(b, int(key.split("x")[0]))].append(r)
+    if markdown:
+        cells = [f"{times[b]:.1f}" if b in times else "-" for b in backends]
+        cells += [f"{rel[b]:.3f}" if b in rel else "-" for b in ratio_of]
+        print(f"| {labels[key]} | `{key}` | " + " | ".join(cells) + " |")
+    else:
+        print(f"{labels[key][:40]:40} " +
+              " ".join(f"{times[b]:12.1f}" if b in times else f"{'-':>12}" for b in backends))
+if markdown:
+    print()
 for (b, m), rs in sorted(ratios.items()):
     g = math.exp(sum(map(math.log, rs)) / len(rs))
-    print(f"{b} vs cuBLASLt at M={m}: geomean {g:.3f} (min {min(rs):.3f}) over {len(rs)} GEMMs")
+    print(f"{'- ' if markdown else ''}{b} vs cuBLASLt at M={m}: geomean {g:.3f} (min {min(rs):.3f}) over {len(rs)} GEMMs")
