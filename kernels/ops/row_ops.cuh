@@ -6,8 +6,7 @@
 // registers (kIters vectors of kVec elements per thread). Short rows share a CTA (kRowsPerCta
 // groups); long rows are split over a cluster of kCluster CTAs, whose partial sums meet in
 // distributed shared memory. Rows too long for that stream (kStream): one pass gathers the
-// statistics (online softmax), a second reads the row again and writes it; the second read comes
-// from L2 (mostly), or (kSmem) from a copy of the part the first pass left in shared memory.
+// statistics (online softmax), a second reads the row again (from L2, mostly) and writes it.
 // The instantiating source defines Cfg.
 #include "ptx/base.cuh"
 #include "ptx/convert.cuh"
@@ -176,8 +175,6 @@ struct RowOp {
   static __device__ __forceinline__ void stream(const RowParams& p, float2* scratch, int group, int lane_in_group,
                                                 int part, bool live, long long base, long long row) {
     using InRaw = typename In::raw;
-    extern __shared__ __align__(16) u8 part_smem[];  // kSmem: this CTA's part of the row
-    InRaw* kept = reinterpret_cast<InRaw*>(part_smem);
     const InRaw* x = static_cast<const InRaw*>(p.x) + base;
     const InRaw* res = static_cast<const InRaw*>(p.residual) + base;
     InRaw* res_out = static_cast<InRaw*>(p.residual_out) + base;
@@ -196,7 +193,6 @@ struct RowOp {
         for (int e = 0; e < kVec; ++e) v[e] = In::to_float(In::from_float(v[e] + r[e]));
         store_vec<Cfg::kIn, kVec>(res_out + vec * kVec, v);
       }
-      if (Cfg::kSmem) store_vec<Cfg::kIn, kVec>(kept + vec * kVec, v);  // as pass 2 would read it
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         if (Cfg::kOp == kSoftmax) {
@@ -226,8 +222,7 @@ struct RowOp {
     }
     if (kCluster > 1) ptx::cluster_arrive();  // done reading the cluster's slots
     // Pass 2: read again, write.
-    // Each thread reads back only the vectors it kept itself: no barrier needed.
-    const InRaw* src = Cfg::kSmem ? kept : Cfg::kOp == kRmsNorm && Cfg::kResidual ? res_out : x;
+    const InRaw* src = Cfg::kOp == kRmsNorm && Cfg::kResidual ? res_out : x;
 #pragma unroll 4
     for (int vec = lane_in_group; live && vec < kPartVecs; vec += kGroup) {
       float v[kVec];

@@ -15,10 +15,6 @@ struct RowConfig {
   int vec = 8;           // elements per access
   int cluster = 1;       // CTAs per row (long rows)
   bool stream = false;   // two passes over the row instead of holding it in registers
-  bool smem = false;     // streaming keeps the part in shared memory for the second pass
-
-  // Dynamic shared memory per CTA: the row part when streaming through shared memory.
-  int smem_bytes(const RowOpSpec& s) const;
 
   int group() const { return threads / rows_per_cta; }
   // fp32 values each thread keeps in registers.

@@ -51,9 +51,7 @@ std::string misaligned(const RowOpSpec& s, const RowConfig& c, const RowOpArgs& 
 }
 
 RowKernel::RowKernel(const RowOpSpec& spec, const RowConfig& config, const std::string& cubin)
-    : spec_(spec), config_(config), module_(cubin), fn_(module_.function("gf_row_op")) {
-  if (config.smem_bytes(spec) > 0) cuda::set_max_dynamic_smem(fn_, unsigned(config.smem_bytes(spec)));
-}
+    : spec_(spec), config_(config), module_(cubin), fn_(module_.function("gf_row_op")) {}
 
 void RowKernel::launch(const RowOpArgs& a, cudaStream_t stream) const {
   check_args(spec_, a);
@@ -66,7 +64,7 @@ void RowKernel::launch(const RowOpArgs& a, cudaStream_t stream) const {
   cuda::launch(fn_,
                {.grid = {unsigned(ctas), 1, 1},
                 .block = {unsigned(config_.threads), 1, 1},
-                .smem_bytes = unsigned(config_.smem_bytes(spec_)),
+                .smem_bytes = 0,
                 .cluster = {unsigned(config_.cluster), 1, 1}},
                args, stream);
 }
