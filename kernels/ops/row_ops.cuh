@@ -163,12 +163,13 @@ struct RowOp {
   static __device__ __forceinline__ float inf() { return __int_as_float(0x7f800000); }
   static __device__ __forceinline__ float nan() { return __int_as_float(0x7fffffff); }
 
-  // The row's (max, sum) to the output transform exp(x - shift) * scale. A row with no finite
-  // element gives zeros with valid lengths (padding) and NaN without (as torch).
+  // The row's (max, sum) to the output transform exp(x - shift) * scale. A NaN sum (a NaN or a
+  // +inf in the row) makes every output NaN; a row with nothing above -inf gives zeros with valid
+  // lengths (padding) and NaN without (as torch).
   static __device__ __forceinline__ void finish_softmax(float2 t, float& shift, float& scale) {
     const bool empty_row = t.x == -inf();
     shift = empty_row ? 0.0f : t.x;
-    scale = empty_row ? (Cfg::kValidLen ? 0.0f : nan()) : 1.0f / t.y;
+    scale = t.y != t.y ? nan() : empty_row ? (Cfg::kValidLen ? 0.0f : nan()) : 1.0f / t.y;
   }
 
   // Two passes over the row, nothing kept in registers between them.
@@ -199,7 +200,7 @@ struct RowOp {
           if (vec * kVec + e >= limit) continue;
           const float xv = v[e] * p.scale;
           if (xv > m) {
-            s = s * __expf(m - xv) + 1.0f;
+            s = s * __expf(m - xv) + (xv == inf() ? nan() : 1.0f);  // exp(inf - inf), as torch
             m = xv;
           } else if (xv != -inf()) {  // a NaN makes s NaN
             s += __expf(xv - m);
@@ -278,17 +279,19 @@ struct RowOp {
 
     if (Cfg::kOp == kSoftmax) {
       float m = -inf();
+      bool has_nan = false;  // fmaxf drops NaN, and a thread may hold nothing else
 #pragma unroll
       for (int it = 0; it < kIters; ++it)
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
           const int col = (it * kGroup + lane_in_group) * kVec + e;
           v[it][e] = live && col < limit ? v[it][e] * p.scale : -inf();
+          has_nan |= v[it][e] != v[it][e];
           m = fmaxf(m, v[it][e]);
         }
       // exp against the thread's own max now, rebased to the row's once it is known: one exp per
       // element, one reduction. A NaN (or inf - inf) makes the sum, and so every output, NaN.
-      float sum = 0.0f;
+      float sum = has_nan ? nan() : 0.0f;
 #pragma unroll
       for (int it = 0; it < kIters; ++it)
 #pragma unroll
@@ -303,7 +306,10 @@ struct RowOp {
 #pragma unroll
       for (int it = 0; it < kIters; ++it)
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) v[it][e] *= factor;
+        for (int e = 0; e < kVec; ++e) {
+          const int col = (it * kGroup + lane_in_group) * kVec + e;
+          v[it][e] = col < limit ? v[it][e] * factor : 0.0f;  // masked: 0 even in a NaN row
+        }
     } else {
       float mean = 0.0f;
       if (Cfg::kOp == kLayerNorm) {

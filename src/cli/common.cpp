@@ -117,7 +117,8 @@ void Progress::finish() {
 void write_json(const std::string& path, const nlohmann::json& j) {
   std::ofstream out(path);
   GF_CHECK(out.good(), "cannot write {}", path);
-  out << j.dump(2) << "\n";
+  // Compiler logs cut to a length may end inside a UTF-8 sequence: replace, never throw.
+  out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
 std::string fixed(double v, int digits) { return fmt::format("{:.{}f}", v, digits); }

@@ -92,10 +92,11 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   if (c.cluster != 1 && c.cluster != 2) return "clusters are 1 or 2 CTAs";
   if (c.cluster > 1 && c.split_k > 1) return "clusters do not combine with split-K";
   if (c.cluster == 1 && c.cluster_m) return "cluster_m needs a cluster";
+  if (c.store_boxes < 0) return "store_boxes must be >= 0";
   if (c.store_tma()) {
     if (p.out == DType::f32 || p.epilogue.gate != GateKind::none || c.bn % 64 != 0)
       return "the TMA-store epilogue takes 16-bit, ungated outputs and BN % 64 == 0";
-    if (c.store_boxes < 0 || (c.bn / 64) % c.store_boxes != 0)
+    if ((c.bn / 64) % c.store_boxes != 0)
       return "the TMA-store epilogue stages a divisor of the tile's 64-column boxes at a time";
     if (p.out_cols() % 8 != 0) return "a TMA store needs D rows of a multiple of 16 bytes";
   }
