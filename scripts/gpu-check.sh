@@ -2,10 +2,11 @@
 # Runs on the GPU machine: the GPU tests, tuning of the llama3-8b set (twice: the second run must
 # hit the DB for all 15 GEMMs), and the side-by-side benchmarks. Every step has a time limit;
 # full logs go to $OUT; a short table comes last. Uses build/ as carried (or builds it).
-#   scripts/gpu-check.sh [tests|tune|bench|sass|epilogue|ops|triton|all]     (default: all)
+#   scripts/gpu-check.sh [tests|tune|bench|sass|epilogue|ops|triton|search|all]     (default: all)
 #   tests: GPU tests; tune: llama3-8b tuned twice; bench: backends side by side (llama3-8b, BENCH_EXTRA);
 #   epilogue: fused vs cuBLASLt fused vs eager (issue 4 targets); ops: bench-ops beside torch;
-#   triton: the Triton backend beside torch.compile max-autotune. "all" is tests, tune, bench.
+#   triton: the Triton backend beside torch.compile max-autotune; search: --search fast against the
+#   exhaustive best in one run (SEARCH_PROBLEMS). "all" is tests, tune, bench.
 # Knobs: GPU_TESTS_FILTER (gtest filter), SEARCH (fast|default|exhaustive, default fast),
 #        BENCH_EXTRA (extra problems for the second bench, e.g. "--model llama3-70b --tokens 4096,8192").
 set -uo pipefail
@@ -80,6 +81,17 @@ if [ "$what" = epilogue ]; then
     -p 4096x4096x4096:bf16:residual -p 4096x4096x14336:bf16:residual -p 4096x4096x4096:bf16 -p 4096x4096x14336:bf16 \
     > "$out/bench-epilogue.txt" 2>&1 || status=1
   grep -vE "compile|measure" "$out/bench-epilogue.txt" | tail -60
+fi
+
+if [ "$what" = search ]; then
+  step "--search fast against exhaustive, native, one run (SEARCH_PROBLEMS)"
+  probs=${SEARCH_PROBLEMS:-"-p 4096x4096x4096:bf16 -p 128x28672x4096:bf16 -p 16x4096x14336:bf16"}
+  # shellcheck disable=SC2086
+  "$gf" candidates $probs -b native -s fast --json "$out/fast-candidates.json" >/dev/null 2>&1
+  # shellcheck disable=SC2086
+  timeout ${T_SEARCH:-400} "$gf" tune -f $probs -b native -s exhaustive --json "$out/tune-exhaustive.json" \
+    > "$out/tune-exhaustive.txt" 2>&1 || status=1
+  python3 scripts/search_gap.py "$out/fast-candidates.json" "$out/tune-exhaustive.json"
 fi
 
 if [ "$what" = ops ]; then
