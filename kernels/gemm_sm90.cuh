@@ -6,7 +6,8 @@
 // stages with TMA. The other warpgroups are consumers: they run wgmma on the stages as they land
 // and hand each stage back once its reads are done. The epilogue runs on the accumulators in
 // registers and stores D directly, or (kStoreBoxes > 0) through 128-byte-swizzled staging boxes
-// in shared memory and TMA stores, which leaves the consumers sooner.
+// in shared memory and TMA stores, which leaves the consumers sooner. There a C input (residual)
+// arrives by TMA in the staging boxes, the first of them loaded during the tile's main loop.
 //
 // Two schedules. Cooperative: both consumers work on every tile, each on BM/2 of its rows.
 // Ping-pong: the consumers take alternate tiles, each all BM rows, and take turns at the main loop
@@ -47,6 +48,7 @@ struct GemmParams {
   TmaDesc a;  // A: {K, M, batch}, box {64, BM, 1}
   TmaDesc b;  // TN: {K, N, batch}, box {64, BN (BN/2 when gated split), 1}; NN: {N, K, batch}, box {64, 64, 1}
   TmaDesc d;  // kStoreTma: {out_cols, M, batch}, box {64, kWgRows, 1}
+  TmaDesc c_tile;  // kStoreTma with C: as d
   void* out;
   const void* c;
   const void* bias;
@@ -91,8 +93,15 @@ struct Gemm {
                 "The TMA-store epilogue stages 16-bit, ungated tiles in 64-column boxes.");
   static constexpr u32 kBoxBytes = kWgRows * 128;                      // one consumer's rows of one box
   static constexpr u32 kStaging = kConsumers * kStoreBoxes * kBoxBytes;  // per consumer: its rows
+  static constexpr bool kLoadC = kStoreTma && Cfg::kHasC;
+  // The first boxes of C load while the main loop runs; not with split-K, where a slice may not
+  // reach the epilogue.
+  static constexpr bool kPrefetchC = kLoadC && kSplitK == 1;
 
-  static constexpr u32 smem_bytes() { return 1024 + kStages * (kStageA + kStageB) + kStaging + 2 * kStages * 8 + 16; }
+  // Stages, staging, the full/empty barriers of each stage, two C barriers, split-K flags.
+  static constexpr u32 smem_bytes() {
+    return 1024 + kStages * (kStageA + kStageB) + kStaging + 2 * kStages * 8 + 2 * 8 + 16;
+  }
   // Which kWgRows-row part of the tile a consumer owns: its own in the cooperative schedule, the
   // whole tile (part 0) in ping-pong.
   static __device__ __forceinline__ int part(int consumer) { return kPingpong ? 0 : consumer; }
@@ -317,18 +326,43 @@ struct Gemm {
   // The epilogue through shared memory: each consumer writes its rows of kStoreBoxes 64-column
   // boxes at a time, 128-byte swizzled (conflict-free for the accumulator layout), into its
   // staging buffer, and one thread stores them with TMA, which clips the tile at M and N.
+  static __device__ __forceinline__ u8* staging_of(u8* staging, int consumer) {
+    return staging + consumer * (kStoreBoxes * kBoxBytes);
+  }
+
+  // C's boxes box0.. of this consumer's rows into its staging buffer (zeros past M and N). The
+  // caller has waited for the previous store to finish reading the buffer.
+  static __device__ __forceinline__ void load_c(const GemmParams& p, const Unit& u, int consumer, u8* staging,
+                                                u64* c_full, int box0) {
+    ptx::mbar_arrive_expect_tx(c_full, kStoreBoxes * kBoxBytes);
+#pragma unroll
+    for (int box = 0; box < kStoreBoxes; ++box)
+      ptx::tma_load_3d(staging_of(staging, consumer) + box * kBoxBytes, &p.c_tile, c_full, u.n0 + (box0 + box) * 64,
+                       u.m0 + part(consumer) * kWgRows, u.b);
+  }
+
   static __device__ __forceinline__ void epilogue_tma(const GemmParams& p, float (&acc)[kMmaM][kAcc], const Unit& u,
-                                                      int consumer, u8* staging) {
+                                                      int consumer, u8* staging, u64* c_full, u32& c_phase) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x % 128 / 32;
     const bool leader = threadIdx.x % 128 == 0;
-    u8* st = staging + consumer * (kStoreBoxes * kBoxBytes);
+    u8* st = staging_of(staging, consumer);
     const int row0 = u.m0 + part(consumer) * kWgRows;
     const Out* bias = static_cast<const Out*>(p.bias);
 #pragma unroll
     for (int box0 = 0; box0 < BN / 64; box0 += kStoreBoxes) {
-      // The previous store must be done reading the buffer.
-      if (leader) ptx::bulk_wait_read();
-      ptx::named_barrier(5 + consumer, 128);
+      if (kLoadC) {
+        // C arrives where D will be written; the wait also says the buffer is free.
+        if (leader && !(kPrefetchC && box0 == 0)) {
+          ptx::bulk_wait_read();
+          load_c(p, u, consumer, staging, c_full, box0);
+        }
+        ptx::mbar_wait(c_full, c_phase);
+        c_phase ^= 1;
+      } else {
+        // The previous store must be done reading the buffer.
+        if (leader) ptx::bulk_wait_read();
+        ptx::named_barrier(5 + consumer, 128);
+      }
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm) {
 #pragma unroll
@@ -336,23 +370,23 @@ struct Gemm {
           const int r = mm * 64 + warp * 16 + lane / 4 + half * 8;  // row within this consumer's part
           const int row = row0 + r;
           const bool row_ok = row < p.m;
-          const Out* c = static_cast<const Out*>(p.c) + ((long long)u.b * p.m + row) * p.out_cols;
           const float row_add = Cfg::kBias == kBiasRow && row_ok ? to_float(bias[row]) : 0.0f;
 #pragma unroll
           for (int i = box0 * 8; i < (box0 + kStoreBoxes) * 8; ++i) {
             const int cl = 8 * i + 2 * (lane % 4), col = u.n0 + cl;
+            const int box = cl / 64 - box0, chunk = cl % 64 / 8;
+            u32* slot = reinterpret_cast<u32*>(st + box * kBoxBytes + r * 128 + ((chunk ^ (r % 8)) * 16) + cl % 8 * 2);
+            const u32 c2 = kLoadC ? *slot : 0u;  // this thread's two elements of C, if any
             float v[2];
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
               const bool ok = row_ok && col + e < p.n;  // outside D: computed, never stored
               float x = p.alpha * acc[mm][4 * i + 2 * half + e] + row_add;
-              if (Cfg::kHasC && ok) x += p.beta * to_float(c[col + e]);
+              if (kLoadC) x += p.beta * to_float(u16(e ? c2 >> 16 : c2 & 0xffff));
               if (Cfg::kBias == kBiasCol && ok) x += to_float(bias[col + e]);
               v[e] = activate(x);
             }
-            const u32 packed = Cfg::kOut == kOutBf16 ? ptx::pack_bf16x2(v[0], v[1]) : ptx::pack_f16x2(v[0], v[1]);
-            const int box = cl / 64 - box0, chunk = cl % 64 / 8;
-            *reinterpret_cast<u32*>(st + box * kBoxBytes + r * 128 + ((chunk ^ (r % 8)) * 16) + cl % 8 * 2) = packed;
+            *slot = Cfg::kOut == kOutBf16 ? ptx::pack_bf16x2(v[0], v[1]) : ptx::pack_f16x2(v[0], v[1]);
           }
         }
       }
@@ -418,9 +452,10 @@ struct Gemm {
   }
 
   static __device__ __forceinline__ void consume(const GemmParams& p, const u8* sa, const u8* sb, u64* full, u64* empty,
-                                                 int units, volatile int* last_flags, u8* staging) {
+                                                 int units, volatile int* last_flags, u8* staging, u64* c_full) {
     const int consumer = threadIdx.x / 128 - 1;
     const bool leader = threadIdx.x % 128 == 0;
+    u32 c_phase = 0;
     float acc[kMmaM][kAcc];
     const int rank = kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0;
     const int first = blockIdx.x / kCluster, stride = gridDim.x / kCluster;
@@ -435,7 +470,13 @@ struct Gemm {
       // Ping-pong: wait for the turn (the other consumer finished the previous unit's main loop).
       if (kPingpong && local > 0) ptx::named_barrier(3 + consumer, 256);
       int prev = -1;
+      // C's first boxes load a few k-blocks in, when the last tile's stores have read the staging.
+      const int c_kb = min(u.kb_begin + 2, u.kb_end - 1);
       for (int kb = u.kb_begin; kb < u.kb_end; ++kb, ++it) {
+        if (kPrefetchC && leader && kb == c_kb) {
+          ptx::bulk_wait_read();
+          load_c(p, u, consumer, staging, &c_full[consumer], 0);
+        }
         const int s = it % kStages;
         ptx::mbar_wait(&full[s], (it / kStages) & 1);
         ptx::wgmma_fence();
@@ -453,7 +494,7 @@ struct Gemm {
       for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(acc[mm]);
       if (kSplitK > 1 && !reduce_split(p, acc, u, consumer, last_flags)) continue;
       if constexpr (kStoreTma)
-        epilogue_tma(p, acc, u, consumer, staging);
+        epilogue_tma(p, acc, u, consumer, staging, &c_full[consumer], c_phase);
       else
         epilogue(p, acc, u, consumer);
     }
@@ -470,12 +511,14 @@ struct Gemm {
     u8* staging = sb + kStages * kStageB;  // 1024-aligned: whole stages before it
     u64* full = reinterpret_cast<u64*>(staging + kStaging);
     u64* empty = full + kStages;
-    volatile int* last_flags = reinterpret_cast<volatile int*>(empty + kStages);
+    u64* c_full = empty + kStages;  // per consumer: its C boxes have landed
+    volatile int* last_flags = reinterpret_cast<volatile int*>(c_full + 2);
     if (threadIdx.x == 0) {
       for (int s = 0; s < kStages; ++s) {
         ptx::mbar_init(&full[s], 1);
         ptx::mbar_init(&empty[s], kStageReaders * kCluster);
       }
+      for (int c = 0; c < 2; ++c) ptx::mbar_init(&c_full[c], 1);
       ptx::mbar_fence_init();
     }
     // The peer's barriers must be initialised before anything is multicast into them.
@@ -489,7 +532,7 @@ struct Gemm {
       if (threadIdx.x == 0) produce(p, sa, sb, full, empty, units, kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0);
     } else {
       if (kConsumers > 1) ptx::regs_alloc<232>();
-      consume(p, sa, sb, full, empty, units, last_flags, staging);
+      consume(p, sa, sb, full, empty, units, last_flags, staging, c_full);
     }
     // Neither CTA of a pair may exit while the other can still arrive on its barriers.
     if (kCluster > 1) ptx::cluster_sync();

@@ -77,7 +77,10 @@ std::string Epilogue::to_string() const {
 Epilogue parse_epilogue(std::string_view text) {
   Epilogue e;
   if (text.empty() || text == "none") return e;
+  int beta_tokens = 0;  // "residual" is beta=1: two ways of giving beta contradict or repeat
   for (std::string_view tok : split(text, '+')) {
+    if (tok == "residual" || tok.starts_with("beta="))
+      GF_CHECK(++beta_tokens == 1, "epilogue '{}' gives beta twice ('residual' means beta=1)", text);
     auto value_of = [&](std::string_view prefix, float& out) {
       if (!tok.starts_with(prefix)) return false;
       GF_CHECK(parse_float(tok.substr(prefix.size()), out), "bad number in epilogue token '{}'", tok);

@@ -89,6 +89,7 @@ INSTANTIATE_TEST_SUITE_P(Epilogues, NativeShapes,
                                            "100x384x256:bf16->f32:alpha=0.5+rowbias+residual+relu",
                                            "130x512x256:bf16:swiglu", "130x512x256:bf16:bias+swiglu_split",
                                            "1000x1000x1000:bf16:residual", "129x1000x512:bf16:bias+relu",
+                                           "77x136x64:bf16:bias+residual+gelu", "300x384x512:f16:alpha=0.5+beta=2",
                                            "16x6144x4096:bf16:bias+swiglu"));
 
 TEST(Native, DeclinesWhatTmaCannotAddress) {

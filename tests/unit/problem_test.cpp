@@ -68,6 +68,7 @@ TEST(Problem, RejectsBadSpecsWithOneLineMessages) {
   expect_error("16x16xabc:bf16", "not an integer");
   expect_error("16x16x16:bf17", "unknown epilogue");
   expect_error("16x16x16:bf16:gelu_fast", "unknown epilogue");
+  expect_error("16x16x16:bf16:beta=2+residual", "gives beta twice");
   expect_error("16x16x16:bf16:f16", "two dtype");
   expect_error("3000000000x16x16:bf16", "exceeds 2^31-1");
   expect_error("2000000000x2000000000x16:bf16", "overflows");

@@ -30,7 +30,8 @@ struct NativeConfig {
   int acc_per_thread() const { return (wg_rows() / 64) * (bn / 2); }
   bool store_tma() const { return store_boxes > 0; }
   int staging_bytes() const { return consumers * wg_rows() * 128 * store_boxes; }
-  int smem_bytes() const { return 1024 + stages * (bm + bn) * 64 * 2 + staging_bytes() + 2 * stages * 8 + 16; }
+  // Mirrors Gemm::smem_bytes() in kernels/gemm_sm90.cuh.
+  int smem_bytes() const { return 1024 + stages * (bm + bn) * 64 * 2 + staging_bytes() + 2 * stages * 8 + 2 * 8 + 16; }
   // Every parameter in a fixed order: the candidate's name and identity.
   std::string name(const GemmProblem& p) const;
   nlohmann::json to_json() const;

@@ -18,7 +18,7 @@ namespace {
 
 // Mirrors gf::GemmParams in kernels/gemm_sm90.cuh field for field.
 struct alignas(64) HostParams {
-  CUtensorMap a, b, d;
+  CUtensorMap a, b, d, c_tile;
   void* out;
   const void* c;
   const void* bias;
@@ -30,7 +30,7 @@ struct alignas(64) HostParams {
   float alpha, beta;
   int pairs_aligned;
 };
-static_assert(sizeof(CUtensorMap) == 128 && offsetof(HostParams, out) == 384 && sizeof(HostParams) == 512,
+static_assert(sizeof(CUtensorMap) == 128 && offsetof(HostParams, out) == 512 && sizeof(HostParams) == 640,
               "HostParams must match the device struct GemmParams.");
 
 int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
@@ -103,6 +103,10 @@ class NativeKernel final : public Kernel {
       params_.d = tensor_map(args.d, p.out, p.out_cols(), p.m, p.batch, 64, uint32_t(cfg_.wg_rows()));
       last_d_ = args.d;
     }
+    if (cfg_.store_tma() && e.has_c() && args.c != last_c_) {
+      params_.c_tile = tensor_map(args.c, p.out, p.out_cols(), p.m, p.batch, 64, uint32_t(cfg_.wg_rows()));
+      last_c_ = args.c;
+    }
     params_.out = args.d;
     params_.c = args.c;
     params_.bias = args.bias;
@@ -137,6 +141,7 @@ class NativeKernel final : public Kernel {
   const void* last_a_ = nullptr;
   const void* last_b_ = nullptr;
   const void* last_d_ = nullptr;
+  const void* last_c_ = nullptr;
 };
 
 }  // namespace
