@@ -6,11 +6,15 @@
 // registers (kIters vectors of kVec elements per thread). Short rows share a CTA (kRowsPerCta
 // groups); long rows are split over a cluster of kCluster CTAs, whose partial sums meet in
 // distributed shared memory. Rows too long for that stream (kStream): one pass gathers the
-// statistics (online softmax), a second reads the row again (from L2, mostly) and writes it.
+// statistics (online softmax), a second reads the row again (from L2, mostly) and writes it. With
+// kBulk the part (and its residual) first arrives in shared memory by bulk copies issued at once,
+// so all of it is in flight together, and both passes read it there.
 // The instantiating source defines Cfg.
 #include "ptx/base.cuh"
 #include "ptx/convert.cuh"
+#include "ptx/mbarrier.cuh"
 #include "ptx/sync.cuh"
+#include "ptx/tma.cuh"
 
 namespace gf {
 
@@ -172,6 +176,34 @@ struct RowOp {
     scale = t.y != t.y ? nan() : empty_row ? (Cfg::kValidLen ? 0.0f : nan()) : 1.0f / t.y;
   }
 
+  static constexpr int kBulkChunk = 16384;  // bytes per bulk copy
+  static constexpr int kPartBytes = kPartCols * int(sizeof(typename In::raw));
+
+  // kBulk: this CTA's part of x (and of the residual) into shared memory, every byte requested at
+  // once by one thread; x and res then point at the shared-memory copies.
+  template <class InRaw>
+  static __device__ __forceinline__ void bulk_load_part(const InRaw*& x, const InRaw*& res, bool live) {
+    extern __shared__ __align__(128) u8 part_smem[];
+    u64* bar = reinterpret_cast<u64*>(part_smem + kPartBytes * (Cfg::kResidual ? 2 : 1));
+    if (threadIdx.x == 0) {
+      ptx::mbar_init(bar, 1);
+      ptx::mbar_fence_init();
+      if (live) {
+        ptx::mbar_arrive_expect_tx(bar, kPartBytes * (Cfg::kResidual ? 2 : 1));
+        for (int off = 0; off < kPartBytes; off += kBulkChunk) {
+          const u32 n = u32(min(kBulkChunk, kPartBytes - off));
+          ptx::bulk_load(part_smem + off, reinterpret_cast<const u8*>(x) + off, n, bar);
+          if (Cfg::kResidual)
+            ptx::bulk_load(part_smem + kPartBytes + off, reinterpret_cast<const u8*>(res) + off, n, bar);
+        }
+      }
+    }
+    __syncthreads();  // the barrier is initialised
+    if (live) ptx::mbar_wait(bar, 0);
+    x = reinterpret_cast<const InRaw*>(part_smem);
+    res = reinterpret_cast<const InRaw*>(part_smem + kPartBytes);
+  }
+
   // Two passes over the row, nothing kept in registers between them.
   static __device__ __forceinline__ void stream(const RowParams& p, float2* scratch, int group, int lane_in_group,
                                                 int part, bool live, long long base, long long row) {
@@ -179,6 +211,7 @@ struct RowOp {
     const InRaw* x = static_cast<const InRaw*>(p.x) + base;
     const InRaw* res = static_cast<const InRaw*>(p.residual) + base;
     InRaw* res_out = static_cast<InRaw*>(p.residual_out) + base;
+    if (Cfg::kBulk) bulk_load_part(x, res, live);
     int limit = kPartCols;
     if (Cfg::kValidLen && live) limit = min(max(p.valid_len[row] - part * kPartCols, 0), kPartCols);
     // Pass 1: per-thread statistics. Softmax keeps a running max m and sum s of exp(x - m).
@@ -193,6 +226,8 @@ struct RowOp {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) v[e] = In::to_float(In::from_float(v[e] + r[e]));
         store_vec<Cfg::kIn, kVec>(res_out + vec * kVec, v);
+        // Pass 2 reads the sum where it read x: each thread rewrites only its own vectors.
+        if (Cfg::kBulk) store_vec<Cfg::kIn, kVec>(const_cast<InRaw*>(x) + vec * kVec, v);
       }
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
@@ -223,7 +258,7 @@ struct RowOp {
     }
     if (kCluster > 1) ptx::cluster_arrive();  // done reading the cluster's slots
     // Pass 2: read again, write.
-    const InRaw* src = Cfg::kOp == kRmsNorm && Cfg::kResidual ? res_out : x;
+    const InRaw* src = Cfg::kOp == kRmsNorm && Cfg::kResidual && !Cfg::kBulk ? res_out : x;
 #pragma unroll 4
     for (int vec = lane_in_group; live && vec < kPartVecs; vec += kGroup) {
       float v[kVec];

@@ -33,20 +33,26 @@ int RowConfig::values_per_thread(int64_t cols) const {
   return int(iters * vec);
 }
 
+int RowConfig::smem_bytes(const RowOpSpec& s) const {
+  return bulk ? int(s.cols / cluster * dtype_bytes(s.in) * (s.residual ? 2 : 1)) + 16 : 0;
+}
+
 std::string RowConfig::name(const RowOpSpec& s) const {
   std::string key = s.key();
   for (char& ch : key)
     if (ch == ':' || ch == '+' || ch == '>' || ch == '-') ch = '_';
   return fmt::format("rowop_{}_t{}_r{}_v{}_x{}{}", key, threads, rows_per_cta, vec, cluster,
-                     stream ? "_s" : "");
+                     bulk ? "_b" : stream ? "_s" : "");
 }
 
 nlohmann::json RowConfig::to_json() const {
-  return {{"threads", threads}, {"rows_per_cta", rows_per_cta}, {"vec", vec}, {"cluster", cluster}, {"stream", stream}};
+  return {{"threads", threads}, {"rows_per_cta", rows_per_cta}, {"vec", vec},
+          {"cluster", cluster}, {"stream", stream},             {"bulk", bulk}};
 }
 
 RowConfig RowConfig::from_json(const nlohmann::json& j) {
-  return {j.at("threads"), j.at("rows_per_cta"), j.at("vec"), j.at("cluster"), j.value("stream", false)};
+  return {j.at("threads"), j.at("rows_per_cta"), j.at("vec"), j.at("cluster"), j.value("stream", false),
+          j.value("bulk", false)};
 }
 
 int widest_vec(const RowOpSpec& s) {
@@ -69,6 +75,13 @@ std::string illegal_reason(const RowConfig& c, const RowOpSpec& s) {
   if (g > part_vecs * 2 && g > 32) return "more than half the threads of a row would idle";
   if (c.stream && part_vecs < int64_t(g) * 16) return "streaming is for rows far longer than the threads holding them";
   if (c.stream && c.rows_per_cta != 1) return "streaming takes one row (part) per CTA";
+  if (c.bulk) {
+    if (!c.stream) return "bulk copies are a way of streaming";
+    if (s.cols * dtype_bytes(s.in) % 16 != 0 || s.cols / c.cluster * dtype_bytes(s.in) % 16 != 0)
+      return "bulk copies move whole 16-byte units: rows and parts must be multiples of 16 bytes";
+    // Two or more CTAs an SM, so that one's copies overlap another's arithmetic and stores.
+    if (c.smem_bytes(s) > 100 * 1024) return "the part would leave shared memory for one CTA an SM";
+  }
   int values = c.values_per_thread(s.cols);
   if (values > 64) return fmt::format("{} values per thread exceed the register budget", values);
   // A CTA's registers: the values (two sets with a residual) plus ~32 of addressing, within 64K.
@@ -83,19 +96,23 @@ std::vector<RowConfig> row_configs(const RowOpSpec& s) {
   // tries both: register-resident rows (one read) and streaming (a second read, from L2).
   std::vector<std::pair<double, RowConfig>> resident, streaming;
   for (int vec = widest_vec(s); vec >= 1; vec /= 2) {
-    for (bool stream : {false, true})
+    for (int mode : {0, 1, 2})  // registers, streaming (second read from L2), streaming from bulk copies
       for (int cluster : {1, 2, 4, 8})
         for (int threads : {128, 256, 512, 1024})
           for (int rows : {1, 2, 4, 8, 16, 32}) {
-            RowConfig c{threads, rows, vec, cluster, stream};
+            const bool stream = mode > 0;
+            RowConfig c{threads, rows, vec, cluster, stream, mode == 2};
             if (!illegal_reason(c, s).empty()) continue;
             const double narrow = double(widest_vec(s) / vec) * 4;
             const double odd_threads = threads == 1024 || (stream && threads == 128) ? 0.5 : 0.0;
             if (stream) {
               // A part of ~32 KiB per CTA: enough to stream, small enough that the second read
-              // still finds it in L2 with many CTAs in flight.
+              // still finds it in L2 with many CTAs in flight (or several parts fit an SM's
+              // shared memory). Bulk copies are tried first: the whole part in flight at once
+              // and no second read (not yet measured; docs/PERFORMANCE.md).
               const double part_bytes = double(s.cols) / cluster * dtype_bytes(s.in);
-              streaming.emplace_back(narrow + std::abs(std::log2(part_bytes / 32768.0)) + odd_threads, c);
+              streaming.emplace_back(
+                  narrow + std::abs(std::log2(part_bytes / 32768.0)) + odd_threads + (c.bulk ? 0.0 : 1.0), c);
             } else {
               // Few values per thread, no cluster, and CTAs small enough that two or more fit an
               // SM (one alone idles the memory system while it reduces).
@@ -133,7 +150,7 @@ std::string row_source(const RowConfig& c, const RowOpSpec& s) {
 struct Cfg {{
   static constexpr int kOp = {op}, kIn = gf::{in}, kOut = gf::{out};
   static constexpr int kCols = {cols}, kVec = {vec}, kThreads = {threads}, kRowsPerCta = {rows}, kCluster = {cluster};
-  static constexpr bool kResidual = {residual}, kValidLen = {valid}, kStream = {stream};
+  static constexpr bool kResidual = {residual}, kValidLen = {valid}, kStream = {stream}, kBulk = {bulk};
 }};
 
 extern "C" __global__ void __launch_bounds__({threads}) gf_row_op(const __grid_constant__ gf::RowParams p) {{
@@ -143,7 +160,7 @@ extern "C" __global__ void __launch_bounds__({threads}) gf_row_op(const __grid_c
                      fmt::arg("name", c.name(s)), fmt::arg("op", int(s.kind)), fmt::arg("in", elem_enum(s.in)),
                      fmt::arg("out", elem_enum(s.out)), fmt::arg("cols", s.cols), fmt::arg("vec", c.vec),
                      fmt::arg("threads", c.threads), fmt::arg("rows", c.rows_per_cta), fmt::arg("cluster", c.cluster),
-                     fmt::arg("residual", s.residual), fmt::arg("valid", s.valid_len), fmt::arg("stream", c.stream));
+                     fmt::arg("residual", s.residual), fmt::arg("valid", s.valid_len), fmt::arg("stream", c.stream), fmt::arg("bulk", c.bulk));
 }
 
 // ---- RowOpSpec ----

@@ -15,6 +15,10 @@ struct RowConfig {
   int vec = 8;           // elements per access
   int cluster = 1;       // CTAs per row (long rows)
   bool stream = false;   // two passes over the row instead of holding it in registers
+  bool bulk = false;     // streaming from a copy of the part that bulk copies put in shared memory
+
+  // Dynamic shared memory per CTA: the part (and its residual) with bulk copies.
+  int smem_bytes(const RowOpSpec& s) const;
 
   int group() const { return threads / rows_per_cta; }
   // fp32 values each thread keeps in registers.

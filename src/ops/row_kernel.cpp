@@ -38,7 +38,8 @@ void check_args(const RowOpSpec& s, const RowOpArgs& a) {
 
 std::string misaligned(const RowOpSpec& s, const RowConfig& c, const RowOpArgs& a) {
   auto check = [&](const void* p, int elem_bytes, const char* what) -> std::string {
-    size_t need = size_t(std::min(16, c.vec * elem_bytes));
+    // Bulk copies need 16-byte aligned sources.
+    size_t need = size_t(c.bulk ? 16 : std::min(16, c.vec * elem_bytes));
     if (p && reinterpret_cast<uintptr_t>(p) % need != 0)
       return fmt::format("{} is not {}-byte aligned (vector width {})", what, need, c.vec);
     return "";
@@ -51,7 +52,9 @@ std::string misaligned(const RowOpSpec& s, const RowConfig& c, const RowOpArgs& 
 }
 
 RowKernel::RowKernel(const RowOpSpec& spec, const RowConfig& config, const std::string& cubin)
-    : spec_(spec), config_(config), module_(cubin), fn_(module_.function("gf_row_op")) {}
+    : spec_(spec), config_(config), module_(cubin), fn_(module_.function("gf_row_op")) {
+  if (config.smem_bytes(spec) > 0) cuda::set_max_dynamic_smem(fn_, unsigned(config.smem_bytes(spec)));
+}
 
 void RowKernel::launch(const RowOpArgs& a, cudaStream_t stream) const {
   check_args(spec_, a);
@@ -64,7 +67,7 @@ void RowKernel::launch(const RowOpArgs& a, cudaStream_t stream) const {
   cuda::launch(fn_,
                {.grid = {unsigned(ctas), 1, 1},
                 .block = {unsigned(config_.threads), 1, 1},
-                .smem_bytes = 0,
+                .smem_bytes = unsigned(config_.smem_bytes(spec_)),
                 .cluster = {unsigned(config_.cluster), 1, 1}},
                args, stream);
 }
