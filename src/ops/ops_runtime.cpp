@@ -39,7 +39,9 @@ void OpsRuntime::run(const RowOpSpec& s, const RowOpArgs& args, cudaStream_t str
   std::lock_guard lock(impl_->mu);
   ops::RowConfig c = ops::default_config(s);
   if (auto d = impl_->db->decision(s.key())) c = ops::RowConfig::from_json(d->config);
-  // Pointers that do not suit the vector width take a correct, narrower path.
+  // Pointers that do not suit the vector width take a correct, narrower path: first without bulk
+  // copies (16-byte aligned only), then unvectorized.
+  if (c.bulk && !ops::misaligned(s, c, args).empty()) c.bulk = false;
   if (!ops::misaligned(s, c, args).empty()) {
     c.vec = 1;
     c.cluster = 1;

@@ -92,7 +92,8 @@ INSTANTIATE_TEST_SUITE_P(
                       "softmax:64x65536:bf16->f32", "softmax:8x262144:bf16", "softmax+valid:4x524288:bf16",
                       "rmsnorm:1000x4096:bf16", "rmsnorm+residual:333x1000:bf16", "rmsnorm+residual:8x262144:f16",
                       "rmsnorm:2x524288:bf16", "layernorm:513x768:f32", "layernorm:16x65536:bf16",
-                      "layernorm:3x524288:bf16", "softmax:262144x1024:bf16", "rmsnorm:1024x262144:bf16"));
+                      "layernorm:3x524288:bf16", "softmax:262144x1024:bf16", "rmsnorm:1024x262144:bf16",
+                      "rmsnorm+residual:8x65536:bf16", "softmax+valid:8x65536:bf16"));
 
 TEST(RowOp, NanAndInfBehaveLikeTorch) {
   // Row 0: a NaN -> all NaN. Row 1: one +inf -> all NaN (inf - inf in the sum). Row 2: all -inf ->

@@ -38,7 +38,8 @@ int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
 // A 3-D tensor map {inner, outer, batch} of 16-bit elements, 128-byte swizzled boxes.
 CUtensorMap tensor_map(const void* ptr, DType t, int64_t inner, int64_t outer, int64_t batch, uint32_t box_inner,
                        uint32_t box_outer) {
-  GF_CHECK(reinterpret_cast<uintptr_t>(ptr) % 16 == 0, "TMA needs 16-byte aligned operands; got {}", ptr);
+  GF_CHECK(reinterpret_cast<uintptr_t>(ptr) % 16 == 0,
+           "TMA needs 16-byte aligned operands (A, B, and D and C with a TMA-store epilogue); got {}", ptr);
   CUtensorMap map;
   const uint64_t es = uint64_t(dtype_bytes(t));
   cuuint64_t dims[3] = {cuuint64_t(inner), cuuint64_t(outer), cuuint64_t(batch)};
