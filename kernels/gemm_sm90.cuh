@@ -84,13 +84,13 @@ struct Gemm {
   static_assert(Cfg::kGate != kGateSplit || BN % 32 == 0, "A split gate needs whole 8-column groups per half.");
   static_assert(kMmaM * kAcc <= 128, "More than 128 accumulators per thread would spill.");
 
-  // The TMA-store epilogue stages kStoreBoxes 64-column boxes of a consumer's rows at a time:
-  // fewer than the tile's BN/64 leaves shared memory for a deeper pipeline.
+  // The TMA-store epilogue stages kStoreBoxes 64-column boxes of a consumer's rows of D at a time:
+  // fewer than the tile's kOutN/64 leaves shared memory for a deeper pipeline.
+  static constexpr int kOutN = Cfg::kGate == kGateNone ? BN : BN / 2;  // D columns of a tile
   static constexpr int kStoreBoxes = Cfg::kStoreBoxes;
   static constexpr bool kStoreTma = kStoreBoxes > 0;
-  static_assert(!kStoreTma || (Cfg::kOut != kOutF32 && Cfg::kGate == kGateNone && BN % 64 == 0 &&
-                               BN / 64 % kStoreBoxes == 0),
-                "The TMA-store epilogue stages 16-bit, ungated tiles in 64-column boxes.");
+  static_assert(!kStoreTma || (Cfg::kOut != kOutF32 && kOutN % 64 == 0 && kOutN / 64 % kStoreBoxes == 0),
+                "The TMA-store epilogue stages 16-bit tiles in whole 64-column boxes.");
   static constexpr u32 kBoxBytes = kWgRows * 128;                      // one consumer's rows of one box
   static constexpr u32 kStaging = kConsumers * kStoreBoxes * kBoxBytes;  // per consumer: its rows
   static constexpr bool kLoadC = kStoreTma && Cfg::kHasC;
@@ -247,6 +247,11 @@ struct Gemm {
 
   static __device__ __forceinline__ float silu(float x) { return x / (1.0f + __expf(-x)); }
 
+  // Two values in the 16-bit output type, the first in the low half.
+  static __device__ __forceinline__ u32 pack2(float v0, float v1) {
+    return Cfg::kOut == kOutBf16 ? ptx::pack_bf16x2(v0, v1) : ptx::pack_f16x2(v0, v1);
+  }
+
   // Writes v0 at d[0] and, if `two`, v1 at d[1]: one 4- or 8-byte store when the pair is aligned.
   static __device__ __forceinline__ void store2(Out* d, float v0, float v1, bool two, bool aligned) {
     if (Cfg::kOut == kOutF32) {
@@ -257,7 +262,7 @@ struct Gemm {
         if (two) d[1] = v1;
       }
     } else {
-      const u32 packed = Cfg::kOut == kOutBf16 ? ptx::pack_bf16x2(v0, v1) : ptx::pack_f16x2(v0, v1);
+      const u32 packed = pack2(v0, v1);
       if (two && aligned)
         *reinterpret_cast<u32*>(d) = packed;
       else {
@@ -347,9 +352,10 @@ struct Gemm {
     const bool leader = threadIdx.x % 128 == 0;
     u8* st = staging_of(staging, consumer);
     const int row0 = u.m0 + part(consumer) * kWgRows;
+    const int out0 = Cfg::kGate == kGateNone ? u.n0 : u.n0 / 2;  // the tile's first column of D
     const Out* bias = static_cast<const Out*>(p.bias);
 #pragma unroll
-    for (int box0 = 0; box0 < BN / 64; box0 += kStoreBoxes) {
+    for (int box0 = 0; box0 < kOutN / 64; box0 += kStoreBoxes) {
       if (kLoadC) {
         // C arrives where D will be written; the wait also says the buffer is free.
         if (leader && !(kPrefetchC && box0 == 0)) {
@@ -371,11 +377,48 @@ struct Gemm {
           const int row = row0 + r;
           const bool row_ok = row < p.m;
           const float row_add = Cfg::kBias == kBiasRow && row_ok ? to_float(bias[row]) : 0.0f;
+          // The staging bytes of D column oc of the tile, on this row.
+          auto slot_of = [&](int oc) {
+            const int box = oc / 64 - box0, chunk = oc % 64 / 8;
+            return st + box * kBoxBytes + r * 128 + ((chunk ^ (r % 8)) * 16) + oc % 8 * 2;
+          };
+          // The pre-activation value of accumulator a at GEMM column col (no C with a gate).
+          auto pre = [&](float a, int col, bool ok) {
+            return p.alpha * a + row_add + (Cfg::kBias == kBiasCol && ok ? to_float(bias[col]) : 0.0f);
+          };
+          if (Cfg::kGate == kGateInterleaved) {
+            // GEMM columns 2j and 2j+1 are gate and up of D column j: one value per 8-column group.
+#pragma unroll
+            for (int i = box0 * 16; i < (box0 + kStoreBoxes) * 16; ++i) {
+              const int col = u.n0 + 8 * i + 2 * (lane % 4);
+              const bool ok = row_ok && col + 1 < p.n;
+              const float* a = &acc[mm][4 * i + 2 * half];
+              const u32 packed = pack2(silu(pre(a[0], col, ok)) * pre(a[1], col + 1, ok), 0.0f);
+              *reinterpret_cast<u16*>(slot_of(4 * i + lane % 4)) = u16(packed & 0xffff);
+            }
+            continue;
+          }
+          if (Cfg::kGate == kGateSplit) {
+            // Columns c and c + BN/2 of the tile are a gate and its up: the same thread holds both.
+#pragma unroll
+            for (int i = box0 * 8; i < (box0 + kStoreBoxes) * 8; ++i) {
+              const int oc = 8 * i + 2 * (lane % 4), j = out0 + oc;  // gate column j, up column N/2 + j
+              const float* g = &acc[mm][4 * i + 2 * half];
+              const float* up = &acc[mm][4 * (i + BN / 16) + 2 * half];
+              float v[2];
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                const bool ok = row_ok && j + e < p.out_cols;
+                v[e] = silu(pre(g[e], j + e, ok)) * pre(up[e], p.n / 2 + j + e, ok);
+              }
+              *reinterpret_cast<u32*>(slot_of(oc)) = pack2(v[0], v[1]);
+            }
+            continue;
+          }
 #pragma unroll
           for (int i = box0 * 8; i < (box0 + kStoreBoxes) * 8; ++i) {
             const int cl = 8 * i + 2 * (lane % 4), col = u.n0 + cl;
-            const int box = cl / 64 - box0, chunk = cl % 64 / 8;
-            u32* slot = reinterpret_cast<u32*>(st + box * kBoxBytes + r * 128 + ((chunk ^ (r % 8)) * 16) + cl % 8 * 2);
+            u32* slot = reinterpret_cast<u32*>(slot_of(cl));
             const u32 c2 = kLoadC ? *slot : 0u;  // this thread's two elements of C, if any
             float v[2];
 #pragma unroll
@@ -386,7 +429,7 @@ struct Gemm {
               if (Cfg::kBias == kBiasCol && ok) x += to_float(bias[col + e]);
               v[e] = activate(x);
             }
-            *slot = Cfg::kOut == kOutBf16 ? ptx::pack_bf16x2(v[0], v[1]) : ptx::pack_f16x2(v[0], v[1]);
+            *slot = pack2(v[0], v[1]);
           }
         }
       }
@@ -395,7 +438,7 @@ struct Gemm {
       if (leader) {
 #pragma unroll
         for (int box = 0; box < kStoreBoxes; ++box)
-          ptx::tma_store_3d(&p.d, st + box * kBoxBytes, u.n0 + (box0 + box) * 64, row0, u.b);
+          ptx::tma_store_3d(&p.d, st + box * kBoxBytes, out0 + (box0 + box) * 64, row0, u.b);
         ptx::bulk_commit();
       }
     }

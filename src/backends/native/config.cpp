@@ -94,9 +94,10 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   if (c.cluster == 1 && c.cluster_m) return "cluster_m needs a cluster";
   if (c.store_boxes < 0) return "store_boxes must be >= 0";
   if (c.store_tma()) {
-    if (p.out == DType::f32 || p.epilogue.gate != GateKind::none || c.bn % 64 != 0)
-      return "the TMA-store epilogue takes 16-bit, ungated outputs and BN % 64 == 0";
-    if ((c.bn / 64) % c.store_boxes != 0)
+    const int out_n = p.epilogue.gate == GateKind::none ? c.bn : c.bn / 2;  // D columns of a tile
+    if (p.out == DType::f32 || out_n % 64 != 0)
+      return "the TMA-store epilogue takes 16-bit outputs in whole 64-column boxes (BN % 128 == 0 when gated)";
+    if ((out_n / 64) % c.store_boxes != 0)
       return "the TMA-store epilogue stages a divisor of the tile's 64-column boxes at a time";
     if (p.out_cols() % 8 != 0) return "a TMA store needs D rows of a multiple of 16 bytes";
   }
@@ -160,11 +161,12 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                   c.stages = s;
                   if (c.smem_bytes() <= d.smem_per_block_optin) break;
                 }
+                const int out_boxes = (p.epilogue.gate == GateKind::none ? bn : bn / 2) / 64;
                 if (store_tma)
-                  for (int boxes = bn / 64; boxes > 1; --boxes) {
+                  for (int boxes = out_boxes; boxes > 1; --boxes) {
                     NativeConfig wider = c;
                     wider.store_boxes = boxes;
-                    if (bn / 64 % boxes == 0 && wider.smem_bytes() <= d.smem_per_block_optin) {
+                    if (out_boxes % boxes == 0 && wider.smem_bytes() <= d.smem_per_block_optin) {
                       c = wider;
                       break;
                     }
