@@ -19,7 +19,9 @@ TEST(WorkerProcess, AnswersLineByLine) {
 }
 
 TEST(WorkerProcess, HangIsKilledAtTheTimeout) {
-  WorkerProcess w({"/bin/sh", "-c", "read line; sleep 100"});
+  // exec: the shell becomes the sleep, so killing the worker leaves no grandchild holding the
+  // test's output open (ctest would wait for it).
+  WorkerProcess w({"/bin/sh", "-c", "read line; exec sleep 100"});
   auto start = std::chrono::steady_clock::now();
   auto reply = w.call({{"op", "measure"}}, 0.5);
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
