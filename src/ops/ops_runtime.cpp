@@ -45,7 +45,6 @@ void OpsRuntime::run(const RowOpSpec& s, const RowOpArgs& args, cudaStream_t str
   if (!ops::misaligned(s, c, args).empty()) {
     c.vec = 1;
     c.cluster = 1;
-    c.bulk = false;
     while (!ops::illegal_reason(c, s).empty() && c.rows_per_cta > 1) c.rows_per_cta /= 2;
     if (!ops::illegal_reason(c, s).empty()) {
       for (const auto& alt : ops::row_configs(s))

@@ -33,8 +33,10 @@ int RowConfig::values_per_thread(int64_t cols) const {
   return int(iters * vec);
 }
 
+int64_t RowConfig::part_bytes(const RowOpSpec& s) const { return s.cols / cluster * dtype_bytes(s.in); }
+
 int RowConfig::smem_bytes(const RowOpSpec& s) const {
-  return bulk ? int(s.cols / cluster * dtype_bytes(s.in) * (s.residual ? 2 : 1)) + 16 : 0;
+  return bulk ? int(part_bytes(s) * (s.residual ? 2 : 1)) + 16 : 0;
 }
 
 std::string RowConfig::name(const RowOpSpec& s) const {
@@ -42,17 +44,19 @@ std::string RowConfig::name(const RowOpSpec& s) const {
   for (char& ch : key)
     if (ch == ':' || ch == '+' || ch == '>' || ch == '-') ch = '_';
   return fmt::format("rowop_{}_t{}_r{}_v{}_x{}{}", key, threads, rows_per_cta, vec, cluster,
-                     bulk ? "_b" : stream ? "_s" : "");
+                     bulk     ? "_b"
+                     : stream ? "_s"
+                              : "");
 }
 
 nlohmann::json RowConfig::to_json() const {
-  return {{"threads", threads}, {"rows_per_cta", rows_per_cta}, {"vec", vec},
-          {"cluster", cluster}, {"stream", stream},             {"bulk", bulk}};
+  return {{"threads", threads}, {"rows_per_cta", rows_per_cta}, {"vec", vec}, {"cluster", cluster}, {"stream", stream},
+          {"bulk", bulk}};
 }
 
 RowConfig RowConfig::from_json(const nlohmann::json& j) {
-  return {j.at("threads"), j.at("rows_per_cta"), j.at("vec"), j.at("cluster"), j.value("stream", false),
-          j.value("bulk", false)};
+  return {j.at("threads"), j.at("rows_per_cta"),     j.at("vec"),
+          j.at("cluster"), j.value("stream", false), j.value("bulk", false)};
 }
 
 int widest_vec(const RowOpSpec& s) {
@@ -77,7 +81,7 @@ std::string illegal_reason(const RowConfig& c, const RowOpSpec& s) {
   if (c.stream && c.rows_per_cta != 1) return "streaming takes one row (part) per CTA";
   if (c.bulk) {
     if (!c.stream) return "bulk copies are a way of streaming";
-    if (s.cols * dtype_bytes(s.in) % 16 != 0 || s.cols / c.cluster * dtype_bytes(s.in) % 16 != 0)
+    if (s.cols * dtype_bytes(s.in) % 16 != 0 || c.part_bytes(s) % 16 != 0)
       return "bulk copies move whole 16-byte units: rows and parts must be multiples of 16 bytes";
     // Two or more CTAs an SM, so that one's copies overlap another's arithmetic and stores.
     if (c.smem_bytes(s) > 100 * 1024) return "the part would leave shared memory for one CTA an SM";
@@ -110,9 +114,9 @@ std::vector<RowConfig> row_configs(const RowOpSpec& s) {
               // still finds it in L2 with many CTAs in flight (or several parts fit an SM's
               // shared memory). Bulk copies are tried first: the whole part in flight at once
               // and no second read (not yet measured; docs/PERFORMANCE.md).
-              const double part_bytes = double(s.cols) / cluster * dtype_bytes(s.in);
               streaming.emplace_back(
-                  narrow + std::abs(std::log2(part_bytes / 32768.0)) + odd_threads + (c.bulk ? 0.0 : 1.0), c);
+                  narrow + std::abs(std::log2(double(c.part_bytes(s)) / 32768.0)) + odd_threads + (c.bulk ? 0.0 : 1.0),
+                  c);
             } else {
               // Few values per thread, no cluster, and CTAs small enough that two or more fit an
               // SM (one alone idles the memory system while it reduces).
@@ -160,7 +164,8 @@ extern "C" __global__ void __launch_bounds__({threads}) gf_row_op(const __grid_c
                      fmt::arg("name", c.name(s)), fmt::arg("op", int(s.kind)), fmt::arg("in", elem_enum(s.in)),
                      fmt::arg("out", elem_enum(s.out)), fmt::arg("cols", s.cols), fmt::arg("vec", c.vec),
                      fmt::arg("threads", c.threads), fmt::arg("rows", c.rows_per_cta), fmt::arg("cluster", c.cluster),
-                     fmt::arg("residual", s.residual), fmt::arg("valid", s.valid_len), fmt::arg("stream", c.stream), fmt::arg("bulk", c.bulk));
+                     fmt::arg("residual", s.residual), fmt::arg("valid", s.valid_len), fmt::arg("stream", c.stream),
+                     fmt::arg("bulk", c.bulk));
 }
 
 // ---- RowOpSpec ----

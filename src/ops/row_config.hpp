@@ -17,6 +17,8 @@ struct RowConfig {
   bool stream = false;   // two passes over the row instead of holding it in registers
   bool bulk = false;     // streaming from a copy of the part that bulk copies put in shared memory
 
+  // Bytes of x in one CTA's part of a row.
+  int64_t part_bytes(const RowOpSpec& s) const;
   // Dynamic shared memory per CTA: the part (and its residual) with bulk copies.
   int smem_bytes(const RowOpSpec& s) const;
 

@@ -13,6 +13,9 @@ namespace {
 
 int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
 
+// D columns of a tile BN wide: half of them with a SwiGLU gate.
+int tile_out_cols(int bn, const GemmProblem& p) { return p.epilogue.gate == GateKind::none ? bn : bn / 2; }
+
 // Peak dense bf16/f16 tensor-core rate of one SM (H100/H200 SXM: ~989 TFLOP/s over 132 SMs).
 constexpr double kPeakPerSm = 989e12 / 132;
 constexpr double kDramBytesPerSecond = 3.3e12;  // achievable on an H200 (copy measures 4.3 TB/s r+w)
@@ -94,7 +97,7 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   if (c.cluster == 1 && c.cluster_m) return "cluster_m needs a cluster";
   if (c.store_boxes < 0) return "store_boxes must be >= 0";
   if (c.store_tma()) {
-    const int out_n = p.epilogue.gate == GateKind::none ? c.bn : c.bn / 2;  // D columns of a tile
+    const int out_n = tile_out_cols(c.bn, p);
     if (p.out == DType::f32 || out_n % 64 != 0)
       return "the TMA-store epilogue takes 16-bit outputs in whole 64-column boxes (BN % 128 == 0 when gated)";
     if ((out_n / 64) % c.store_boxes != 0)
@@ -161,7 +164,7 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                   c.stages = s;
                   if (c.smem_bytes() <= d.smem_per_block_optin) break;
                 }
-                const int out_boxes = (p.epilogue.gate == GateKind::none ? bn : bn / 2) / 64;
+                const int out_boxes = tile_out_cols(bn, p) / 64;
                 if (store_tma)
                   for (int boxes = out_boxes; boxes > 1; --boxes) {
                     NativeConfig wider = c;
