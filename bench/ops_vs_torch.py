@@ -59,7 +59,7 @@ def main():
         g = row["gemmforge"] or 0.0
         print(f"{row['op']:8} {row['shape']:14} {row['eager']:7.2f} {row['compile']:8.2f} {g:10.2f} {100 * g / copy:7.1f}")
     if args.json:
-        json.dump({"copy_tbps": copy, "rows": rows}, open(args.json, "w"), indent=2)
+        json.dump({"copy_tbps": copy, "rows": rows, "gemmforge": gf["ops"]}, open(args.json, "w"), indent=2)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@
 // groups); long rows are split over a cluster of kCluster CTAs, whose partial sums meet in
 // distributed shared memory. Rows too long for that stream (kStream): one pass gathers the
 // statistics (online softmax), a second reads the row again (from L2, mostly) and writes it. With
-// kBulk the part (and its residual) first arrives in shared memory by bulk copies issued at once,
-// so all of it is in flight together, and both passes read it there.
+// kBulk the CTAs are persistent and the parts (and their residuals) arrive in a ring of kStages
+// shared-memory stages by bulk copies: the next rows' copies are in flight while both passes read
+// this row's part from shared memory.
 // The instantiating source defines Cfg.
 #include "ptx/base.cuh"
 #include "ptx/convert.cuh"
@@ -178,44 +179,23 @@ struct RowOp {
 
   static constexpr int kBulkChunk = 16384;  // bytes per bulk copy
   static constexpr int kPartBytes = kPartCols * int(sizeof(typename In::raw));
+  static constexpr int kStageBytes = kPartBytes * (Cfg::kResidual ? 2 : 1);  // x's part, then the residual's
 
-  // kBulk: this CTA's part of x (and of the residual) into shared memory, every byte requested at
-  // once by one thread; x and res then point at the shared-memory copies.
-  template <class InRaw>
-  static __device__ __forceinline__ void bulk_load_part(const InRaw*& x, const InRaw*& res, bool live) {
-    extern __shared__ __align__(128) u8 part_smem[];
-    u64* bar = reinterpret_cast<u64*>(part_smem + kPartBytes * (Cfg::kResidual ? 2 : 1));
-    if (threadIdx.x == 0) {
-      ptx::mbar_init(bar, 1);
-      ptx::mbar_fence_init();
-      if (live) {
-        ptx::mbar_arrive_expect_tx(bar, kPartBytes * (Cfg::kResidual ? 2 : 1));
-        for (int off = 0; off < kPartBytes; off += kBulkChunk) {
-          const u32 n = u32(min(kBulkChunk, kPartBytes - off));
-          ptx::bulk_load(part_smem + off, reinterpret_cast<const u8*>(x) + off, n, bar);
-          if (Cfg::kResidual)
-            ptx::bulk_load(part_smem + kPartBytes + off, reinterpret_cast<const u8*>(res) + off, n, bar);
-        }
-      }
-    }
-    __syncthreads();  // the barrier is initialised
-    if (live) ptx::mbar_wait(bar, 0);
-    x = reinterpret_cast<const InRaw*>(part_smem);
-    res = reinterpret_cast<const InRaw*>(part_smem + kPartBytes);
-  }
-
-  // Two passes over the row, nothing kept in registers between them.
-  static __device__ __forceinline__ void stream(const RowParams& p, float2* scratch, int group, int lane_in_group,
-                                                int part, bool live, long long base, long long row) {
+  // Two passes over this CTA's part of a row, x and res (global or shared memory), nothing kept in
+  // registers between them. scratch holds the slots of the one reduction.
+  static __device__ __forceinline__ void two_passes(const RowParams& p, float2* scratch, int group, int lane_in_group,
+                                                    int part, bool live, long long base, long long row,
+                                                    const typename In::raw* x, const typename In::raw* res) {
     using InRaw = typename In::raw;
-    const InRaw* x = static_cast<const InRaw*>(p.x) + base;
-    const InRaw* res = static_cast<const InRaw*>(p.residual) + base;
     InRaw* res_out = static_cast<InRaw*>(p.residual_out) + base;
-    if (Cfg::kBulk) bulk_load_part(x, res, live);
     int limit = kPartCols;
     if (Cfg::kValidLen && live) limit = min(max(p.valid_len[row] - part * kPartCols, 0), kPartCols);
-    // Pass 1: per-thread statistics. Softmax keeps a running max m and sum s of exp(x - m).
+    // Pass 1: per-thread statistics. Softmax keeps a running max m and sum s of exp(x - m),
+    // rebased once per vector. Each vector's terms are summed apart first, so the chain carried
+    // from vector to vector is one fmax and one FMA (softmax) or one add (norms), not one exp or
+    // add per element.
     float m = -inf(), s = 0.0f, s2 = 0.0f;
+    bool has_nan = false;  // softmax: fmaxf drops NaN, so it is tracked apart
 #pragma unroll 4
     for (int vec = lane_in_group; live && vec < kPartVecs; vec += kGroup) {
       float v[kVec];
@@ -229,26 +209,36 @@ struct RowOp {
         // Pass 2 reads the sum where it read x: each thread rewrites only its own vectors.
         if (Cfg::kBulk) store_vec<Cfg::kIn, kVec>(const_cast<InRaw*>(x) + vec * kVec, v);
       }
+      if (Cfg::kOp == kSoftmax) {
+        float vm = -inf();
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        if (Cfg::kOp == kSoftmax) {
-          if (vec * kVec + e >= limit) continue;
-          const float xv = v[e] * p.scale;
-          if (xv > m) {
-            s = s * __expf(m - xv) + (xv == inf() ? nan() : 1.0f);  // exp(inf - inf), as torch
-            m = xv;
-          } else if (xv != -inf()) {  // a NaN makes s NaN
-            s += __expf(xv - m);
-          }
-        } else {
-          s += v[e];
-          s2 += v[e] * v[e];
+        for (int e = 0; e < kVec; ++e) {
+          v[e] = vec * kVec + e < limit ? v[e] * p.scale : -inf();
+          has_nan |= v[e] != v[e];
+          vm = fmaxf(vm, v[e]);
         }
+        const float m_new = fmaxf(m, vm);
+        if (m_new != -inf()) {  // else nothing above -inf yet: s stays 0
+          float add = 0.0f;
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) add += __expf(v[e] - m_new);  // a +inf gives exp(inf - inf): NaN, as torch
+          s = (m == -inf() ? 0.0f : s * __expf(m - m_new)) + add;
+          m = m_new;
+        }
+      } else {
+        float vs = 0.0f, vs2 = 0.0f;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          vs += v[e];
+          vs2 += v[e] * v[e];
+        }
+        s += vs;
+        s2 += vs2;
       }
     }
     float scale_out = 1.0f, shift = 0.0f;
     if (Cfg::kOp == kSoftmax) {
-      const float2 t = reduce<0>(make_float2(m, s), scratch, group, lane_in_group);
+      const float2 t = reduce<0>(make_float2(m, has_nan ? nan() : s), scratch, group, lane_in_group);
       finish_softmax(t, shift, scale_out);
     } else {
       const float2 t = reduce<0>(make_float2(s, s2), scratch, group, lane_in_group);
@@ -256,7 +246,6 @@ struct RowOp {
       shift = mean;
       scale_out = rsqrtf(fmaxf(t.y / kCols - mean * mean, 0.0f) + p.eps);
     }
-    if (kCluster > 1) ptx::cluster_arrive();  // done reading the cluster's slots
     // Pass 2: read again, write.
     const InRaw* src = Cfg::kOp == kRmsNorm && Cfg::kResidual && !Cfg::kBulk ? res_out : x;
 #pragma unroll 4
@@ -280,6 +269,50 @@ struct RowOp {
     }
   }
 
+  // kBulk: persistent clusters, cluster c taking rows c, c + stride, ... Thread 0 keeps the next
+  // kStages parts of x (and of the residual) in flight into a ring of shared-memory stages, each
+  // completing on its mbarrier; a stage is refilled once every thread is done with its row.
+  static __device__ __forceinline__ void bulk_rows(const RowParams& p, float2* scratch, int group, int lane_in_group,
+                                                   int part) {
+    using InRaw = typename In::raw;
+    extern __shared__ __align__(128) u8 stage_smem[];
+    u64* full = reinterpret_cast<u64*>(stage_smem + Cfg::kStages * kStageBytes);
+    const long long first = blockIdx.x / kCluster, stride = gridDim.x / kCluster;
+    auto issue = [&](long long row, int stage) {
+      const long long base = row * kCols + (long long)part * kPartCols;
+      const u8* x = reinterpret_cast<const u8*>(static_cast<const InRaw*>(p.x) + base);
+      const u8* res = reinterpret_cast<const u8*>(static_cast<const InRaw*>(p.residual) + base);
+      u8* dst = stage_smem + stage * kStageBytes;
+      ptx::mbar_arrive_expect_tx(&full[stage], kStageBytes);
+      for (int off = 0; off < kPartBytes; off += kBulkChunk) {
+        const u32 n = u32(min(kBulkChunk, kPartBytes - off));
+        ptx::bulk_load(dst + off, x + off, n, &full[stage]);
+        if (Cfg::kResidual) ptx::bulk_load(dst + kPartBytes + off, res + off, n, &full[stage]);
+      }
+    };
+    if (threadIdx.x == 0) {
+      for (int i = 0; i < Cfg::kStages; ++i) ptx::mbar_init(&full[i], 1);
+      ptx::mbar_fence_init();
+      for (int i = 0; i < Cfg::kStages && first + i * stride < p.rows; ++i) issue(first + i * stride, i);
+    }
+    __syncthreads();  // the barriers are initialised
+    int it = 0;
+    for (long long row = first; row < p.rows; row += stride, ++it) {
+      const int stage = it % Cfg::kStages;
+      ptx::mbar_wait(&full[stage], u32(it / Cfg::kStages) & 1);
+      const InRaw* x = reinterpret_cast<const InRaw*>(stage_smem + stage * kStageBytes);
+      // Alternate rows reduce in alternate slots: a cluster's CTAs are at most one row apart (each
+      // row's reduction waits for all of them), so none overwrites a slot another still reads.
+      two_passes(p, scratch + (it & 1) * kScratch, group, lane_in_group, part, true,
+                 row * kCols + (long long)part * kPartCols, row, x, x + kPartCols);
+      __syncthreads();  // every thread is done with the stage
+      if (threadIdx.x == 0 && row + Cfg::kStages * stride < p.rows) {
+        ptx::fence_proxy_async_smem();  // the residual sums written into the stage, before the copy over them
+        issue(row + Cfg::kStages * stride, stage);
+      }
+    }
+  }
+
   static __device__ __forceinline__ void run(const RowParams& p) {
     __shared__ float2 scratch[2 * kScratch];
     const int group = threadIdx.x / kGroup, lane_in_group = threadIdx.x % kGroup;
@@ -289,8 +322,14 @@ struct RowOp {
     const bool live = row < p.rows;
     const long long base = row * kCols + (long long)part * kPartCols;  // first element of this CTA's part
     if (Cfg::kStream) {
-      stream(p, scratch, group, lane_in_group, part, live, base, row);
-      if (kCluster > 1) ptx::cluster_wait();  // no CTA leaves while another may read its slots
+      if (Cfg::kBulk) {
+        bulk_rows(p, scratch, group, lane_in_group, part);
+      } else {
+        using InRaw = typename In::raw;
+        two_passes(p, scratch, group, lane_in_group, part, live, base, row, static_cast<const InRaw*>(p.x) + base,
+                   static_cast<const InRaw*>(p.residual) + base);
+      }
+      if (kCluster > 1) ptx::cluster_sync();  // no CTA leaves while another may read its slots
       return;
     }
 

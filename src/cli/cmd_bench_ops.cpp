@@ -18,6 +18,14 @@ struct OpsArgs {
   std::string json;
 };
 
+// Every config tried, fastest first: what the ranking of ops::row_configs is checked against.
+nlohmann::json configs_json(const std::vector<ops::RowMeasurement>& ms) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& m : ms)
+    out.push_back({{"config", m.name}, {"verified", m.verified}, {"us", m.us}, {"tbps", m.tbps}, {"error", m.error}});
+  return out;
+}
+
 std::vector<std::string> default_ops() {
   std::vector<std::string> out;
   for (const char* op : {"softmax", "rmsnorm"})
@@ -60,7 +68,8 @@ void run_bench_ops(const OpsArgs& a) {
                           {"us", best.us},
                           {"tbps", best.tbps},
                           {"pct_copy", 100.0 * best.tbps / copy},
-                          {"verified_configs", ok}});
+                          {"verified_configs", ok},
+                          {"configs", configs_json(ms)}});
   }
   progress.finish();
   table.print();

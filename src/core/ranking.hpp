@@ -1,7 +1,8 @@
 #pragma once
 // Cutting a model-ranked candidate list to a search level's size. Cost models are coarse, so the
 // short lists explore: first the best-ranked config of each family (e.g. tile shape), then of
-// each finer family (e.g. tile shape and variant), each tier in model order, then the rest.
+// each finer family (e.g. tile shape and variant), each tier in model order, then the rest. The
+// first tier may be capped (first_tier_max) so that the finer ones still get a share of the list.
 #include <algorithm>
 #include <cstddef>
 #include <functional>
@@ -13,13 +14,16 @@ namespace gf {
 
 template <class Config>
 std::vector<Config> diverse_head(std::vector<std::pair<double, Config>> scored, size_t keep,
-                                 const std::vector<std::function<std::string(const Config&)>>& tiers) {
+                                 const std::vector<std::function<std::string(const Config&)>>& tiers,
+                                 size_t first_tier_max = size_t(-1)) {
   std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<Config> out;
   std::vector<bool> taken(scored.size(), false);
   for (const auto& family : tiers) {
-    std::vector<std::string> seen;
-    for (size_t i = 0; i < scored.size() && out.size() < keep; ++i) {
+    std::vector<std::string> seen;  // families already in the list, from this tier or an earlier one
+    for (const Config& c : out) seen.push_back(family(c));
+    const size_t limit = &family == &tiers.front() ? std::min(keep, first_tier_max) : keep;
+    for (size_t i = 0; i < scored.size() && out.size() < limit; ++i) {
       if (taken[i]) continue;
       std::string f = family(scored[i].second);
       if (std::find(seen.begin(), seen.end(), f) != seen.end()) continue;

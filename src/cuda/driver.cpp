@@ -45,6 +45,7 @@ const Driver& driver() {
       resolve(d.cuLaunchKernelEx, "cuLaunchKernelEx", 12000);
       resolve(d.cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", 12000);
       resolve(d.cuOccupancyMaxActiveClusters, "cuOccupancyMaxActiveClusters", 12000);
+      resolve(d.cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", 12000);
     } catch (const Error& e) {
       failure = e.what();
     }

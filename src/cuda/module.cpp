@@ -51,6 +51,14 @@ CUlaunchConfig to_driver(const LaunchConfig& cfg, CUlaunchAttribute* attr, CUstr
 }  // namespace
 
 int max_active_clusters(CUfunction fn, const LaunchConfig& cfg) {
+  if (cfg.cluster.x * cfg.cluster.y * cfg.cluster.z == 1) {
+    int per_sm = 0, device = 0, sms = 0;
+    GF_CU_CHECK(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, fn, int(cfg.block.x * cfg.block.y * cfg.block.z), cfg.smem_bytes));
+    GF_CUDA_CHECK(cudaGetDevice(&device));
+    GF_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    return per_sm * sms;
+  }
   CUlaunchAttribute attr;
   CUlaunchConfig lc = to_driver(cfg, &attr, nullptr);
   int n = 0;

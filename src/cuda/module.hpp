@@ -29,7 +29,8 @@ struct LaunchConfig {
 
 // Lets fn use more than 48 KiB of dynamic shared memory. Call once, when the kernel is loaded.
 void set_max_dynamic_smem(CUfunction fn, unsigned bytes);
-// How many clusters of cfg's shape can be resident at once (the persistent grid's size).
+// How many clusters of cfg's shape (CTAs, for clusters of one) can be resident at once: the size
+// of a persistent grid, in clusters.
 int max_active_clusters(CUfunction fn, const LaunchConfig& cfg);
 // cuLaunchKernelEx with the cluster dimensions as a launch attribute.
 void launch(CUfunction fn, const LaunchConfig& cfg, void** args, CUstream stream);

@@ -38,10 +38,13 @@ void OpsRuntime::run(const RowOpSpec& s, const RowOpArgs& args, cudaStream_t str
   ops::check_args(s, args);
   std::lock_guard lock(impl_->mu);
   ops::RowConfig c = ops::default_config(s);
-  if (auto d = impl_->db->decision(s.key())) c = ops::RowConfig::from_json(d->config);
+  if (auto d = impl_->db->decision(s.key())) {
+    ops::RowConfig stored = ops::RowConfig::from_json(d->config);
+    if (ops::illegal_reason(stored, s).empty()) c = stored;  // else a decision of an older gemmforge
+  }
   // Pointers that do not suit the vector width take a correct, narrower path: first without bulk
   // copies (16-byte aligned only), then unvectorized.
-  if (c.bulk && !ops::misaligned(s, c, args).empty()) c.bulk = false;
+  if (c.bulk && !ops::misaligned(s, c, args).empty()) c.bulk = false, c.stages = 0;
   if (!ops::misaligned(s, c, args).empty()) {
     c.vec = 1;
     c.cluster = 1;

@@ -22,6 +22,9 @@ const char* kind_name(RowOpKind k) {
   return "?";
 }
 
+// Dynamic shared memory one CTA may use on sm_90 (227 KiB), less the row op's static scratch.
+constexpr int64_t kMaxSmemPerCta = 227 * 1024 - 1024;
+
 const char* elem_enum(DType t) { return t == DType::f32 ? "kF32" : t == DType::f16 ? "kF16" : "kBf16"; }
 
 }  // namespace
@@ -35,28 +38,29 @@ int RowConfig::values_per_thread(int64_t cols) const {
 
 int64_t RowConfig::part_bytes(const RowOpSpec& s) const { return s.cols / cluster * dtype_bytes(s.in); }
 
-int RowConfig::smem_bytes(const RowOpSpec& s) const {
-  return bulk ? int(part_bytes(s) * (s.residual ? 2 : 1)) + 16 : 0;
-}
+int64_t RowConfig::stage_bytes(const RowOpSpec& s) const { return part_bytes(s) * (s.residual ? 2 : 1); }
+
+// Mirrors RowOp::bulk_rows in kernels/ops/row_ops.cuh: the stages, then one mbarrier each.
+int RowConfig::smem_bytes(const RowOpSpec& s) const { return bulk ? int(stages * (stage_bytes(s) + 8)) : 0; }
 
 std::string RowConfig::name(const RowOpSpec& s) const {
   std::string key = s.key();
   for (char& ch : key)
     if (ch == ':' || ch == '+' || ch == '>' || ch == '-') ch = '_';
   return fmt::format("rowop_{}_t{}_r{}_v{}_x{}{}", key, threads, rows_per_cta, vec, cluster,
-                     bulk     ? "_b"
+                     bulk     ? fmt::format("_b{}", stages)
                      : stream ? "_s"
                               : "");
 }
 
 nlohmann::json RowConfig::to_json() const {
   return {{"threads", threads}, {"rows_per_cta", rows_per_cta}, {"vec", vec}, {"cluster", cluster}, {"stream", stream},
-          {"bulk", bulk}};
+          {"bulk", bulk}, {"stages", stages}};
 }
 
 RowConfig RowConfig::from_json(const nlohmann::json& j) {
   return {j.at("threads"), j.at("rows_per_cta"),     j.at("vec"),
-          j.at("cluster"), j.value("stream", false), j.value("bulk", false)};
+          j.at("cluster"), j.value("stream", false), j.value("bulk", false), j.value("stages", 0)};
 }
 
 int widest_vec(const RowOpSpec& s) {
@@ -77,14 +81,19 @@ std::string illegal_reason(const RowConfig& c, const RowOpSpec& s) {
     return "a cluster splits one row into whole vectors";
   int64_t part_vecs = s.cols / c.cluster / c.vec;
   if (g > part_vecs * 2 && g > 32) return "more than half the threads of a row would idle";
-  if (c.stream && part_vecs < int64_t(g) * 16) return "streaming is for rows far longer than the threads holding them";
+  // Streaming reads each thread's vectors twice; from shared memory (bulk) fewer of them suffice.
+  if (c.stream && part_vecs < int64_t(g) * (c.bulk ? 4 : 16))
+    return "streaming is for rows far longer than the threads holding them";
   if (c.stream && c.rows_per_cta != 1) return "streaming takes one row (part) per CTA";
   if (c.bulk) {
     if (!c.stream) return "bulk copies are a way of streaming";
     if (s.cols * dtype_bytes(s.in) % 16 != 0 || c.part_bytes(s) % 16 != 0)
       return "bulk copies move whole 16-byte units: rows and parts must be multiples of 16 bytes";
-    // Two or more CTAs an SM, so that one's copies overlap another's arithmetic and stores.
-    if (c.smem_bytes(s) > 100 * 1024) return "the part would leave shared memory for one CTA an SM";
+    if (c.rows_per_cta != 1) return "bulk copies bring one row (part) at a time";
+    if (c.stages < 1) return "bulk copies need at least one stage";
+    if (c.smem_bytes(s) > kMaxSmemPerCta) return "the stages exceed an SM's shared memory";
+  } else if (c.stages != 0) {
+    return "stages are for bulk copies";
   }
   int values = c.values_per_thread(s.cols);
   if (values > 64) return fmt::format("{} values per thread exceed the register budget", values);
@@ -103,20 +112,27 @@ std::vector<RowConfig> row_configs(const RowOpSpec& s) {
     for (int mode : {0, 1, 2})  // registers, streaming (second read from L2), streaming from bulk copies
       for (int cluster : {1, 2, 4, 8})
         for (int threads : {128, 256, 512, 1024})
-          for (int rows : {1, 2, 4, 8, 16, 32}) {
+          for (int rows : {1, 2, 4, 8, 16, 32})
+            for (int stages = mode == 2 ? 1 : 0; stages <= (mode == 2 ? 4 : 0); ++stages) {
             const bool stream = mode > 0;
-            RowConfig c{threads, rows, vec, cluster, stream, mode == 2};
+            RowConfig c{threads, rows, vec, cluster, stream, mode == 2, stages};
             if (!illegal_reason(c, s).empty()) continue;
             const double narrow = double(widest_vec(s) / vec) * 4;
             const double odd_threads = threads == 1024 || (stream && threads == 128) ? 0.5 : 0.0;
-            if (stream) {
-              // A part of ~32 KiB per CTA: enough to stream, small enough that the second read
-              // still finds it in L2 with many CTAs in flight (or several parts fit an SM's
-              // shared memory). Bulk copies are tried first: the whole part in flight at once
-              // and no second read (not yet measured; docs/PERFORMANCE.md).
+            if (c.bulk) {
+              // ~128 KiB of copies in flight an SM (the parts queued behind the one being worked
+              // on, over the CTAs that fit), and few CTAs to a cluster: each row costs one cluster
+              // barrier. Ranked ahead of the second read from L2.
+              const double ctas_per_sm =
+                  std::floor(std::min(double(kMaxSmemPerCta) / c.smem_bytes(s), 2048.0 / threads));
+              const double in_flight = ctas_per_sm * std::max(stages - 1.0, 0.25) * double(c.stage_bytes(s));
               streaming.emplace_back(
-                  narrow + std::abs(std::log2(double(c.part_bytes(s)) / 32768.0)) + odd_threads + (c.bulk ? 0.0 : 1.0),
-                  c);
+                  narrow + std::abs(std::log2(in_flight / 131072.0)) + odd_threads + cluster / 16.0, c);
+            } else if (stream) {
+              // A part of ~32 KiB per CTA: enough to stream, small enough that the second read
+              // still finds it in L2 with many CTAs in flight.
+              streaming.emplace_back(narrow + std::abs(std::log2(double(c.part_bytes(s)) / 32768.0)) + odd_threads + 1.0,
+                                     c);
             } else {
               // Few values per thread, no cluster, and CTAs small enough that two or more fit an
               // SM (one alone idles the memory system while it reduces).
@@ -155,6 +171,7 @@ struct Cfg {{
   static constexpr int kOp = {op}, kIn = gf::{in}, kOut = gf::{out};
   static constexpr int kCols = {cols}, kVec = {vec}, kThreads = {threads}, kRowsPerCta = {rows}, kCluster = {cluster};
   static constexpr bool kResidual = {residual}, kValidLen = {valid}, kStream = {stream}, kBulk = {bulk};
+  static constexpr int kStages = {stages};
 }};
 
 extern "C" __global__ void __launch_bounds__({threads}) gf_row_op(const __grid_constant__ gf::RowParams p) {{
@@ -165,7 +182,7 @@ extern "C" __global__ void __launch_bounds__({threads}) gf_row_op(const __grid_c
                      fmt::arg("out", elem_enum(s.out)), fmt::arg("cols", s.cols), fmt::arg("vec", c.vec),
                      fmt::arg("threads", c.threads), fmt::arg("rows", c.rows_per_cta), fmt::arg("cluster", c.cluster),
                      fmt::arg("residual", s.residual), fmt::arg("valid", s.valid_len), fmt::arg("stream", c.stream),
-                     fmt::arg("bulk", c.bulk));
+                     fmt::arg("bulk", c.bulk), fmt::arg("stages", c.stages));
 }
 
 // ---- RowOpSpec ----

@@ -15,11 +15,16 @@ struct RowConfig {
   int vec = 8;           // elements per access
   int cluster = 1;       // CTAs per row (long rows)
   bool stream = false;   // two passes over the row instead of holding it in registers
-  bool bulk = false;     // streaming from a copy of the part that bulk copies put in shared memory
+  // Persistent CTAs streaming from copies of their parts that bulk copies put in shared memory,
+  // `stages` parts (rows) in flight per CTA.
+  bool bulk = false;
+  int stages = 0;
 
   // Bytes of x in one CTA's part of a row.
   int64_t part_bytes(const RowOpSpec& s) const;
-  // Dynamic shared memory per CTA: the part (and its residual) with bulk copies.
+  // Bytes of one bulk stage: the part of x and of the residual.
+  int64_t stage_bytes(const RowOpSpec& s) const;
+  // Dynamic shared memory per CTA: the bulk stages and their barriers.
   int smem_bytes(const RowOpSpec& s) const;
 
   int group() const { return threads / rows_per_cta; }

@@ -54,6 +54,24 @@ std::string misaligned(const RowOpSpec& s, const RowConfig& c, const RowOpArgs& 
 RowKernel::RowKernel(const RowOpSpec& spec, const RowConfig& config, const std::string& cubin)
     : spec_(spec), config_(config), module_(cubin), fn_(module_.function("gf_row_op")) {
   if (config.smem_bytes(spec) > 0) cuda::set_max_dynamic_smem(fn_, unsigned(config.smem_bytes(spec)));
+  const int64_t clusters = (spec.rows + config.rows_per_cta - 1) / config.rows_per_cta;
+  if (config.bulk) {
+    // Persistent: as many clusters as are resident at once, each looping over rows.
+    const int resident = cuda::max_active_clusters(fn_, launch_config(config.cluster));
+    GF_CHECK(resident > 0, "{}: no cluster of {} CTAs of {} fits an SM", config.name(spec), config.cluster,
+             config.threads);
+    grid_ = std::min<int64_t>(clusters, resident) * config.cluster;
+  } else {
+    grid_ = clusters * config.cluster;
+  }
+  GF_CHECK(grid_ < (int64_t(1) << 31), "{}: too many rows for one launch", spec.key());
+}
+
+cuda::LaunchConfig RowKernel::launch_config(int64_t ctas) const {
+  return {.grid = {unsigned(ctas), 1, 1},
+          .block = {unsigned(config_.threads), 1, 1},
+          .smem_bytes = unsigned(config_.smem_bytes(spec_)),
+          .cluster = {unsigned(config_.cluster), 1, 1}};
 }
 
 void RowKernel::launch(const RowOpArgs& a, cudaStream_t stream) const {
@@ -61,15 +79,8 @@ void RowKernel::launch(const RowOpArgs& a, cudaStream_t stream) const {
   std::string why = misaligned(spec_, config_, a);
   GF_CHECK(why.empty(), "{}: {}", spec_.key(), why);
   HostRowParams p{a.x, a.y, a.weight, a.bias, a.residual, a.residual_out, a.valid_len, spec_.rows, a.scale, a.eps};
-  const int64_t ctas = (spec_.rows + config_.rows_per_cta - 1) / config_.rows_per_cta * config_.cluster;
-  GF_CHECK(ctas < (int64_t(1) << 31), "{}: too many rows for one launch", spec_.key());
   void* args[] = {&p};
-  cuda::launch(fn_,
-               {.grid = {unsigned(ctas), 1, 1},
-                .block = {unsigned(config_.threads), 1, 1},
-                .smem_bytes = unsigned(config_.smem_bytes(spec_)),
-                .cluster = {unsigned(config_.cluster), 1, 1}},
-               args, stream);
+  cuda::launch(fn_, launch_config(grid_), args, stream);
 }
 
 }  // namespace gf::ops

@@ -17,10 +17,13 @@ class RowKernel {
   const RowConfig& config() const { return config_; }
 
  private:
+  cuda::LaunchConfig launch_config(int64_t ctas) const;
+
   RowOpSpec spec_;
   RowConfig config_;
   cuda::Module module_;
   CUfunction fn_;
+  int64_t grid_ = 0;  // CTAs
 };
 
 jit::Compiled compile_row_kernel(const RowOpSpec& s, const RowConfig& c, bool use_cache);

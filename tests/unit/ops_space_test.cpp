@@ -42,15 +42,15 @@ TEST(RowOpSpace, EveryShapeHasLegalConfigs) {
     EXPECT_TRUE(c.cluster >= 2 || c.stream) << c.name(RowOpSpec::parse("softmax:1024x262144:bf16"));
   EXPECT_FALSE(long_rows.front().stream) << "one pass ranks first where it fits";
   for (const auto& c : ops::row_configs(RowOpSpec::parse("softmax:2x524288:bf16"))) EXPECT_TRUE(c.stream);
-  // Bulk copies: offered for long rows, within the shared memory of two CTAs an SM, and never for
-  // rows that are not whole 16-byte units.
+  // Bulk copies: offered for long rows, with their stages within an SM's shared memory, and never
+  // for rows that are not whole 16-byte units.
   RowOpSpec res = RowOpSpec::parse("rmsnorm+residual:4096x65536:bf16");
   int bulk = 0;
   for (const auto& c : ops::row_configs(res))
     if (c.bulk) {
       ++bulk;
-      EXPECT_TRUE(c.stream && c.rows_per_cta == 1) << c.name(res);
-      EXPECT_LE(c.smem_bytes(res), 100 * 1024) << c.name(res);
+      EXPECT_TRUE(c.stream && c.rows_per_cta == 1 && c.stages >= 1) << c.name(res);
+      EXPECT_LE(c.smem_bytes(res), 227 * 1024) << c.name(res);
     }
   EXPECT_GT(bulk, 0);
   for (const auto& c : ops::row_configs(RowOpSpec::parse("softmax:3x1001:bf16"))) EXPECT_FALSE(c.bulk);
