@@ -125,43 +125,71 @@ struct RowOp {
   // The sum of exp(x - x.m) rebased to exp(x - m); an empty part (sum 0, m -inf) adds nothing.
   static __device__ __forceinline__ float rescale(float2 x, float m) { return x.y == 0.0f ? 0.0f : x.y * __expf(x.x - m); }
 
-  // Combines v over the row: the thread's group (shuffles), the CTA's warps (shared memory), then
-  // the cluster (distributed shared memory). Each reduction of a kernel has its own slots (kSlot),
-  // so none waits for the previous one's readers; a cluster's CTAs wait for each other's reads
-  // only before exiting (run).
-  template <int kSlot>
-  static __device__ __forceinline__ float2 reduce(float2 v, float2* scratch, int group, int lane_in_group) {
+  // Combines v over this CTA's part of the row: the thread's group (shuffles), then the CTA's
+  // warps (shared memory slots). Every thread of the group ends with the part's value.
+  static __device__ __forceinline__ float2 reduce_cta(float2 v, float2* slots, int group, int lane_in_group) {
     const unsigned mask = 0xffffffffu;
 #pragma unroll
     for (int o = (kGroup < 32 ? kGroup : 32) / 2; o > 0; o /= 2)
       v = combine(v, make_float2(__shfl_xor_sync(mask, v.x, o), __shfl_xor_sync(mask, v.y, o)));
-    if (kWarps > 1 || kCluster > 1) {
-      float2* slots = scratch + kSlot * kScratch;
-      if (kWarps > 1 && lane_in_group % 32 == 0) slots[group * kWarps + lane_in_group / 32] = v;
+    if (kWarps > 1) {
+      if (lane_in_group % 32 == 0) slots[group * kWarps + lane_in_group / 32] = v;
       __syncthreads();
-      if (kWarps > 1) {
-        v = slots[group * kWarps];
+      v = slots[group * kWarps];
 #pragma unroll
-        for (int w = 1; w < kWarps; ++w) v = combine(v, slots[group * kWarps + w]);
-      }
-      if (kCluster > 1) {
-        // Each CTA publishes its part's value; every CTA reads all of them.
-        float2* mine = slots + kRowsPerCta * kWarps;
-        if (threadIdx.x == 0) *mine = v;
-        ptx::cluster_sync();
-        u32 remote;
-        asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(remote) : "r"(smem_addr(mine)));
-        asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(remote) : "memory");
-#pragma unroll
-        for (int r = 1; r < kCluster; ++r) {
-          float2 x;
-          asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(mine)), "r"(r));
-          asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(x.x), "=f"(x.y) : "r"(remote) : "memory");
-          v = combine(v, x);
-        }
-      }
+      for (int w = 1; w < kWarps; ++w) v = combine(v, slots[group * kWarps + w]);
     }
     return v;
+  }
+
+  // ... then over the cluster, pulling: each CTA publishes its part's value in `mine` and, after a
+  // cluster barrier, reads every CTA's. A CTA must not exit (or reuse `mine`) while another may
+  // still read it.
+  static __device__ __forceinline__ float2 pull_cluster(float2 v, float2* mine) {
+    if (kCluster == 1) return v;
+    if (threadIdx.x == 0) *mine = v;
+    ptx::cluster_sync();
+    u32 remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(remote) : "r"(smem_addr(mine)));
+    asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(remote) : "memory");
+#pragma unroll
+    for (int r = 1; r < kCluster; ++r) {
+      float2 x;
+      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(mine)), "r"(r));
+      asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(x.x), "=f"(x.y) : "r"(remote) : "memory");
+      v = combine(v, x);
+    }
+    return v;
+  }
+
+  // ... or pushing: thread r sends the part's value into slot `part` of CTA r (st.async, completing
+  // on that CTA's mbarrier `bar`), then every CTA combines its kCluster slots in rank order. One-way
+  // messages instead of a cluster barrier, whose release would also wait for this CTA's pending
+  // global stores.
+  static __device__ __forceinline__ float2 push_cluster(float2 v, float2* slots, u64* bar, u32 parity, int part) {
+    if (threadIdx.x < kCluster) {
+      u32 slot, remote_bar;
+      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(slot) : "r"(smem_addr(slots + part)), "r"(threadIdx.x));
+      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote_bar) : "r"(smem_addr(bar)), "r"(threadIdx.x));
+      asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(slot),
+                   "f"(v.x), "f"(v.y), "r"(remote_bar)
+                   : "memory");
+    }
+    if (threadIdx.x == 0) ptx::mbar_arrive_expect_tx(bar, kCluster * sizeof(float2));
+    ptx::mbar_wait(bar, parity);
+    v = slots[0];
+#pragma unroll
+    for (int r = 1; r < kCluster; ++r) v = combine(v, slots[r]);
+    return v;
+  }
+
+  // Combines v over the row. Each reduction of a kernel has its own slots (kSlot), so none waits
+  // for the previous one's readers; a cluster's CTAs wait for each other's reads only before
+  // exiting (run).
+  template <int kSlot>
+  static __device__ __forceinline__ float2 reduce(float2 v, float2* scratch, int group, int lane_in_group) {
+    float2* slots = scratch + kSlot * kScratch;
+    return pull_cluster(reduce_cta(v, slots, group, lane_in_group), slots + kRowsPerCta * kWarps);
   }
   static constexpr int kScratch = kRowsPerCta * kWarps + 1;  // float2 slots of one reduction
 
@@ -182,10 +210,13 @@ struct RowOp {
   static constexpr int kStageBytes = kPartBytes * (Cfg::kResidual ? 2 : 1);  // x's part, then the residual's
 
   // Two passes over this CTA's part of a row, x and res (global or shared memory), nothing kept in
-  // registers between them. scratch holds the slots of the one reduction.
-  static __device__ __forceinline__ void two_passes(const RowParams& p, float2* scratch, int group, int lane_in_group,
-                                                    int part, bool live, long long base, long long row,
-                                                    const typename In::raw* x, const typename In::raw* res) {
+  // registers between them. slots are the CTA's for its one reduction.
+  // `exchange` combines the part's value over the cluster (pull_cluster or push_cluster).
+  template <class Exchange>
+  static __device__ __forceinline__ void two_passes(const RowParams& p, float2* slots, Exchange exchange, int group,
+                                                    int lane_in_group, int part, bool live, long long base,
+                                                    long long row, const typename In::raw* x,
+                                                    const typename In::raw* res) {
     using InRaw = typename In::raw;
     InRaw* res_out = static_cast<InRaw*>(p.residual_out) + base;
     int limit = kPartCols;
@@ -238,10 +269,10 @@ struct RowOp {
     }
     float scale_out = 1.0f, shift = 0.0f;
     if (Cfg::kOp == kSoftmax) {
-      const float2 t = reduce<0>(make_float2(m, has_nan ? nan() : s), scratch, group, lane_in_group);
+      const float2 t = exchange(reduce_cta(make_float2(m, has_nan ? nan() : s), slots, group, lane_in_group));
       finish_softmax(t, shift, scale_out);
     } else {
-      const float2 t = reduce<0>(make_float2(s, s2), scratch, group, lane_in_group);
+      const float2 t = exchange(reduce_cta(make_float2(s, s2), slots, group, lane_in_group));
       const float mean = Cfg::kOp == kLayerNorm ? t.x / kCols : 0.0f;
       shift = mean;
       scale_out = rsqrtf(fmaxf(t.y / kCols - mean * mean, 0.0f) + p.eps);
@@ -290,20 +321,31 @@ struct RowOp {
         if (Cfg::kResidual) ptx::bulk_load(dst + kPartBytes + off, res + off, n, &full[stage]);
       }
     };
+    // The cluster exchange's slots and barriers, one set for even rows and one for odd: a cluster's
+    // CTAs are at most one row apart (each row's exchange waits for all of them), so no value
+    // lands in a slot still being read.
+    __shared__ float2 cluster_slots[2][kCluster];
+    __shared__ u64 cluster_bar[2];
     if (threadIdx.x == 0) {
       for (int i = 0; i < Cfg::kStages; ++i) ptx::mbar_init(&full[i], 1);
+      for (int i = 0; i < 2; ++i) ptx::mbar_init(&cluster_bar[i], 1);
       ptx::mbar_fence_init();
       for (int i = 0; i < Cfg::kStages && first + i * stride < p.rows; ++i) issue(first + i * stride, i);
     }
-    __syncthreads();  // the barriers are initialised
+    if (kCluster > 1)
+      ptx::cluster_sync();  // every CTA's barriers are initialised before any value is sent
+    else
+      __syncthreads();
     int it = 0;
     for (long long row = first; row < p.rows; row += stride, ++it) {
       const int stage = it % Cfg::kStages;
       ptx::mbar_wait(&full[stage], u32(it / Cfg::kStages) & 1);
       const InRaw* x = reinterpret_cast<const InRaw*>(stage_smem + stage * kStageBytes);
-      // Alternate rows reduce in alternate slots: a cluster's CTAs are at most one row apart (each
-      // row's reduction waits for all of them), so none overwrites a slot another still reads.
-      two_passes(p, scratch + (it & 1) * kScratch, group, lane_in_group, part, true,
+      const int odd = it & 1;
+      auto exchange = [&](float2 v) {
+        return kCluster > 1 ? push_cluster(v, cluster_slots[odd], &cluster_bar[odd], u32(it >> 1) & 1, part) : v;
+      };
+      two_passes(p, scratch + odd * kScratch, exchange, group, lane_in_group, part, true,
                  row * kCols + (long long)part * kPartCols, row, x, x + kPartCols);
       __syncthreads();  // every thread is done with the stage
       if (threadIdx.x == 0 && row + Cfg::kStages * stride < p.rows) {
@@ -326,8 +368,9 @@ struct RowOp {
         bulk_rows(p, scratch, group, lane_in_group, part);
       } else {
         using InRaw = typename In::raw;
-        two_passes(p, scratch, group, lane_in_group, part, live, base, row, static_cast<const InRaw*>(p.x) + base,
-                   static_cast<const InRaw*>(p.residual) + base);
+        auto exchange = [&](float2 v) { return pull_cluster(v, scratch + kRowsPerCta * kWarps); };
+        two_passes(p, scratch, exchange, group, lane_in_group, part, live, base, row,
+                   static_cast<const InRaw*>(p.x) + base, static_cast<const InRaw*>(p.residual) + base);
       }
       if (kCluster > 1) ptx::cluster_sync();  // no CTA leaves while another may read its slots
       return;

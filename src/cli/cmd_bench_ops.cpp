@@ -16,6 +16,7 @@ struct OpsArgs {
   int max_configs = 16;
   std::string db;
   std::string json;
+  std::string only;
 };
 
 // Every config tried, fastest first: what the ranking of ops::row_configs is checked against.
@@ -48,7 +49,8 @@ void run_bench_ops(const OpsArgs& a) {
   nlohmann::json out = {{"copy_tbps", copy}, {"ops", nlohmann::json::array()}};
   for (const auto& s : specs) {
     auto ms =
-        ops::tune_row_op(s, device, a.max_configs, [&](int done, int total) { progress.update(s.key(), done, total); });
+        ops::tune_row_op(s, device, a.max_configs, [&](int done, int total) { progress.update(s.key(), done, total); },
+                         a.only);
     int ok = int(std::count_if(ms.begin(), ms.end(), [](const auto& m) { return m.verified; }));
     const auto& best = ms.front();
     if (!best.verified) {
@@ -62,7 +64,7 @@ void run_bench_ops(const OpsArgs& a) {
     for (const auto& m : ms)
       all.push_back({s.key(), "rowops", m.name, m.config.to_json(), m.verified, m.us, 0.0, m.rel_err, m.compile_seconds,
                      m.error});
-    db.store(d, all);
+    if (a.only.empty()) db.store(d, all);  // a partial search decides nothing
     out["ops"].push_back({{"op", s.key()},
                           {"config", best.name},
                           {"us", best.us},
@@ -88,6 +90,9 @@ void add_bench_ops(CLI::App& app) {
   cmd->add_option("--max-configs", a->max_configs, "configs tried per op")->capture_default_str();
   cmd->add_option("--db", a->db, "tuning DB path");
   cmd->add_option("--json", a->json, "also write the results as JSON to FILE");
+  cmd->add_option("--only", a->only,
+                  "only the configs whose names contain TEXT (e.g. _x8_b2), to study one variant; nothing is stored "
+                  "in the DB");
   cmd->callback([a] { run_bench_ops(*a); });
 }
 

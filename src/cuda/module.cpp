@@ -30,6 +30,10 @@ void set_max_dynamic_smem(CUfunction fn, unsigned bytes) {
   GF_CU_CHECK(driver().cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(bytes)));
 }
 
+void allow_large_clusters(CUfunction fn) {
+  GF_CU_CHECK(driver().cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1));
+}
+
 namespace {
 CUlaunchConfig to_driver(const LaunchConfig& cfg, CUlaunchAttribute* attr, CUstream stream) {
   CUlaunchConfig lc{};

@@ -29,6 +29,8 @@ struct LaunchConfig {
 
 // Lets fn use more than 48 KiB of dynamic shared memory. Call once, when the kernel is loaded.
 void set_max_dynamic_smem(CUfunction fn, unsigned bytes);
+// Lets fn run in clusters of more than the portable 8 CTAs (up to 16 on Hopper).
+void allow_large_clusters(CUfunction fn);
 // How many clusters of cfg's shape (CTAs, for clusters of one) can be resident at once: the size
 // of a persistent grid, in clusters.
 int max_active_clusters(CUfunction fn, const LaunchConfig& cfg);

@@ -42,10 +42,12 @@ class RowOpBench {
   tune::Timer timer_;
 };
 
-// Compiles the spec's configs (the first max_configs) in parallel and measures each; the result
-// is sorted, fastest verified first. progress(done, total) is called as configs finish.
+// Compiles the spec's configs (the first max_configs, of those whose names contain `only`) in
+// parallel and measures each; the result is sorted, fastest verified first. progress(done, total)
+// is called as configs finish.
 std::vector<RowMeasurement> tune_row_op(const RowOpSpec& spec, const DeviceInfo& device, int max_configs,
-                                        const std::function<void(int, int)>& progress = {});
+                                        const std::function<void(int, int)>& progress = {},
+                                        const std::string& only = "");
 
 // Device-to-device copy bandwidth (bytes read + written per second, / 1e12) over 2 GiB.
 double copy_bandwidth_tbps(const DeviceInfo& device);

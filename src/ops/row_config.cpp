@@ -76,7 +76,11 @@ std::string illegal_reason(const RowConfig& c, const RowOpSpec& s) {
   if ((g & (g - 1)) != 0) return "threads per row must be a power of two";
   if (c.vec < 1 || s.cols % c.vec != 0) return "the vector width must divide the row";
   if (c.vec * dtype_bytes(s.in) > 16) return "vectors are at most 16 bytes";
-  if (c.cluster != 1 && c.cluster != 2 && c.cluster != 4 && c.cluster != 8) return "clusters of 1, 2, 4 or 8 CTAs";
+  if (c.cluster != 1 && c.cluster != 2 && c.cluster != 4 && c.cluster != 8 && c.cluster != 16)
+    return "clusters of 1, 2, 4, 8 or 16 CTAs";
+  // 16 is beyond the portable 8 (Hopper allows it on request): only for the persistent kernels,
+  // whose parts of the longest rows it halves, so that several fit an SM.
+  if (c.cluster == 16 && !c.bulk) return "clusters of 16 CTAs are for bulk copies";
   if (c.cluster > 1 && (c.rows_per_cta != 1 || s.cols % (int64_t(c.cluster) * c.vec) != 0))
     return "a cluster splits one row into whole vectors";
   int64_t part_vecs = s.cols / c.cluster / c.vec;
@@ -110,7 +114,7 @@ std::vector<RowConfig> row_configs(const RowOpSpec& s) {
   std::vector<std::pair<double, RowConfig>> resident, streaming;
   for (int vec = widest_vec(s); vec >= 1; vec /= 2) {
     for (int mode : {0, 1, 2})  // registers, streaming (second read from L2), streaming from bulk copies
-      for (int cluster : {1, 2, 4, 8})
+      for (int cluster : {1, 2, 4, 8, 16})
         for (int threads : {128, 256, 512, 1024})
           for (int rows : {1, 2, 4, 8, 16, 32})
             for (int stages = mode == 2 ? 1 : 0; stages <= (mode == 2 ? 4 : 0); ++stages) {
@@ -120,14 +124,17 @@ std::vector<RowConfig> row_configs(const RowOpSpec& s) {
             const double narrow = double(widest_vec(s) / vec) * 4;
             const double odd_threads = threads == 1024 || (stream && threads == 128) ? 0.5 : 0.0;
             if (c.bulk) {
-              // ~128 KiB of copies in flight an SM (the parts queued behind the one being worked
-              // on, over the CTAs that fit), and few CTAs to a cluster: each row costs one cluster
-              // barrier. Ranked ahead of the second read from L2.
+              // ~128 KiB of copies in flight an SM (the parts queued behind the ones being worked
+              // on, over the CTAs that fit), two or more CTAs an SM (one alone stalls the SM at each
+              // row's exchange), 256 threads, and few CTAs to a cluster: each row waits for the
+              // cluster's slowest. Measured on an H200, 2026-11-30 (docs/PERFORMANCE.md).
               const double ctas_per_sm =
                   std::floor(std::min(double(kMaxSmemPerCta) / c.smem_bytes(s), 2048.0 / threads));
-              const double in_flight = ctas_per_sm * std::max(stages - 1.0, 0.25) * double(c.stage_bytes(s));
-              streaming.emplace_back(
-                  narrow + std::abs(std::log2(in_flight / 131072.0)) + odd_threads + cluster / 16.0, c);
+              const double in_flight = ctas_per_sm * std::max(stages - 1.0, 0.5) * double(c.stage_bytes(s));
+              streaming.emplace_back(narrow + std::abs(std::log2(in_flight / 131072.0)) +
+                                         std::abs(std::log2(threads / 256.0)) / 2 + (ctas_per_sm < 2 ? 1.0 : 0.0) +
+                                         cluster / 32.0,
+                                     c);
             } else if (stream) {
               // A part of ~32 KiB per CTA: enough to stream, small enough that the second read
               // still finds it in L2 with many CTAs in flight.

@@ -54,6 +54,7 @@ std::string misaligned(const RowOpSpec& s, const RowConfig& c, const RowOpArgs& 
 RowKernel::RowKernel(const RowOpSpec& spec, const RowConfig& config, const std::string& cubin)
     : spec_(spec), config_(config), module_(cubin), fn_(module_.function("gf_row_op")) {
   if (config.smem_bytes(spec) > 0) cuda::set_max_dynamic_smem(fn_, unsigned(config.smem_bytes(spec)));
+  if (config.cluster > 8) cuda::allow_large_clusters(fn_);
   const int64_t clusters = (spec.rows + config.rows_per_cta - 1) / config.rows_per_cta;
   if (config.bulk) {
     // Persistent: as many clusters as are resident at once, each looping over rows.
