@@ -19,14 +19,19 @@ namespace {
 
 std::vector<NativeConfig> covering_configs() {
   // The TMA-store epilogue (the last field: staging boxes): cooperative staging half the tile at a
-  // time, ping-pong in a pair sharing B one box at a time, and the whole tile with split-K.
+  // time, ping-pong in a pair sharing B one box at a time, the whole tile with split-K, and the
+  // whole tile alone and in a pair sharing A (with C, all of it prefetched in the main loop).
   NativeConfig tma_co{128, 256, 4, 2, false, 1, 1, false, 8, false, 2};
   NativeConfig tma_pp{128, 128, 5, 2, true, 1, 2, true, 8, false, 1};
   NativeConfig tma_split{64, 128, 6, 1, false, 3, 1, false, 8, true, 2};
+  NativeConfig tma_whole{128, 256, 3, 2, false, 1, 1, false, 8, false, 4};
+  NativeConfig tma_whole_pair{256, 128, 3, 2, false, 1, 2, false, 8, false, 2};
   return {
       tma_co,
       tma_pp,
       tma_split,
+      tma_whole,
+      tma_whole_pair,
       {64, 64, 8, 1, false, 1, 1, false, 8, false},
       {64, 128, 6, 1, false, 2, 1, false, 8, false},
       {128, 128, 6, 2, false, 1, 1, false, 8, true},

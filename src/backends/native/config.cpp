@@ -129,7 +129,13 @@ double estimate_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo
   // Storing the tile from registers stalls the tensor cores unless the other consumer is in its
   // main loop meanwhile (ping-pong). Staging in shared memory and TMA stores cost the consumers
   // a fraction of that (measured 8% faster at 4096^3 on an H200, 2026-11-29).
-  const double epilogue_s = c.pingpong ? 0.0 : double(c.bm) * c.bn * 4 / 100e9 / (c.store_tma() ? 4.0 : 1.0);
+  double epilogue_s = c.pingpong ? 0.0 : double(c.bm) * c.bn * 4 / 100e9 / (c.store_tma() ? 4.0 : 1.0);
+  // A C input arrives in the staging boxes: the first store_boxes of them during the main loop,
+  // the rest while the tensor cores wait (each SM's share of DRAM, ~25 GB/s).
+  if (p.epilogue.has_c() && c.store_tma()) {
+    const int out_boxes = tile_out_cols(c.bn, p) / 64;
+    epilogue_s += double(out_boxes - c.store_boxes) / out_boxes * c.bm * tile_out_cols(c.bn, p) * 2 / 25e9;
+  }
   // Ping-pong runs one consumer's tile at a time: each tile has the SM's tensor cores alone.
   const int64_t pp_waves = c.pingpong ? (units + 2 * sms - 1) / (2 * sms) * 2 : waves;
   // Pairs are not yet measured faster than single CTAs of the same tile (their remote barrier
@@ -174,6 +180,14 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                       break;
                     }
                   }
+                // With a C input, staging the whole tile (C then lands during the main loop) may be
+                // worth a pipeline stage: offered beside the deepest pipeline.
+                if (store_tma && p.epilogue.has_c() && c.store_boxes < out_boxes) {
+                  NativeConfig whole = c;
+                  whole.store_boxes = out_boxes;
+                  while (whole.stages > 2 && whole.smem_bytes() > d.smem_per_block_optin) --whole.stages;
+                  if (illegal_reason(whole, p, d).empty()) scored.emplace_back(estimate_us(whole, p, d), whole);
+                }
                 if (!illegal_reason(c, p, d).empty()) continue;
                 // Split-K only where whole tiles leave SMs idle.
                 int64_t tiles = p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, bn);
@@ -190,7 +204,7 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
       std::move(scored), keep,
       {[](const NativeConfig& c) { return fmt::format("{}x{}{}", c.bm, c.bn, c.pingpong); },
        [](const NativeConfig& c) {
-         return fmt::format("{}x{}{}/{}{}{}", c.bm, c.bn, c.pingpong, c.pair_m(), c.pair_n(), c.store_tma());
+         return fmt::format("{}x{}{}/{}{}{}", c.bm, c.bn, c.pingpong, c.pair_m(), c.pair_n(), c.store_boxes);
        }},
       4);
 }
