@@ -176,7 +176,7 @@ struct RowOp {
                    : "memory");
     }
     if (threadIdx.x == 0) ptx::mbar_arrive_expect_tx(bar, kCluster * sizeof(float2));
-    ptx::mbar_wait(bar, parity);
+    ptx::mbar_wait_cluster(bar, parity);
     v = slots[0];
 #pragma unroll
     for (int r = 1; r < kCluster; ++r) v = combine(v, slots[r]);
@@ -210,13 +210,13 @@ struct RowOp {
   static constexpr int kStageBytes = kPartBytes * (Cfg::kResidual ? 2 : 1);  // x's part, then the residual's
 
   // Two passes over this CTA's part of a row, x and res (global or shared memory), nothing kept in
-  // registers between them. slots are the CTA's for its one reduction.
-  // `exchange` combines the part's value over the cluster (pull_cluster or push_cluster).
-  template <class Exchange>
-  static __device__ __forceinline__ void two_passes(const RowParams& p, float2* slots, Exchange exchange, int group,
-                                                    int lane_in_group, int part, bool live, long long base,
-                                                    long long row, const typename In::raw* x,
-                                                    const typename In::raw* res) {
+  // registers between them (LayerNorm reads the part once more, for the centred variance).
+  // reduce_row(v) combines the threads' values over the row: reduce_cta, then pull_cluster or
+  // push_cluster; each call has its own slots.
+  template <class ReduceRow>
+  static __device__ __forceinline__ void two_passes(const RowParams& p, ReduceRow reduce_row, int lane_in_group,
+                                                    int part, bool live, long long base, long long row,
+                                                    const typename In::raw* x, const typename In::raw* res) {
     using InRaw = typename In::raw;
     InRaw* res_out = static_cast<InRaw*>(p.residual_out) + base;
     int limit = kPartCols;
@@ -268,17 +268,28 @@ struct RowOp {
       }
     }
     float scale_out = 1.0f, shift = 0.0f;
+    const InRaw* src = Cfg::kOp == kRmsNorm && Cfg::kResidual && !Cfg::kBulk ? res_out : x;
     if (Cfg::kOp == kSoftmax) {
-      const float2 t = exchange(reduce_cta(make_float2(m, has_nan ? nan() : s), slots, group, lane_in_group));
-      finish_softmax(t, shift, scale_out);
+      finish_softmax(reduce_row(make_float2(m, has_nan ? nan() : s)), shift, scale_out);
+    } else if (Cfg::kOp == kRmsNorm) {
+      scale_out = rsqrtf(reduce_row(make_float2(s2, 0.0f)).x / kCols + p.eps);
     } else {
-      const float2 t = exchange(reduce_cta(make_float2(s, s2), slots, group, lane_in_group));
-      const float mean = Cfg::kOp == kLayerNorm ? t.x / kCols : 0.0f;
-      shift = mean;
-      scale_out = rsqrtf(fmaxf(t.y / kCols - mean * mean, 0.0f) + p.eps);
+      // LayerNorm: the mean, then the centred squares. E[x^2] - mean^2 would cancel when the
+      // mean is large against the spread.
+      shift = reduce_row(make_float2(s, 0.0f)).x / kCols;
+      float ss = 0.0f;
+#pragma unroll 4
+      for (int vec = lane_in_group; live && vec < kPartVecs; vec += kGroup) {
+        float v[kVec];
+        load_vec<Cfg::kIn, kVec>(src + vec * kVec, v);
+        float vs = 0.0f;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) vs += (v[e] - shift) * (v[e] - shift);
+        ss += vs;
+      }
+      scale_out = rsqrtf(reduce_row(make_float2(ss, 0.0f)).x / kCols + p.eps);
     }
     // Pass 2: read again, write.
-    const InRaw* src = Cfg::kOp == kRmsNorm && Cfg::kResidual && !Cfg::kBulk ? res_out : x;
 #pragma unroll 4
     for (int vec = lane_in_group; live && vec < kPartVecs; vec += kGroup) {
       float v[kVec];
@@ -321,11 +332,20 @@ struct RowOp {
         if (Cfg::kResidual) ptx::bulk_load(dst + kPartBytes + off, res + off, n, &full[stage]);
       }
     };
-    // The cluster exchange's slots and barriers, one set for even rows and one for odd: a cluster's
-    // CTAs are at most one row apart (each row's exchange waits for all of them), so no value
-    // lands in a slot still being read.
+    // The reductions' slots (CTA scratch, cluster slots and barriers) alternate between two sets:
+    // a cluster's CTAs are at most one reduction apart (each waits for all of them), and a CTA's
+    // threads pass a __syncthreads between reading one reduction's slots and writing the next's,
+    // so no value lands in a slot still being read.
     __shared__ float2 cluster_slots[2][kCluster];
     __shared__ u64 cluster_bar[2];
+    int reductions = 0;
+    auto reduce_row = [&](float2 v) {
+      const int set = reductions & 1;
+      const u32 parity = u32(reductions >> 1) & 1;
+      ++reductions;
+      v = reduce_cta(v, scratch + set * kScratch, group, lane_in_group);
+      return kCluster > 1 ? push_cluster(v, cluster_slots[set], &cluster_bar[set], parity, part) : v;
+    };
     if (threadIdx.x == 0) {
       for (int i = 0; i < Cfg::kStages; ++i) ptx::mbar_init(&full[i], 1);
       for (int i = 0; i < 2; ++i) ptx::mbar_init(&cluster_bar[i], 1);
@@ -341,17 +361,12 @@ struct RowOp {
       const int stage = it % Cfg::kStages;
       ptx::mbar_wait(&full[stage], u32(it / Cfg::kStages) & 1);
       const InRaw* x = reinterpret_cast<const InRaw*>(stage_smem + stage * kStageBytes);
-      const int odd = it & 1;
-      auto exchange = [&](float2 v) {
-        return kCluster > 1 ? push_cluster(v, cluster_slots[odd], &cluster_bar[odd], u32(it >> 1) & 1, part) : v;
-      };
-      two_passes(p, scratch + odd * kScratch, exchange, group, lane_in_group, part, true,
-                 row * kCols + (long long)part * kPartCols, row, x, x + kPartCols);
+      two_passes(p, reduce_row, lane_in_group, part, true, row * kCols + (long long)part * kPartCols, row, x,
+                 x + kPartCols);
+      // The residual sums each thread wrote into the stage, ordered before the copy over them.
+      if (Cfg::kOp == kRmsNorm && Cfg::kResidual) ptx::fence_proxy_async_smem();
       __syncthreads();  // every thread is done with the stage
-      if (threadIdx.x == 0 && row + Cfg::kStages * stride < p.rows) {
-        ptx::fence_proxy_async_smem();  // the residual sums written into the stage, before the copy over them
-        issue(row + Cfg::kStages * stride, stage);
-      }
+      if (threadIdx.x == 0 && row + Cfg::kStages * stride < p.rows) issue(row + Cfg::kStages * stride, stage);
     }
   }
 
@@ -367,10 +382,15 @@ struct RowOp {
       if (Cfg::kBulk) {
         bulk_rows(p, scratch, group, lane_in_group, part);
       } else {
+        // One row per CTA: each reduction (at most two) has its own slots.
         using InRaw = typename In::raw;
-        auto exchange = [&](float2 v) { return pull_cluster(v, scratch + kRowsPerCta * kWarps); };
-        two_passes(p, scratch, exchange, group, lane_in_group, part, live, base, row,
-                   static_cast<const InRaw*>(p.x) + base, static_cast<const InRaw*>(p.residual) + base);
+        int reductions = 0;
+        auto reduce_row = [&](float2 v) {
+          float2* slots = scratch + (reductions++) * kScratch;
+          return pull_cluster(reduce_cta(v, slots, group, lane_in_group), slots + kRowsPerCta * kWarps);
+        };
+        two_passes(p, reduce_row, lane_in_group, part, live, base, row, static_cast<const InRaw*>(p.x) + base,
+                   static_cast<const InRaw*>(p.residual) + base);
       }
       if (kCluster > 1) ptx::cluster_sync();  // no CTA leaves while another may read its slots
       return;

@@ -43,4 +43,15 @@ __device__ __forceinline__ void mbar_wait(u64* bar, u32 parity) {
       : "memory");
 }
 
+// The same wait, acquiring at cluster scope: for phases completed by other CTAs' writes (st.async
+// complete_tx releases at cluster scope; a CTA-scope acquire would not pair with it).
+__device__ __forceinline__ void mbar_wait_cluster(u64* bar, u32 parity) {
+  asm volatile(
+      "{\n.reg .pred done;\nretry:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra retry;\n}" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+
 }  // namespace gf::ptx

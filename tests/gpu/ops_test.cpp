@@ -151,6 +151,48 @@ TEST(RowOp, NanAndInfBehaveLikeTorch) {
   for (int c = 0; c < 128; ++c) EXPECT_TRUE(std::isnan(y[size_t(c)])) << "a NaN in the row poisons the RMS";
 }
 
+TEST(RowOp, LayerNormOfALargeMeanKeepsItsVariance) {
+  // x = 1000 + u, u in [-1, 1): E[x^2] - mean^2 in fp32 would lose the variance (~1/3) to
+  // cancellation; every kernel (register-resident, streaming, bulk copies) computes it centred.
+  RowOpSpec s = RowOpSpec::parse("layernorm:48x65536:f32");
+  const int64_t n = s.rows * s.cols;
+  std::vector<float> x(static_cast<size_t>(n)), w(static_cast<size_t>(s.cols), 1.0f), b(w.size(), 0.0f);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (auto& v : x) v = 1000.0f + u(rng);
+  cuda::DeviceBuffer dx(x.size() * 4), dy(x.size() * 4), dw(w.size() * 4), db(b.size() * 4);
+  GF_CUDA_CHECK(cudaMemcpy(dx.get(), x.data(), dx.bytes(), cudaMemcpyHostToDevice));
+  GF_CUDA_CHECK(cudaMemcpy(dw.get(), w.data(), dw.bytes(), cudaMemcpyHostToDevice));
+  GF_CUDA_CHECK(cudaMemcpy(db.get(), b.data(), db.bytes(), cudaMemcpyHostToDevice));
+  RowOpArgs a;
+  a.x = dx.get();
+  a.y = dy.get();
+  a.weight = dw.get();
+  a.bias = db.get();
+  std::vector<double> want(static_cast<size_t>(n));
+  for (int64_t r = 0; r < s.rows; ++r) {
+    double mean = 0, ss = 0;
+    for (int64_t c = 0; c < s.cols; ++c) mean += x[size_t(r * s.cols + c)];
+    mean /= double(s.cols);
+    for (int64_t c = 0; c < s.cols; ++c) ss += std::pow(x[size_t(r * s.cols + c)] - mean, 2);
+    const double rstd = 1 / std::sqrt(ss / double(s.cols) + 1e-5);
+    for (int64_t c = 0; c < s.cols; ++c) want[size_t(r * s.cols + c)] = (x[size_t(r * s.cols + c)] - mean) * rstd;
+  }
+  bool resident = false, stream = false, bulk = false;
+  for (const auto& c : ops::row_configs(s)) {
+    bool& seen = c.bulk ? bulk : c.stream ? stream : resident;
+    if (seen) continue;
+    seen = true;
+    auto compiled = ops::compile_row_kernel(s, c, true);
+    ASSERT_TRUE(compiled.report.ok) << c.name(s) << "\n" << compiled.report.log;
+    ops::RowKernel kernel(s, c, compiled.cubin);
+    kernel.launch(a, nullptr);
+    GF_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_LT(test::rel_err(test::to_host(dy.get(), DType::f32, n), want), 1e-3) << c.name(s);
+  }
+  EXPECT_TRUE(resident && stream && bulk);
+}
+
 TEST(RowOp, MisalignedPointersTakeTheScalarPath) {
   RowOpSpec s = RowOpSpec::parse("rmsnorm:64x1024:bf16");
   ops::RowOpBench bench(s, DeviceInfo::query(), 3);
