@@ -6,7 +6,8 @@
 // registers (kIters vectors of kVec elements per thread). Short rows share a CTA (kRowsPerCta
 // groups); long rows are split over a cluster of kCluster CTAs, whose partial sums meet in
 // distributed shared memory. Rows too long for that stream (kStream): one pass gathers the
-// statistics (online softmax), a second reads the row again (from L2, mostly) and writes it. With
+// statistics (online softmax; LayerNorm takes a second for the centred variance), the last reads
+// the row again (from L2, mostly) and writes it. With
 // kBulk the CTAs are persistent and the parts (and their residuals) arrive in a ring of kStages
 // shared-memory stages by bulk copies: the next rows' copies are in flight while both passes read
 // this row's part from shared memory.
@@ -183,9 +184,9 @@ struct RowOp {
     return v;
   }
 
-  // Combines v over the row. Each reduction of a kernel has its own slots (kSlot), so none waits
-  // for the previous one's readers; a cluster's CTAs wait for each other's reads only before
-  // exiting (run).
+  // Combines v over the row, pulling, in the one-row kernels (not bulk_rows). Each reduction of a
+  // kernel has its own slots (kSlot), so none waits for the previous one's readers; a cluster's
+  // CTAs wait for each other's reads only before exiting (run).
   template <int kSlot>
   static __device__ __forceinline__ float2 reduce(float2 v, float2* scratch, int group, int lane_in_group) {
     float2* slots = scratch + kSlot * kScratch;
@@ -212,7 +213,7 @@ struct RowOp {
   // Two passes over this CTA's part of a row, x and res (global or shared memory), nothing kept in
   // registers between them (LayerNorm reads the part once more, for the centred variance).
   // reduce_row(v) combines the threads' values over the row: reduce_cta, then pull_cluster or
-  // push_cluster; each call has its own slots.
+  // push_cluster; consecutive calls use different slots.
   template <class ReduceRow>
   static __device__ __forceinline__ void two_passes(const RowParams& p, ReduceRow reduce_row, int lane_in_group,
                                                     int part, bool live, long long base, long long row,
@@ -316,6 +317,7 @@ struct RowOp {
   // completing on its mbarrier; a stage is refilled once every thread is done with its row.
   static __device__ __forceinline__ void bulk_rows(const RowParams& p, float2* scratch, int group, int lane_in_group,
                                                    int part) {
+    static_assert(Cfg::kStages >= 1, "Bulk copies need at least one stage.");
     using InRaw = typename In::raw;
     extern __shared__ __align__(128) u8 stage_smem[];
     u64* full = reinterpret_cast<u64*>(stage_smem + Cfg::kStages * kStageBytes);
@@ -378,8 +380,8 @@ struct RowOp {
     // Rows past the end still take part in the CTA's barriers, with nothing to load or store.
     const bool live = row < p.rows;
     const long long base = row * kCols + (long long)part * kPartCols;  // first element of this CTA's part
-    if (Cfg::kStream) {
-      if (Cfg::kBulk) {
+    if constexpr (Cfg::kStream) {
+      if constexpr (Cfg::kBulk) {
         bulk_rows(p, scratch, group, lane_in_group, part);
       } else {
         // One row per CTA: each reduction (at most two) has its own slots.
@@ -392,7 +394,8 @@ struct RowOp {
         two_passes(p, reduce_row, lane_in_group, part, live, base, row, static_cast<const InRaw*>(p.x) + base,
                    static_cast<const InRaw*>(p.residual) + base);
       }
-      if (kCluster > 1) ptx::cluster_sync();  // no CTA leaves while another may read its slots
+      // No CTA leaves while another may still read (pull) or write (push) its slots.
+      if (kCluster > 1) ptx::cluster_sync();
       return;
     }
 

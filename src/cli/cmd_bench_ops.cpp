@@ -51,6 +51,10 @@ void run_bench_ops(const OpsArgs& a) {
     auto ms =
         ops::tune_row_op(s, device, a.max_configs, [&](int done, int total) { progress.update(s.key(), done, total); },
                          a.only);
+    if (ms.empty()) {
+      table.add({s.key(), "-", "-", fmt::format("no config has '{}'", a.only), "-", "0/0"});
+      continue;
+    }
     int ok = int(std::count_if(ms.begin(), ms.end(), [](const auto& m) { return m.verified; }));
     const auto& best = ms.front();
     if (!best.verified) {
@@ -91,8 +95,10 @@ void add_bench_ops(CLI::App& app) {
   cmd->add_option("--db", a->db, "tuning DB path");
   cmd->add_option("--json", a->json, "also write the results as JSON to FILE");
   cmd->add_option("--only", a->only,
-                  "only the configs whose names contain TEXT (e.g. _x8_b2), to study one variant; nothing is stored "
-                  "in the DB");
+                  "only the configs whose names contain TEXT, to study one variant (names end "
+                  "_t<threads>_r<rows per CTA>_v<vector>_x<cluster>[_s | _b<stages>], e.g. _x8_b2: clusters of 8, bulk "
+                  "copies, 2 stages); ops with none are skipped, --max-configs still applies, nothing is stored in the "
+                  "DB");
   cmd->callback([a] { run_bench_ops(*a); });
 }
 

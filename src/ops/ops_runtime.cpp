@@ -42,20 +42,8 @@ void OpsRuntime::run(const RowOpSpec& s, const RowOpArgs& args, cudaStream_t str
     ops::RowConfig stored = ops::RowConfig::from_json(d->config);
     if (ops::illegal_reason(stored, s).empty()) c = stored;  // else a decision of an older gemmforge
   }
-  // Pointers that do not suit the vector width take a correct, narrower path: first without bulk
-  // copies (16-byte aligned only), then unvectorized.
-  if (c.bulk && !ops::misaligned(s, c, args).empty()) c.bulk = false, c.stages = 0;
-  if (!ops::misaligned(s, c, args).empty()) {
-    c.vec = 1;
-    c.cluster = 1;
-    while (!ops::illegal_reason(c, s).empty() && c.rows_per_cta > 1) c.rows_per_cta /= 2;
-    if (!ops::illegal_reason(c, s).empty()) {
-      for (const auto& alt : ops::row_configs(s))
-        if (alt.vec == 1) c = alt;
-    }
-    GF_CHECK(ops::illegal_reason(c, s).empty(), "{}: the pointers are misaligned and no unvectorized config fits ({})",
-             s.key(), ops::misaligned(s, ops::default_config(s), args));
-  }
+  // Pointers that do not suit the config (vector width, bulk copies) take a correct, slower one.
+  c = ops::config_for_pointers(s, c, args);
   impl_->kernel(s, c).launch(args, stream);
 }
 

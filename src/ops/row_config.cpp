@@ -108,9 +108,10 @@ std::string illegal_reason(const RowConfig& c, const RowOpSpec& s) {
   return "";
 }
 
-std::vector<RowConfig> row_configs(const RowOpSpec& s) {
+std::vector<RowConfig> row_configs(const RowOpSpec& s, bool every_width) {
   // Two families, each ranked by a rule of thumb, then interleaved so that any cut of the list
-  // tries both: register-resident rows (one read) and streaming (a second read, from L2).
+  // tries both: register-resident rows (one read) and streaming (a second read, from L2 or, with
+  // bulk copies, from shared memory).
   std::vector<std::pair<double, RowConfig>> resident, streaming;
   for (int vec = widest_vec(s); vec >= 1; vec /= 2) {
     for (int mode : {0, 1, 2})  // registers, streaming (second read from L2), streaming from bulk copies
@@ -137,7 +138,8 @@ std::vector<RowConfig> row_configs(const RowOpSpec& s) {
                                      c);
             } else if (stream) {
               // A part of ~32 KiB per CTA: enough to stream, small enough that the second read
-              // still finds it in L2 with many CTAs in flight.
+              // still finds it in L2 with many CTAs in flight. Behind bulk copies, which measured
+              // faster wherever both apply (docs/PERFORMANCE.md).
               streaming.emplace_back(narrow + std::abs(std::log2(double(c.part_bytes(s)) / 32768.0)) + odd_threads + 1.0,
                                      c);
             } else {
@@ -151,7 +153,7 @@ std::vector<RowConfig> row_configs(const RowOpSpec& s) {
                                     c);
             }
           }
-    if (!resident.empty() || !streaming.empty()) break;  // narrower vectors only when the widest cannot work
+    if (!every_width && (!resident.empty() || !streaming.empty())) break;  // narrower only when needed
   }
   auto by_score = [](const auto& a, const auto& b) { return a.first < b.first; };
   std::stable_sort(resident.begin(), resident.end(), by_score);

@@ -38,7 +38,8 @@ struct RowConfig {
 
 std::string illegal_reason(const RowConfig& c, const RowOpSpec& s);
 // Legal configs, most promising first (the widest vector, one or two 16-byte vectors per thread).
-std::vector<RowConfig> row_configs(const RowOpSpec& s);
+// Narrower vectors only where the widest cannot work, or with every_width.
+std::vector<RowConfig> row_configs(const RowOpSpec& s, bool every_width = false);
 // The configuration used when the DB has none: the first of row_configs.
 RowConfig default_config(const RowOpSpec& s);
 // The largest vector width (elements) that divides the row and fits 16 bytes of the input.

@@ -51,6 +51,13 @@ std::string misaligned(const RowOpSpec& s, const RowConfig& c, const RowOpArgs& 
   return "";
 }
 
+RowConfig config_for_pointers(const RowOpSpec& s, const RowConfig& c, const RowOpArgs& a) {
+  if (misaligned(s, c, a).empty()) return c;
+  for (const auto& alt : row_configs(s, true))
+    if (misaligned(s, alt, a).empty()) return alt;
+  GF_FAIL("{}: the pointers suit no config ({})", s.key(), misaligned(s, c, a));
+}
+
 RowKernel::RowKernel(const RowOpSpec& spec, const RowConfig& config, const std::string& cubin)
     : spec_(spec), config_(config), module_(cubin), fn_(module_.function("gf_row_op")) {
   if (config.smem_bytes(spec) > 0) cuda::set_max_dynamic_smem(fn_, unsigned(config.smem_bytes(spec)));
@@ -59,8 +66,8 @@ RowKernel::RowKernel(const RowOpSpec& spec, const RowConfig& config, const std::
   if (config.bulk) {
     // Persistent: as many clusters as are resident at once, each looping over rows.
     const int resident = cuda::max_active_clusters(fn_, launch_config(config.cluster));
-    GF_CHECK(resident > 0, "{}: no cluster of {} CTAs of {} fits an SM", config.name(spec), config.cluster,
-             config.threads);
+    GF_CHECK(resident > 0, "{}: no cluster of {} CTAs ({} threads, {} bytes of shared memory each) can be resident",
+             config.name(spec), config.cluster, config.threads, config.smem_bytes(spec));
     grid_ = std::min<int64_t>(clusters, resident) * config.cluster;
   } else {
     grid_ = clusters * config.cluster;

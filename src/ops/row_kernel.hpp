@@ -29,6 +29,9 @@ class RowKernel {
 jit::Compiled compile_row_kernel(const RowOpSpec& s, const RowConfig& c, bool use_cache);
 // Whether the pointers suit the config's vector width ("" when they do, else why not).
 std::string misaligned(const RowOpSpec& s, const RowConfig& c, const RowOpArgs& a);
+// c if the pointers suit it, else the first legal config (of any vector width) they suit: a
+// correct, slower path. Throws gf::Error when none does (pointers not even element-aligned).
+RowConfig config_for_pointers(const RowOpSpec& s, const RowConfig& c, const RowOpArgs& a);
 // Checks the arguments the spec needs; throws gf::Error naming what is missing.
 void check_args(const RowOpSpec& s, const RowOpArgs& a);
 

@@ -180,8 +180,12 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                       break;
                     }
                   }
-                // With a C input, staging the whole tile (C then lands during the main loop) may be
-                // worth a pipeline stage: offered beside the deepest pipeline.
+                // Split-K only where whole tiles leave SMs idle.
+                int64_t tiles = p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, bn);
+                if (split > 1 && tiles >= sms) continue;
+                // With a C input, staging the whole tile (C then lands during the main loop) is
+                // offered beside the deepest pipeline. The model charges nothing for the stage it
+                // gives up, so it ranks first; the two measured alike at 4096^3 (docs/native-notes.md v9).
                 if (store_tma && p.epilogue.has_c() && c.store_boxes < out_boxes) {
                   NativeConfig whole = c;
                   whole.store_boxes = out_boxes;
@@ -189,9 +193,6 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                   if (illegal_reason(whole, p, d).empty()) scored.emplace_back(estimate_us(whole, p, d), whole);
                 }
                 if (!illegal_reason(c, p, d).empty()) continue;
-                // Split-K only where whole tiles leave SMs idle.
-                int64_t tiles = p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, bn);
-                if (split > 1 && tiles >= sms) continue;
                 scored.emplace_back(estimate_us(c, p, d), c);
               }
   if (scored.empty()) return {};

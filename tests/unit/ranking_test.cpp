@@ -1,0 +1,21 @@
+// Cutting a model-ranked list to a search level's size (core/ranking.hpp).
+#include "core/ranking.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace gf;
+
+TEST(DiverseHead, CappedFirstTierThenFinerFamiliesThenModelOrder) {
+  // Scores 0..19; coarse families of two (i / 2), fine families of one (i).
+  std::vector<std::pair<double, int>> scored;
+  for (int i = 19; i >= 0; --i) scored.emplace_back(double(i), i);
+  auto coarse = [](const int& i) { return std::to_string(i / 2); };
+  auto fine = [](const int& i) { return std::to_string(i); };
+  // Three coarse families first (0, 2, 4), then the fine tier in model order.
+  EXPECT_EQ(diverse_head<int>(scored, 8, {coarse, fine}, 3), (std::vector<int>{0, 2, 4, 1, 3, 5, 6, 7}));
+  // Uncapped, the first tier takes one of each coarse family before anything else.
+  EXPECT_EQ(diverse_head<int>(scored, 8, {coarse, fine}), (std::vector<int>{0, 2, 4, 6, 8, 10, 12, 14}));
+  // A finer tier skips families an earlier tier already holds.
+  auto same = [](const int&) { return std::string("x"); };
+  EXPECT_EQ(diverse_head<int>(scored, 3, {coarse, same}, 1), (std::vector<int>{0, 1, 2}));
+}
