@@ -23,6 +23,7 @@ struct GemmArgs {
   void* d = nullptr;
   const void* c = nullptr;
   const void* bias = nullptr;
+  size_t bias_len = 0;  // elements of bias, where the caller knows it (0: unknown); checked
   const float* scale_a = nullptr;  // fp8: one float (tensor) or M floats (rowcol)
   const float* scale_b = nullptr;  // fp8: one float (tensor) or N floats (rowcol)
   void* workspace = nullptr;

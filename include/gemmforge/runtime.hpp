@@ -12,6 +12,9 @@
 
 namespace gf {
 
+// Throws gf::Error naming the operand the problem needs that args lack, or one of the wrong size.
+void check_gemm_args(const GemmProblem& problem, const GemmArgs& args);
+
 struct RuntimeOptions {
   std::filesystem::path db_path;  // empty: TuningDb::default_path()
 };

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "gemmforge/error.hpp"
+#include "gemmforge/runtime.hpp"
 
 using namespace gf;
 
@@ -80,4 +81,31 @@ TEST(Problem, RejectsBadSpecsWithOneLineMessages) {
   expect_error("16x16x16:bf16->e4m3", "fp8 outputs");
   expect_error("16x16x16:bf16:scale=tensor", "only to fp8");
   expect_error("16x16x16:bf16:alpha=x", "bad number");
+}
+
+TEST(Problem, ArgumentsAreCheckedAgainstTheEpilogue) {
+  // Addresses only: nothing is dereferenced.
+  auto ptr = [](uintptr_t v) { return reinterpret_cast<void*>(v << 8); };
+  GemmArgs args;
+  args.a = ptr(1);
+  args.b = ptr(2);
+  args.d = ptr(3);
+  EXPECT_NO_THROW(check_gemm_args(GemmProblem::parse("77x1000x64:bf16"), args));
+  EXPECT_THROW(check_gemm_args(GemmProblem::parse("77x1000x64:bf16:residual"), args), Error) << "C is null";
+  const GemmProblem col = GemmProblem::parse("77x1000x64:bf16:bias+gelu_tanh");
+  EXPECT_THROW(check_gemm_args(col, args), Error) << "bias is null";
+  args.bias = ptr(4);
+  EXPECT_NO_THROW(check_gemm_args(col, args)) << "length unknown";
+  args.bias_len = 1000;
+  EXPECT_NO_THROW(check_gemm_args(col, args));
+  args.bias_len = 77;
+  try {
+    check_gemm_args(col, args);
+    ADD_FAILURE() << "a bias of M elements for a per-column bias";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("needs 1000"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(check_gemm_args(GemmProblem::parse("77x1000x64:bf16:rowbias"), args)) << "per row: M";
+  args.b = nullptr;
+  EXPECT_THROW(check_gemm_args(GemmProblem::parse("77x1000x64:bf16"), args), Error);
 }
