@@ -185,11 +185,10 @@ struct RowOp {
   }
 
   // Combines v over the row, pulling, in the one-row kernels (not bulk_rows). Each reduction of a
-  // kernel has its own slots (kSlot), so none waits for the previous one's readers; a cluster's
-  // CTAs wait for each other's reads only before exiting (run).
-  template <int kSlot>
-  static __device__ __forceinline__ float2 reduce(float2 v, float2* scratch, int group, int lane_in_group) {
-    float2* slots = scratch + kSlot * kScratch;
+  // kernel has its own slots (slot 0 or 1), so none waits for the previous one's readers; a
+  // cluster's CTAs wait for each other's reads only before exiting (run).
+  static __device__ __forceinline__ float2 reduce(float2 v, int slot, float2* scratch, int group, int lane_in_group) {
+    float2* slots = scratch + slot * kScratch;
     return pull_cluster(reduce_cta(v, slots, group, lane_in_group), slots + kRowsPerCta * kWarps);
   }
   static constexpr int kScratch = kRowsPerCta * kWarps + 1;  // float2 slots of one reduction
@@ -204,6 +203,11 @@ struct RowOp {
     const bool empty_row = t.x == -inf();
     shift = empty_row ? 0.0f : t.x;
     scale = t.y != t.y ? nan() : empty_row ? (Cfg::kValidLen ? 0.0f : nan()) : 1.0f / t.y;
+  }
+
+  // The first element of CTA `part`'s part of a row.
+  static __device__ __forceinline__ long long part_base(long long row, int part) {
+    return row * kCols + (long long)part * kPartCols;
   }
 
   static constexpr int kBulkChunk = 16384;  // bytes per bulk copy
@@ -323,7 +327,7 @@ struct RowOp {
     u64* full = reinterpret_cast<u64*>(stage_smem + Cfg::kStages * kStageBytes);
     const long long first = blockIdx.x / kCluster, stride = gridDim.x / kCluster;
     auto issue = [&](long long row, int stage) {
-      const long long base = row * kCols + (long long)part * kPartCols;
+      const long long base = part_base(row, part);
       const u8* x = reinterpret_cast<const u8*>(static_cast<const InRaw*>(p.x) + base);
       const u8* res = reinterpret_cast<const u8*>(static_cast<const InRaw*>(p.residual) + base);
       u8* dst = stage_smem + stage * kStageBytes;
@@ -363,8 +367,7 @@ struct RowOp {
       const int stage = it % Cfg::kStages;
       ptx::mbar_wait(&full[stage], u32(it / Cfg::kStages) & 1);
       const InRaw* x = reinterpret_cast<const InRaw*>(stage_smem + stage * kStageBytes);
-      two_passes(p, reduce_row, lane_in_group, part, true, row * kCols + (long long)part * kPartCols, row, x,
-                 x + kPartCols);
+      two_passes(p, reduce_row, lane_in_group, part, true, part_base(row, part), row, x, x + kPartCols);
       // The residual sums each thread wrote into the stage, ordered before the copy over them.
       if (Cfg::kOp == kRmsNorm && Cfg::kResidual) ptx::fence_proxy_async_smem();
       __syncthreads();  // every thread is done with the stage
@@ -379,7 +382,7 @@ struct RowOp {
     const long long row = (long long)(blockIdx.x / kCluster) * kRowsPerCta + group;
     // Rows past the end still take part in the CTA's barriers, with nothing to load or store.
     const bool live = row < p.rows;
-    const long long base = row * kCols + (long long)part * kPartCols;  // first element of this CTA's part
+    const long long base = part_base(row, part);
     if constexpr (Cfg::kStream) {
       if constexpr (Cfg::kBulk) {
         bulk_rows(p, scratch, group, lane_in_group, part);
@@ -387,10 +390,7 @@ struct RowOp {
         // One row per CTA: each reduction (at most two) has its own slots.
         using InRaw = typename In::raw;
         int reductions = 0;
-        auto reduce_row = [&](float2 v) {
-          float2* slots = scratch + (reductions++) * kScratch;
-          return pull_cluster(reduce_cta(v, slots, group, lane_in_group), slots + kRowsPerCta * kWarps);
-        };
+        auto reduce_row = [&](float2 v) { return reduce(v, reductions++, scratch, group, lane_in_group); };
         two_passes(p, reduce_row, lane_in_group, part, live, base, row, static_cast<const InRaw*>(p.x) + base,
                    static_cast<const InRaw*>(p.residual) + base);
       }
@@ -439,7 +439,7 @@ struct RowOp {
           v[it][e] = m == -inf() ? 0.0f : __expf(v[it][e] - m);
           sum += v[it][e];
         }
-      const float2 t = reduce<0>(make_float2(m, sum), scratch, group, lane_in_group);
+      const float2 t = reduce(make_float2(m, sum), 0, scratch, group, lane_in_group);
       float shift, scale;
       finish_softmax(t, shift, scale);
       const float factor = m == -inf() ? scale : __expf(m - shift) * scale;
@@ -459,7 +459,7 @@ struct RowOp {
 #pragma unroll
           for (int e = 0; e < kVec; ++e)
             if ((it * kGroup + lane_in_group) * kVec + e < kPartCols && live) s += v[it][e];
-        mean = reduce<1>(make_float2(s, 0.0f), scratch, group, lane_in_group).x / kCols;
+        mean = reduce(make_float2(s, 0.0f), 1, scratch, group, lane_in_group).x / kCols;
       }
       float ss = 0.0f;
 #pragma unroll
@@ -470,7 +470,7 @@ struct RowOp {
             const float d = v[it][e] - mean;
             ss += d * d;
           }
-      const float rstd = rsqrtf(reduce<0>(make_float2(ss, 0.0f), scratch, group, lane_in_group).x / kCols + p.eps);
+      const float rstd = rsqrtf(reduce(make_float2(ss, 0.0f), 0, scratch, group, lane_in_group).x / kCols + p.eps);
 #pragma unroll
       for (int it = 0; it < kIters; ++it) {
         const int vec = it * kGroup + lane_in_group, col = vec * kVec;

@@ -93,7 +93,6 @@ std::string illegal_reason(const RowConfig& c, const RowOpSpec& s) {
     if (!c.stream) return "bulk copies are a way of streaming";
     if (s.cols * dtype_bytes(s.in) % 16 != 0 || c.part_bytes(s) % 16 != 0)
       return "bulk copies move whole 16-byte units: rows and parts must be multiples of 16 bytes";
-    if (c.rows_per_cta != 1) return "bulk copies bring one row (part) at a time";
     if (c.stages < 1) return "bulk copies need at least one stage";
     if (c.smem_bytes(s) > kMaxSmemPerCta) return "the stages exceed an SM's shared memory";
   } else if (c.stages != 0) {
