@@ -5,6 +5,7 @@
 
 #include "cuda/check.hpp"
 #include "cuda/convert.cuh"
+#include "gemmforge/runtime.hpp"
 #include "ops/activation.cuh"
 #include "ops/epilogue_kernel.hpp"
 
@@ -125,8 +126,7 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 void apply_epilogue(const GemmProblem& p, const void* g, const GemmArgs& a, cudaStream_t stream) {
   const Epilogue& e = p.epilogue;
   GF_CHECK(g && a.d, "epilogue kernel {}: G and D must be non-null", p.key());
-  GF_CHECK(!e.has_c() || a.c, "epilogue kernel {}: the epilogue reads C but C is null", p.key());
-  GF_CHECK(e.bias == BiasKind::none || a.bias, "epilogue kernel {}: bias is null", p.key());
+  check_epilogue_args(p, a, "epilogue kernel");
   EpiParams ep{p.batch * p.m, p.m,    p.n,        p.out_cols(),
                e.alpha,       e.beta, int(e.act), e.bias == BiasKind::per_col ? 1 : e.bias == BiasKind::per_row ? 2 : 0,
                e.has_c()};
