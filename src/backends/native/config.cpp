@@ -138,8 +138,9 @@ double estimate_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo
   }
   // Ping-pong runs one consumer's tile at a time: each tile has the SM's tensor cores alone.
   const int64_t pp_waves = c.pingpong ? (units + 2 * sms - 1) / (2 * sms) * 2 : waves;
-  // Pairs are not yet measured faster than single CTAs of the same tile (their remote barrier
-  // arrivals were 1.3-2.6x slower until 2026-11-29, docs/native-notes.md): just behind them.
+  // Pairs rank just behind single CTAs of the same tile: they measured 17% faster at
+  // 1000x4096x1000 and ~1% slower at 4096^3 (docs/native-notes.md v8), which the model cannot
+  // tell apart; the short lists carry both.
   const double unproven = c.cluster > 1 ? 1.02 : 1.0;
   return unproven *
          (kLaunchUs + 1e6 * std::max(pp_waves * (unit_s + fill_s + epilogue_s), dram_s) + (c.split_k > 1 ? 2.0 : 0.0));
@@ -153,6 +154,10 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   const Family families[] = {{64, 1, false}, {128, 2, false}, {256, 2, false}, {64, 2, true}, {128, 2, true}};
   const std::vector<int> groups = level == Search::exhaustive ? std::vector<int>{4, 8, 16} : std::vector<int>{8};
   const int sms = std::max(d.sm_count, 1);
+  // Drops stages (down to 2) until the config fits the device's shared memory.
+  auto deepest_pipeline = [&](NativeConfig& c) {
+    while (c.stages > 2 && c.smem_bytes() > d.smem_per_block_optin) --c.stages;
+  };
   std::vector<std::pair<double, NativeConfig>> scored;
   for (const Family& f : families)
     for (int bn : {64, 96, 128, 192, 256})
@@ -166,10 +171,8 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                 // The deepest pipeline that fits (capped at 8) beside one staging box, then as
                 // many staging boxes as still fit.
                 c.store_boxes = store_tma ? 1 : 0;
-                for (int s = 8; s >= 2; --s) {
-                  c.stages = s;
-                  if (c.smem_bytes() <= d.smem_per_block_optin) break;
-                }
+                c.stages = 8;
+                deepest_pipeline(c);
                 const int out_boxes = tile_out_cols(bn, p) / 64;
                 if (store_tma)
                   for (int boxes = out_boxes; boxes > 1; --boxes) {
@@ -189,7 +192,7 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                 if (store_tma && p.epilogue.has_c() && c.store_boxes < out_boxes) {
                   NativeConfig whole = c;
                   whole.store_boxes = out_boxes;
-                  while (whole.stages > 2 && whole.smem_bytes() > d.smem_per_block_optin) --whole.stages;
+                  deepest_pipeline(whole);
                   if (illegal_reason(whole, p, d).empty()) scored.emplace_back(estimate_us(whole, p, d), whole);
                 }
                 if (!illegal_reason(c, p, d).empty()) continue;
