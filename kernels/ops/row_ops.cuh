@@ -116,15 +116,19 @@ struct RowOp {
   using In = Elem<Cfg::kIn>;
   using Out = Elem<Cfg::kOut>;
 
-  // Partial statistics of a row combine in pairs: softmax keeps (max m, sum of exp(x - m)), the
-  // norms plain sums. NaN and inf propagate through the sums, as in torch.
+  // Partial statistics of a row combine in pairs: softmax keeps (max m, sum of 2^(t - m)) over
+  // t = x * scale * log2(e), so that each exponential is one MUFU op; the norms plain sums. NaN
+  // and inf propagate through the sums, as in torch.
   static __device__ __forceinline__ float2 combine(float2 x, float2 y) {
     if (Cfg::kOp != kSoftmax) return make_float2(x.x + y.x, x.y + y.y);
     const float m = fmaxf(x.x, y.x);
     return make_float2(m, rescale(x, m) + rescale(y, m));
   }
-  // The sum of exp(x - x.m) rebased to exp(x - m); an empty part (sum 0, m -inf) adds nothing.
-  static __device__ __forceinline__ float rescale(float2 x, float m) { return x.y == 0.0f ? 0.0f : x.y * __expf(x.x - m); }
+  // The sum of 2^(t - x.m) rebased to 2^(t - m); an empty part (sum 0, m -inf) adds nothing.
+  static __device__ __forceinline__ float rescale(float2 x, float m) {
+    return x.y == 0.0f ? 0.0f : x.y * ptx::exp2_approx(x.x - m);
+  }
+  static constexpr float kLog2e = 1.4426950408889634f;
 
   // Combines v over this CTA's part of the row: the thread's group (shuffles), then the CTA's
   // warps (shared memory slots). Every thread of the group ends with the part's value.
@@ -196,7 +200,7 @@ struct RowOp {
   static __device__ __forceinline__ float inf() { return __int_as_float(0x7f800000); }
   static __device__ __forceinline__ float nan() { return __int_as_float(0x7fffffff); }
 
-  // The row's (max, sum) to the output transform exp(x - shift) * scale. A NaN sum (a NaN or a
+  // The row's (max, sum) to the output transform 2^(t - shift) * scale. A NaN sum (a NaN or a
   // +inf in the row) makes every output NaN; a row with nothing above -inf gives zeros with valid
   // lengths (padding) and NaN without (as torch).
   static __device__ __forceinline__ void finish_softmax(float2 t, float& shift, float& scale) {
@@ -226,12 +230,14 @@ struct RowOp {
     InRaw* res_out = static_cast<InRaw*>(p.residual_out) + base;
     int limit = kPartCols;
     if (Cfg::kValidLen && live) limit = min(max(p.valid_len[row] - part * kPartCols, 0), kPartCols);
-    // Pass 1: per-thread statistics. Softmax keeps a running max m and sum s of exp(x - m),
+    // Pass 1: per-thread statistics. Softmax keeps a running max m and sum s of 2^(t - m),
     // rebased once per vector. Each vector's terms are summed apart first, so the chain carried
     // from vector to vector is one fmax and one FMA (softmax) or one add (norms), not one exp or
     // add per element.
+    const float scale2 = p.scale * kLog2e;  // softmax: t = x * scale2
     float m = -inf(), s = 0.0f, s2 = 0.0f;
-    bool has_nan = false;  // softmax: fmaxf drops NaN, so it is tracked apart
+    // Softmax: fmaxf drops NaN, but 2^(NaN - m) carries it into s, except while m is still -inf.
+    bool has_nan = false;
 #pragma unroll 4
     for (int vec = lane_in_group; live && vec < kPartVecs; vec += kGroup) {
       float v[kVec];
@@ -249,17 +255,19 @@ struct RowOp {
         float vm = -inf();
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
-          v[e] = vec * kVec + e < limit ? v[e] * p.scale : -inf();
-          has_nan |= v[e] != v[e];
+          v[e] = vec * kVec + e < limit ? v[e] * scale2 : -inf();
           vm = fmaxf(vm, v[e]);
         }
         const float m_new = fmaxf(m, vm);
-        if (m_new != -inf()) {  // else nothing above -inf yet: s stays 0
+        if (m_new != -inf()) {
           float add = 0.0f;
 #pragma unroll
-          for (int e = 0; e < kVec; ++e) add += __expf(v[e] - m_new);  // a +inf gives exp(inf - inf): NaN, as torch
-          s = (m == -inf() ? 0.0f : s * __expf(m - m_new)) + add;
+          for (int e = 0; e < kVec; ++e) add += ptx::exp2_approx(v[e] - m_new);  // +inf: 2^(inf - inf), NaN as torch
+          s = (m == -inf() ? 0.0f : s * ptx::exp2_approx(m - m_new)) + add;
           m = m_new;
+        } else {  // nothing above -inf yet: s stays 0, but a NaN must not be lost
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) has_nan |= v[e] != v[e];
         }
       } else {
         float vs = 0.0f, vs2 = 0.0f;
@@ -276,6 +284,9 @@ struct RowOp {
     const InRaw* src = Cfg::kOp == kRmsNorm && Cfg::kResidual && !Cfg::kBulk ? res_out : x;
     if (Cfg::kOp == kSoftmax) {
       finish_softmax(reduce_row(make_float2(m, has_nan ? nan() : s)), shift, scale_out);
+      // 2^(t - shift) * scale_out as one FMA and one MUFU op: the scale joins the exponent (log2
+      // of 0 is -inf, which gives 0; of NaN, NaN).
+      shift -= __log2f(scale_out);
     } else if (Cfg::kOp == kRmsNorm) {
       scale_out = rsqrtf(reduce_row(make_float2(s2, 0.0f)).x / kCols + p.eps);
     } else {
@@ -302,7 +313,7 @@ struct RowOp {
       if (Cfg::kOp == kSoftmax) {
 #pragma unroll
         for (int e = 0; e < kVec; ++e)
-          v[e] = vec * kVec + e < limit ? __expf(v[e] * p.scale - shift) * scale_out : 0.0f;
+          v[e] = vec * kVec + e < limit ? ptx::exp2_approx(fmaf(v[e], scale2, -shift)) : 0.0f;
       } else {
         float w[kVec], b[kVec];
         load_vec<Cfg::kIn, kVec>(static_cast<const InRaw*>(p.weight) + part * kPartCols + vec * kVec, w);
@@ -418,31 +429,41 @@ struct RowOp {
     }
 
     if (Cfg::kOp == kSoftmax) {
+      const float scale2 = p.scale * kLog2e;  // t = x * scale2: 2^t is one MUFU op
       float m = -inf();
-      bool has_nan = false;  // fmaxf drops NaN, and a thread may hold nothing else
 #pragma unroll
       for (int it = 0; it < kIters; ++it)
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
           const int col = (it * kGroup + lane_in_group) * kVec + e;
-          v[it][e] = live && col < limit ? v[it][e] * p.scale : -inf();
-          has_nan |= v[it][e] != v[it][e];
+          v[it][e] = live && col < limit ? v[it][e] * scale2 : -inf();
           m = fmaxf(m, v[it][e]);
         }
-      // exp against the thread's own max now, rebased to the row's once it is known: one exp per
-      // element, one reduction. A NaN (or inf - inf) makes the sum, and so every output, NaN.
-      float sum = has_nan ? nan() : 0.0f;
+      // 2^t against the thread's own max now, rebased to the row's once it is known: one exp per
+      // element, one reduction. A NaN (or inf - inf) makes the sum, and so every output, NaN;
+      // fmaxf drops NaN, so a thread with nothing above -inf looks for one.
+      float sum = 0.0f;
+      if (m == -inf()) {
 #pragma unroll
-      for (int it = 0; it < kIters; ++it)
+        for (int it = 0; it < kIters; ++it)
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          v[it][e] = m == -inf() ? 0.0f : __expf(v[it][e] - m);
-          sum += v[it][e];
-        }
+          for (int e = 0; e < kVec; ++e) {
+            if (v[it][e] != v[it][e]) sum = nan();
+            v[it][e] = 0.0f;
+          }
+      } else {
+#pragma unroll
+        for (int it = 0; it < kIters; ++it)
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) {
+            v[it][e] = ptx::exp2_approx(v[it][e] - m);
+            sum += v[it][e];
+          }
+      }
       const float2 t = reduce(make_float2(m, sum), 0, scratch, group, lane_in_group);
       float shift, scale;
       finish_softmax(t, shift, scale);
-      const float factor = m == -inf() ? scale : __expf(m - shift) * scale;
+      const float factor = m == -inf() ? scale : ptx::exp2_approx(m - shift) * scale;
 #pragma unroll
       for (int it = 0; it < kIters; ++it)
 #pragma unroll

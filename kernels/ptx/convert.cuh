@@ -22,6 +22,13 @@ __device__ __forceinline__ float f16_to_float(u16 v) {
   return f;
 }
 
+// 2^x in one MUFU op (2 ulp; -inf gives 0, NaN stays NaN). __expf(x) is this of x * log2(e).
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 __device__ __forceinline__ float tanh_approx(float x) {
   float y;
   asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));

@@ -95,7 +95,9 @@ INSTANTIATE_TEST_SUITE_P(
                       "layernorm:3x524288:bf16", "softmax:262144x1024:bf16", "rmsnorm:1024x262144:bf16",
                       "rmsnorm+residual:8x65536:bf16", "softmax+valid:8x65536:bf16",
                       // More rows than resident CTAs: persistent bulk kernels go round their rings.
-                      "softmax+valid:700x32768:bf16", "rmsnorm+residual:1000x16384:bf16", "layernorm:3000x8192:f16"));
+                      "softmax+valid:700x32768:bf16", "rmsnorm+residual:1000x16384:bf16", "layernorm:3000x8192:f16",
+                      // Rows of one and a half bulk copies (16 KiB): a short last copy.
+                      "rmsnorm+residual:1500x12288:bf16", "softmax:1500x12288:bf16"));
 
 TEST(RowOp, NanAndInfBehaveLikeTorch) {
   // Row 0: a NaN -> all NaN. Row 1: one +inf -> all NaN (inf - inf in the sum). Row 2: all -inf ->
