@@ -147,27 +147,7 @@ struct RowOp {
     return v;
   }
 
-  // ... then over the cluster, pulling: each CTA publishes its part's value in `mine` and, after a
-  // cluster barrier, reads every CTA's. A CTA must not exit (or reuse `mine`) while another may
-  // still read it.
-  static __device__ __forceinline__ float2 pull_cluster(float2 v, float2* mine) {
-    if (kCluster == 1) return v;
-    if (threadIdx.x == 0) *mine = v;
-    ptx::cluster_sync();
-    u32 remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(remote) : "r"(smem_addr(mine)));
-    asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(remote) : "memory");
-#pragma unroll
-    for (int r = 1; r < kCluster; ++r) {
-      float2 x;
-      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(mine)), "r"(r));
-      asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(x.x), "=f"(x.y) : "r"(remote) : "memory");
-      v = combine(v, x);
-    }
-    return v;
-  }
-
-  // ... or pushing: thread r sends the part's value into slot `part` of CTA r (st.async, completing
+  // ... then over the cluster: thread r sends the part's value into slot `part` of CTA r (st.async, completing
   // on that CTA's mbarrier `bar`), then every CTA combines its kCluster slots in rank order. One-way
   // messages instead of a cluster barrier, whose release would also wait for this CTA's pending
   // global stores.
@@ -188,14 +168,7 @@ struct RowOp {
     return v;
   }
 
-  // Combines v over the row, pulling, in the one-row kernels (not bulk_rows). Each reduction of a
-  // kernel has its own slots (slot 0 or 1), so none waits for the previous one's readers; a
-  // cluster's CTAs wait for each other's reads only before exiting (run).
-  static __device__ __forceinline__ float2 reduce(float2 v, int slot, float2* scratch, int group, int lane_in_group) {
-    float2* slots = scratch + slot * kScratch;
-    return pull_cluster(reduce_cta(v, slots, group, lane_in_group), slots + kRowsPerCta * kWarps);
-  }
-  static constexpr int kScratch = kRowsPerCta * kWarps + 1;  // float2 slots of one reduction
+  static constexpr int kScratch = kRowsPerCta * kWarps;  // float2 slots of one CTA reduction
 
   static __device__ __forceinline__ float inf() { return __int_as_float(0x7f800000); }
   static __device__ __forceinline__ float nan() { return __int_as_float(0x7fffffff); }
@@ -330,7 +303,8 @@ struct RowOp {
   // kBulk: persistent clusters, cluster c taking rows c, c + stride, ... Thread 0 keeps the next
   // kStages parts of x (and of the residual) in flight into a ring of shared-memory stages, each
   // completing on its mbarrier; a stage is refilled once every thread is done with its row.
-  static __device__ __forceinline__ void bulk_rows(const RowParams& p, float2* scratch, int group, int lane_in_group,
+  template <class ReduceRow>
+  static __device__ __forceinline__ void bulk_rows(const RowParams& p, ReduceRow reduce_row, int lane_in_group,
                                                    int part) {
     static_assert(Cfg::kStages >= 1, "Bulk copies need at least one stage.");
     using InRaw = typename In::raw;
@@ -349,30 +323,12 @@ struct RowOp {
         if (Cfg::kResidual) ptx::bulk_load(dst + kPartBytes + off, res + off, n, &full[stage]);
       }
     };
-    // The reductions' slots (CTA scratch, cluster slots and barriers) alternate between two sets:
-    // a cluster's CTAs are at most one reduction apart (each waits for all of them), and a CTA's
-    // threads pass a __syncthreads between reading one reduction's slots and writing the next's,
-    // so no value lands in a slot still being read.
-    __shared__ float2 cluster_slots[2][kCluster];
-    __shared__ u64 cluster_bar[2];
-    int reductions = 0;
-    auto reduce_row = [&](float2 v) {
-      const int set = reductions & 1;
-      const u32 parity = u32(reductions >> 1) & 1;
-      ++reductions;
-      v = reduce_cta(v, scratch + set * kScratch, group, lane_in_group);
-      return kCluster > 1 ? push_cluster(v, cluster_slots[set], &cluster_bar[set], parity, part) : v;
-    };
     if (threadIdx.x == 0) {
       for (int i = 0; i < Cfg::kStages; ++i) ptx::mbar_init(&full[i], 1);
-      for (int i = 0; i < 2; ++i) ptx::mbar_init(&cluster_bar[i], 1);
       ptx::mbar_fence_init();
       for (int i = 0; i < Cfg::kStages && first + i * stride < p.rows; ++i) issue(first + i * stride, i);
     }
-    if (kCluster > 1)
-      ptx::cluster_sync();  // every CTA's barriers are initialised before any value is sent
-    else
-      __syncthreads();
+    __syncthreads();
     int it = 0;
     for (long long row = first; row < p.rows; row += stride, ++it) {
       const int stage = it % Cfg::kStages;
@@ -387,26 +343,47 @@ struct RowOp {
   }
 
   static __device__ __forceinline__ void run(const RowParams& p) {
-    __shared__ float2 scratch[2 * kScratch];
     const int group = threadIdx.x / kGroup, lane_in_group = threadIdx.x % kGroup;
     const int part = kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0;
     const long long row = (long long)(blockIdx.x / kCluster) * kRowsPerCta + group;
     // Rows past the end still take part in the CTA's barriers, with nothing to load or store.
     const bool live = row < p.rows;
     const long long base = part_base(row, part);
+
+    // reduce_row(v): v combined over the row, by every kernel. The slots (CTA scratch, cluster
+    // slots and barriers) of consecutive reductions alternate between two sets: a cluster's CTAs
+    // are at most one reduction apart (each waits for all of them), and a CTA's threads pass a
+    // __syncthreads between reading one reduction's slots and writing the next's, so no value
+    // lands in a slot still being read. No CTA leaves while a value is still on its way to it:
+    // each waits for all of its reductions' values.
+    __shared__ float2 scratch[2][kScratch];
+    __shared__ float2 cluster_slots[2][kCluster];
+    __shared__ u64 cluster_bar[2];
+    if (kCluster > 1) {
+      if (threadIdx.x == 0) {
+        for (int i = 0; i < 2; ++i) ptx::mbar_init(&cluster_bar[i], 1);
+        ptx::mbar_fence_init();
+      }
+      ptx::cluster_arrive();  // waited for before the first value is sent, so the loads overlap it
+    }
+    int reductions = 0;
+    auto reduce_row = [&](float2 v) {
+      const int n = reductions++, set = n & 1;
+      const u32 parity = u32(n >> 1) & 1;
+      v = reduce_cta(v, scratch[set], group, lane_in_group);
+      if (kCluster == 1) return v;
+      if (n == 0) ptx::cluster_wait();  // every CTA's barriers are initialised
+      return push_cluster(v, cluster_slots[set], &cluster_bar[set], parity, part);
+    };
+
     if constexpr (Cfg::kStream) {
       if constexpr (Cfg::kBulk) {
-        bulk_rows(p, scratch, group, lane_in_group, part);
+        bulk_rows(p, reduce_row, lane_in_group, part);
       } else {
-        // One row per CTA: each reduction (at most two) has its own slots.
         using InRaw = typename In::raw;
-        int reductions = 0;
-        auto reduce_row = [&](float2 v) { return reduce(v, reductions++, scratch, group, lane_in_group); };
         two_passes(p, reduce_row, lane_in_group, part, live, base, row, static_cast<const InRaw*>(p.x) + base,
                    static_cast<const InRaw*>(p.residual) + base);
       }
-      // No CTA leaves while another may still read (pull) or write (push) its slots.
-      if (kCluster > 1) ptx::cluster_sync();
       return;
     }
 
@@ -460,7 +437,7 @@ struct RowOp {
             sum += v[it][e];
           }
       }
-      const float2 t = reduce(make_float2(m, sum), 0, scratch, group, lane_in_group);
+      const float2 t = reduce_row(make_float2(m, sum));
       float shift, scale;
       finish_softmax(t, shift, scale);
       const float factor = m == -inf() ? scale : ptx::exp2_approx(m - shift) * scale;
@@ -480,7 +457,7 @@ struct RowOp {
 #pragma unroll
           for (int e = 0; e < kVec; ++e)
             if ((it * kGroup + lane_in_group) * kVec + e < kPartCols && live) s += v[it][e];
-        mean = reduce(make_float2(s, 0.0f), 1, scratch, group, lane_in_group).x / kCols;
+        mean = reduce_row(make_float2(s, 0.0f)).x / kCols;
       }
       float ss = 0.0f;
 #pragma unroll
@@ -491,7 +468,7 @@ struct RowOp {
             const float d = v[it][e] - mean;
             ss += d * d;
           }
-      const float rstd = rsqrtf(reduce(make_float2(ss, 0.0f), 0, scratch, group, lane_in_group).x / kCols + p.eps);
+      const float rstd = rsqrtf(reduce_row(make_float2(ss, 0.0f)).x / kCols + p.eps);
 #pragma unroll
       for (int it = 0; it < kIters; ++it) {
         const int vec = it * kGroup + lane_in_group, col = vec * kVec;
@@ -505,7 +482,6 @@ struct RowOp {
           v[it][e] = (v[it][e] - mean) * rstd * w[e] + (Cfg::kOp == kLayerNorm ? b[e] : 0.0f);
       }
     }
-    if (kCluster > 1) ptx::cluster_arrive();  // done reading the cluster's slots
 
 #pragma unroll
     for (int it = 0; it < kIters; ++it) {
@@ -513,7 +489,6 @@ struct RowOp {
       if (live && vec < kPartVecs)
         store_vec<Cfg::kOut, kVec>(static_cast<typename Out::raw*>(p.y) + base + vec * kVec, v[it]);
     }
-    if (kCluster > 1) ptx::cluster_wait();  // no CTA leaves while another may read its slots
   }
 };
 
