@@ -5,12 +5,12 @@
 // Every row is read once and written once: a group of kGroup threads holds its part of the row in
 // registers (kIters vectors of kVec elements per thread). Short rows share a CTA (kRowsPerCta
 // groups); long rows are split over a cluster of kCluster CTAs, whose partial sums meet in
-// distributed shared memory. Rows too long for that stream (kStream): one pass gathers the
-// statistics (online softmax; LayerNorm takes a second for the centred variance), the last reads
-// the row again (from L2, mostly) and writes it. With
-// kBulk the CTAs are persistent and the parts (and their residuals) arrive in a ring of kStages
-// shared-memory stages by bulk copies: the next rows' copies are in flight while both passes read
-// this row's part from shared memory.
+// distributed shared memory (pushed with st.async). Rows too long for that stream (kStream): one
+// pass gathers the statistics (online softmax; LayerNorm takes a second for the centred
+// variance), the last reads the row again (from L2, mostly) and writes it. With kBulk the CTAs
+// are persistent and the parts (and their residuals) arrive in a ring of kStages shared-memory
+// stages by bulk copies, the next rows' copies in flight while this row is worked on: read from
+// the stage into registers, or by both streaming passes.
 // The instantiating source defines Cfg.
 #include "ptx/base.cuh"
 #include "ptx/convert.cuh"
@@ -300,93 +300,16 @@ struct RowOp {
     }
   }
 
-  // kBulk: persistent clusters, cluster c taking rows c, c + stride, ... Thread 0 keeps the next
-  // kStages parts of x (and of the residual) in flight into a ring of shared-memory stages, each
-  // completing on its mbarrier; a stage is refilled once every thread is done with its row.
-  template <class ReduceRow>
-  static __device__ __forceinline__ void bulk_rows(const RowParams& p, ReduceRow reduce_row, int lane_in_group,
-                                                   int part) {
-    static_assert(Cfg::kStages >= 1, "Bulk copies need at least one stage.");
-    using InRaw = typename In::raw;
-    extern __shared__ __align__(128) u8 stage_smem[];
-    u64* full = reinterpret_cast<u64*>(stage_smem + Cfg::kStages * kStageBytes);
-    const long long first = blockIdx.x / kCluster, stride = gridDim.x / kCluster;
-    auto issue = [&](long long row, int stage) {
-      const long long base = part_base(row, part);
-      const u8* x = reinterpret_cast<const u8*>(static_cast<const InRaw*>(p.x) + base);
-      const u8* res = reinterpret_cast<const u8*>(static_cast<const InRaw*>(p.residual) + base);
-      u8* dst = stage_smem + stage * kStageBytes;
-      ptx::mbar_arrive_expect_tx(&full[stage], kStageBytes);
-      for (int off = 0; off < kPartBytes; off += kBulkChunk) {
-        const u32 n = u32(min(kBulkChunk, kPartBytes - off));
-        ptx::bulk_load(dst + off, x + off, n, &full[stage]);
-        if (Cfg::kResidual) ptx::bulk_load(dst + kPartBytes + off, res + off, n, &full[stage]);
-      }
-    };
-    if (threadIdx.x == 0) {
-      for (int i = 0; i < Cfg::kStages; ++i) ptx::mbar_init(&full[i], 1);
-      ptx::mbar_fence_init();
-      for (int i = 0; i < Cfg::kStages && first + i * stride < p.rows; ++i) issue(first + i * stride, i);
-    }
-    __syncthreads();
-    int it = 0;
-    for (long long row = first; row < p.rows; row += stride, ++it) {
-      const int stage = it % Cfg::kStages;
-      ptx::mbar_wait(&full[stage], u32(it / Cfg::kStages) & 1);
-      const InRaw* x = reinterpret_cast<const InRaw*>(stage_smem + stage * kStageBytes);
-      two_passes(p, reduce_row, lane_in_group, part, true, part_base(row, part), row, x, x + kPartCols);
-      // The residual sums each thread wrote into the stage, ordered before the copy over them.
-      if (Cfg::kOp == kRmsNorm && Cfg::kResidual) ptx::fence_proxy_async_smem();
-      __syncthreads();  // every thread is done with the stage
-      if (threadIdx.x == 0 && row + Cfg::kStages * stride < p.rows) issue(row + Cfg::kStages * stride, stage);
-    }
-  }
-
-  static __device__ __forceinline__ void run(const RowParams& p) {
-    const int group = threadIdx.x / kGroup, lane_in_group = threadIdx.x % kGroup;
-    const int part = kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0;
-    const long long row = (long long)(blockIdx.x / kCluster) * kRowsPerCta + group;
-    // Rows past the end still take part in the CTA's barriers, with nothing to load or store.
-    const bool live = row < p.rows;
-    const long long base = part_base(row, part);
-
-    // reduce_row(v): v combined over the row, by every kernel. The slots (CTA scratch, cluster
-    // slots and barriers) of consecutive reductions alternate between two sets: a cluster's CTAs
-    // are at most one reduction apart (each waits for all of them), and a CTA's threads pass a
-    // __syncthreads between reading one reduction's slots and writing the next's, so no value
-    // lands in a slot still being read. No CTA leaves while a value is still on its way to it:
-    // each waits for all of its reductions' values.
-    __shared__ float2 scratch[2][kScratch];
-    __shared__ float2 cluster_slots[2][kCluster];
-    __shared__ u64 cluster_bar[2];
-    if (kCluster > 1) {
-      if (threadIdx.x == 0) {
-        for (int i = 0; i < 2; ++i) ptx::mbar_init(&cluster_bar[i], 1);
-        ptx::mbar_fence_init();
-      }
-      ptx::cluster_arrive();  // waited for before the first value is sent, so the loads overlap it
-    }
-    int reductions = 0;
-    auto reduce_row = [&](float2 v) {
-      const int n = reductions++, set = n & 1;
-      const u32 parity = u32(n >> 1) & 1;
-      v = reduce_cta(v, scratch[set], group, lane_in_group);
-      if (kCluster == 1) return v;
-      if (n == 0) ptx::cluster_wait();  // every CTA's barriers are initialised
-      return push_cluster(v, cluster_slots[set], &cluster_bar[set], parity, part);
-    };
-
-    if constexpr (Cfg::kStream) {
-      if constexpr (Cfg::kBulk) {
-        bulk_rows(p, reduce_row, lane_in_group, part);
-      } else {
-        using InRaw = typename In::raw;
-        two_passes(p, reduce_row, lane_in_group, part, live, base, row, static_cast<const InRaw*>(p.x) + base,
-                   static_cast<const InRaw*>(p.residual) + base);
-      }
-      return;
-    }
-
+  // One row (part) held in registers: x and res (global or shared memory) are read once, the
+  // statistics reduced over the row and the outputs written from the registers. loaded(w) runs
+  // once every value read has landed (a bulk kernel hands the stage back): w is computed from all
+  // of them. A barrier alone would not do: it does not wait for shared-memory reads still queued,
+  // and a bulk copy's writes do not queue behind them (the GPU tests caught rows overwritten).
+  template <class ReduceRow, class Loaded>
+  static __device__ __forceinline__ void resident_row(const RowParams& p, ReduceRow reduce_row, Loaded loaded,
+                                                      int lane_in_group, int part, bool live, long long base,
+                                                      long long row, const typename In::raw* x,
+                                                      const typename In::raw* res) {
     float v[kIters][kVec];
     int limit = kPartCols;  // valid columns of this part (softmax valid_len)
     if (Cfg::kValidLen && live) limit = min(max(p.valid_len[row] - part * kPartCols, 0), kPartCols);
@@ -394,10 +317,10 @@ struct RowOp {
     for (int it = 0; it < kIters; ++it) {
       const int vec = it * kGroup + lane_in_group, col = vec * kVec;  // column within the part
       if (live && vec < kPartVecs) {
-        load_vec<Cfg::kIn, kVec>(static_cast<const typename In::raw*>(p.x) + base + col, v[it]);
+        load_vec<Cfg::kIn, kVec>(x + col, v[it]);
         if (Cfg::kOp == kRmsNorm && Cfg::kResidual) {
           float r[kVec];
-          load_vec<Cfg::kIn, kVec>(static_cast<const typename In::raw*>(p.residual) + base + col, r);
+          load_vec<Cfg::kIn, kVec>(res + col, r);
 #pragma unroll
           for (int e = 0; e < kVec; ++e) v[it][e] = In::to_float(In::from_float(v[it][e] + r[e]));  // as stored
           store_vec<Cfg::kIn, kVec>(static_cast<typename In::raw*>(p.residual_out) + base + col, v[it]);
@@ -416,6 +339,7 @@ struct RowOp {
           v[it][e] = live && col < limit ? v[it][e] * scale2 : -inf();
           m = fmaxf(m, v[it][e]);
         }
+      loaded(m);
       // 2^t against the thread's own max now, rebased to the row's once it is known: one exp per
       // element, one reduction. A NaN (or inf - inf) makes the sum, and so every output, NaN;
       // fmaxf drops NaN, so a thread with nothing above -inf looks for one.
@@ -457,6 +381,7 @@ struct RowOp {
 #pragma unroll
           for (int e = 0; e < kVec; ++e)
             if ((it * kGroup + lane_in_group) * kVec + e < kPartCols && live) s += v[it][e];
+        loaded(s);
         mean = reduce_row(make_float2(s, 0.0f)).x / kCols;
       }
       float ss = 0.0f;
@@ -468,6 +393,7 @@ struct RowOp {
             const float d = v[it][e] - mean;
             ss += d * d;
           }
+      if (Cfg::kOp == kRmsNorm) loaded(ss);
       const float rstd = rsqrtf(reduce_row(make_float2(ss, 0.0f)).x / kCols + p.eps);
 #pragma unroll
       for (int it = 0; it < kIters; ++it) {
@@ -489,6 +415,107 @@ struct RowOp {
       if (live && vec < kPartVecs)
         store_vec<Cfg::kOut, kVec>(static_cast<typename Out::raw*>(p.y) + base + vec * kVec, v[it]);
     }
+  }
+
+  // kBulk: persistent clusters, cluster c taking rows c, c + stride, ... Thread 0 keeps the next
+  // kStages parts of x (and of the residual) in flight into a ring of shared-memory stages, each
+  // completing on its mbarrier. A stage is refilled once every thread is done with it: after both
+  // passes (kStream), or as soon as its row is in registers.
+  template <class ReduceRow>
+  static __device__ __forceinline__ void bulk_rows(const RowParams& p, ReduceRow reduce_row, int lane_in_group,
+                                                   int part) {
+    static_assert(Cfg::kStages >= 1, "Bulk copies need at least one stage.");
+    using InRaw = typename In::raw;
+    extern __shared__ __align__(128) u8 stage_smem[];
+    u64* full = reinterpret_cast<u64*>(stage_smem + Cfg::kStages * kStageBytes);
+    const long long first = blockIdx.x / kCluster, stride = gridDim.x / kCluster;
+    auto issue = [&](long long row, int stage) {
+      const long long base = part_base(row, part);
+      const u8* x = reinterpret_cast<const u8*>(static_cast<const InRaw*>(p.x) + base);
+      const u8* res = reinterpret_cast<const u8*>(static_cast<const InRaw*>(p.residual) + base);
+      u8* dst = stage_smem + stage * kStageBytes;
+      ptx::mbar_arrive_expect_tx(&full[stage], kStageBytes);
+      for (int off = 0; off < kPartBytes; off += kBulkChunk) {
+        const u32 n = u32(min(kBulkChunk, kPartBytes - off));
+        ptx::bulk_load(dst + off, x + off, n, &full[stage]);
+        if (Cfg::kResidual) ptx::bulk_load(dst + kPartBytes + off, res + off, n, &full[stage]);
+      }
+    };
+    if (threadIdx.x == 0) {
+      for (int i = 0; i < Cfg::kStages; ++i) ptx::mbar_init(&full[i], 1);
+      ptx::mbar_fence_init();
+      for (int i = 0; i < Cfg::kStages && first + i * stride < p.rows; ++i) issue(first + i * stride, i);
+    }
+    __syncthreads();
+    int it = 0;
+    for (long long row = first; row < p.rows; row += stride, ++it) {
+      const int stage = it % Cfg::kStages;
+      ptx::mbar_wait(&full[stage], u32(it / Cfg::kStages) & 1);
+      const InRaw* x = reinterpret_cast<const InRaw*>(stage_smem + stage * kStageBytes);
+      auto refill = [&] {
+        if (threadIdx.x == 0 && row + Cfg::kStages * stride < p.rows) issue(row + Cfg::kStages * stride, stage);
+      };
+      if constexpr (Cfg::kStream) {
+        two_passes(p, reduce_row, lane_in_group, part, true, part_base(row, part), row, x, x + kPartCols);
+        // The residual sums each thread wrote into the stage, ordered before the copy over them.
+        if (Cfg::kOp == kRmsNorm && Cfg::kResidual) ptx::fence_proxy_async_smem();
+        __syncthreads();  // every thread is done with the stage (its last reads fed the stores)
+        refill();
+      } else {
+        // The row is in registers once read: the stage refills while it is reduced and written.
+        auto read = [&](float w) {
+          __syncthreads_or(w != w);  // waits for w, so for every value read from the stage
+          refill();
+        };
+        resident_row(p, reduce_row, read, lane_in_group, part, true, part_base(row, part), row, x, x + kPartCols);
+      }
+    }
+  }
+
+  static __device__ __forceinline__ void run(const RowParams& p) {
+    const int group = threadIdx.x / kGroup, lane_in_group = threadIdx.x % kGroup;
+    const int part = kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0;
+    const long long row = (long long)(blockIdx.x / kCluster) * kRowsPerCta + group;
+    // Rows past the end still take part in the CTA's barriers, with nothing to load or store.
+    const bool live = row < p.rows;
+    const long long base = part_base(row, part);
+
+    // reduce_row(v): v combined over the row, by every kernel. The slots (CTA scratch, cluster
+    // slots and barriers) of consecutive reductions alternate between two sets: a cluster's CTAs
+    // are at most one reduction apart (each waits for all of them), and a CTA's threads pass a
+    // __syncthreads between reading one reduction's slots and writing the next's, so no value
+    // lands in a slot still being read. No CTA leaves while a value is still on its way to it:
+    // each waits for all of its reductions' values.
+    __shared__ float2 scratch[2][kScratch];
+    __shared__ float2 cluster_slots[2][kCluster];
+    __shared__ u64 cluster_bar[2];
+    if (kCluster > 1) {
+      if (threadIdx.x == 0) {
+        for (int i = 0; i < 2; ++i) ptx::mbar_init(&cluster_bar[i], 1);
+        ptx::mbar_fence_init();
+      }
+      ptx::cluster_arrive();  // waited for before the first value is sent, so the loads overlap it
+    }
+    int reductions = 0;
+    auto reduce_row = [&](float2 v) {
+      const int n = reductions++, set = n & 1;
+      const u32 parity = u32(n >> 1) & 1;
+      v = reduce_cta(v, scratch[set], group, lane_in_group);
+      if (kCluster == 1) return v;
+      if (n == 0) ptx::cluster_wait();  // every CTA's barriers are initialised
+      return push_cluster(v, cluster_slots[set], &cluster_bar[set], parity, part);
+    };
+
+    using InRaw = typename In::raw;
+    auto nothing = [](float) {};
+    if constexpr (Cfg::kBulk)
+      bulk_rows(p, reduce_row, lane_in_group, part);
+    else if constexpr (Cfg::kStream)
+      two_passes(p, reduce_row, lane_in_group, part, live, base, row, static_cast<const InRaw*>(p.x) + base,
+                 static_cast<const InRaw*>(p.residual) + base);
+    else
+      resident_row(p, reduce_row, nothing, lane_in_group, part, live, base, row, static_cast<const InRaw*>(p.x) + base,
+                   static_cast<const InRaw*>(p.residual) + base);
   }
 };
 

@@ -48,7 +48,7 @@ std::string RowConfig::name(const RowOpSpec& s) const {
   for (char& ch : key)
     if (ch == ':' || ch == '+' || ch == '>' || ch == '-') ch = '_';
   return fmt::format("rowop_{}_t{}_r{}_v{}_x{}{}", key, threads, rows_per_cta, vec, cluster,
-                     bulk     ? fmt::format("_b{}", stages)
+                     bulk     ? fmt::format("_{}{}", stream ? "b" : "p", stages)
                      : stream ? "_s"
                               : "");
 }
@@ -88,7 +88,7 @@ std::string illegal_reason(const RowConfig& c, const RowOpSpec& s) {
     return "streaming is for rows far longer than the threads holding them";
   if (c.stream && c.rows_per_cta != 1) return "streaming takes one row (part) per CTA";
   if (c.bulk) {
-    if (!c.stream) return "bulk copies are a way of streaming";
+    if (c.rows_per_cta != 1) return "bulk copies bring one row (part) per CTA";
     if (s.cols * dtype_bytes(s.in) % 16 != 0 || c.part_bytes(s) % 16 != 0)
       return "bulk copies move whole 16-byte units: rows and parts must be multiples of 16 bytes";
     if (c.stages < 1) return "bulk copies need at least one stage";
@@ -112,17 +112,26 @@ std::vector<RowConfig> row_configs(const RowOpSpec& s, bool every_width) {
   // bulk copies, from shared memory).
   std::vector<std::pair<double, RowConfig>> resident, streaming;
   for (int vec = widest_vec(s); vec >= 1; vec /= 2) {
-    for (int mode : {0, 1, 2})  // registers, streaming (second read from L2), streaming from bulk copies
+    // registers, streaming (second read from L2), streaming from bulk copies, registers from bulk copies
+    for (int mode : {0, 1, 2, 3})
       for (int cluster : {1, 2, 4, 8, 16})
         for (int threads : {128, 256, 512, 1024})
           for (int rows : {1, 2, 4, 8, 16, 32})
-            for (int stages = mode == 2 ? 1 : 0; stages <= (mode == 2 ? 4 : 0); ++stages) {
-            const bool stream = mode > 0;
-            RowConfig c{threads, rows, vec, cluster, stream, mode == 2, stages};
+            for (int stages = mode >= 2 ? 1 : 0; stages <= (mode >= 2 ? 4 : 0); ++stages) {
+            const bool stream = mode == 1 || mode == 2, bulk = mode >= 2;
+            RowConfig c{threads, rows, vec, cluster, stream, bulk, stages};
             if (!illegal_reason(c, s).empty()) continue;
             const double narrow = double(widest_vec(s) / vec) * 4;
             const double odd_threads = threads == 1024 || (stream && threads == 128) ? 0.5 : 0.0;
-            if (c.bulk) {
+            if (c.bulk && !stream) {
+              // Registers fed by bulk copies: the fastest kernels for rows of 64k-256k columns
+              // (H200, 2026-11-30). Best with 64 values a thread for softmax, 32 for the norms
+              // (whose weights take registers too), 1-3 stages and few CTAs to a cluster.
+              const double target = s.kind == RowOpKind::softmax ? 64.0 : 32.0;
+              streaming.emplace_back(narrow + std::abs(std::log2(c.values_per_thread(s.cols) / target)) +
+                                         std::max(stages - 3, 0) * 0.25 + cluster / 32.0,
+                                     c);
+            } else if (c.bulk) {
               // ~128 KiB of copies in flight an SM (the parts queued behind the ones being worked
               // on, over the CTAs that fit), two or more CTAs an SM (one alone stalls the SM at each
               // row's exchange), 256 threads, and few CTAs to a cluster: each row waits for the

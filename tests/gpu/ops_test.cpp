@@ -99,6 +99,30 @@ INSTANTIATE_TEST_SUITE_P(
                       // Rows of one and a half bulk copies (16 KiB): a short last copy.
                       "rmsnorm+residual:1500x12288:bf16", "softmax:1500x12288:bf16"));
 
+// Register-resident rows fed by bulk copies (persistent CTAs, the stage refilled once the row is
+// in registers): every op, with and without clusters, more rows than resident CTAs. The two large
+// shapes caught stages refilled before the reads from them had landed (2026-11-30).
+TEST(RowOp, RegisterRowsFromBulkCopiesVerify) {
+  DeviceInfo dev = DeviceInfo::query();
+  for (const char* text : {"softmax+valid:700x32768:bf16", "rmsnorm+residual:1000x16384:bf16", "layernorm:3000x8192:f16",
+                           "softmax:64x65536:bf16->f32", "rmsnorm:1024x262144:bf16", "softmax:16384x16384:bf16",
+                           "rmsnorm:4096x65536:bf16"}) {
+    RowOpSpec s = RowOpSpec::parse(text);
+    ops::RowOpBench bench(s, dev, std::random_device{}());
+    int tried = 0;
+    for (const auto& c : ops::row_configs(s)) {
+      if (!c.bulk || c.stream || tried == 12) continue;
+      ++tried;
+      auto compiled = ops::compile_row_kernel(s, c, true);
+      ASSERT_TRUE(compiled.report.ok) << c.name(s) << "\n" << compiled.report.log;
+      ops::RowKernel kernel(s, c, compiled.cubin);
+      auto m = bench.measure(kernel, false, {});
+      EXPECT_TRUE(m.verified) << c.name(s) << ": " << m.error;
+    }
+    EXPECT_GT(tried, 0) << text;
+  }
+}
+
 TEST(RowOp, NanAndInfBehaveLikeTorch) {
   // Row 0: a NaN -> all NaN. Row 1: one +inf -> all NaN (inf - inf in the sum). Row 2: all -inf ->
   // all NaN. Row 3: finite. torch.softmax gives the same. Over the register-resident kernel
