@@ -23,6 +23,7 @@
 // The instantiating source defines a Cfg struct with the named constants used below.
 #include "ptx/base.cuh"
 #include "ptx/convert.cuh"
+#include "ptx/matrix.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/sync.cuh"
 #include "ptx/tma.cuh"
@@ -346,6 +347,51 @@ struct Gemm {
                        u.m0 + part(consumer) * kWgRows, u.b);
   }
 
+  // One round of the ungated TMA-store epilogue: boxes box0.. of this consumer's rows, from the
+  // accumulators into the staging buffer st, with C (already there) read in place. Each warp
+  // moves 16 rows x 16 columns, both 8-row halves of two 8-column groups, per stmatrix (and
+  // ldmatrix for C): lane 8j + k addresses row k of matrix j, which is row half j % 2 of group
+  // i + j / 2.
+  static __device__ __forceinline__ void epilogue_boxes(const GemmParams& p, float (&acc)[kMmaM][kAcc], const Unit& u,
+                                                        u8* st, int row0, int box0) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x % 128 / 32;
+    const Out* bias = static_cast<const Out*>(p.bias);
+#pragma unroll
+    for (int mm = 0; mm < kMmaM; ++mm) {
+      bool row_ok[2];
+      float row_add[2];
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int row = row0 + mm * 64 + warp * 16 + lane / 4 + half * 8;
+        row_ok[half] = row < p.m;  // rows past M are computed, never stored (TMA clips them)
+        row_add[half] = Cfg::kBias == kBiasRow && row_ok[half] ? to_float(bias[row]) : 0.0f;
+      }
+      const int r = mm * 64 + warp * 16 + lane / 8 % 2 * 8 + lane % 8;  // the row this lane addresses
+#pragma unroll
+      for (int i = box0 * 8; i < (box0 + kStoreBoxes) * 8; i += 2) {
+        const int g = i + lane / 16;  // the 8-column group this lane addresses
+        u8* row_addr = st + (g / 8 - box0) * kBoxBytes + r * 128 + ((g % 8) ^ (r % 8)) * 16;
+        u32 c[4] = {0u, 0u, 0u, 0u};
+        if (kLoadC) ptx::ldmatrix_x4(row_addr, c);
+        u32 d[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const int half = q % 2, group = i + q / 2, col = u.n0 + 8 * group + 2 * (lane % 4);
+          float v[2];
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            float x = p.alpha * acc[mm][4 * group + 2 * half + e] + row_add[half];
+            if (kLoadC) x += p.beta * to_float(u16(e ? c[q] >> 16 : c[q] & 0xffff));
+            if (Cfg::kBias == kBiasCol && row_ok[half] && col + e < p.n) x += to_float(bias[col + e]);
+            v[e] = activate(x);
+          }
+          d[q] = pack2(v[0], v[1]);
+        }
+        ptx::stmatrix_x4(row_addr, d);
+      }
+    }
+  }
+
   static __device__ __forceinline__ void epilogue_tma(const GemmParams& p, float (&acc)[kMmaM][kAcc], const Unit& u,
                                                       int consumer, u8* staging, u64* c_full, u32& c_phase) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x % 128 / 32;
@@ -369,67 +415,54 @@ struct Gemm {
         if (leader) ptx::bulk_wait_read();
         ptx::named_barrier(5 + consumer, 128);
       }
+      if constexpr (Cfg::kGate == kGateNone) {
+        epilogue_boxes(p, acc, u, st, row0, box0);
+      } else {
 #pragma unroll
-      for (int mm = 0; mm < kMmaM; ++mm) {
+        for (int mm = 0; mm < kMmaM; ++mm) {
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int r = mm * 64 + warp * 16 + lane / 4 + half * 8;  // row within this consumer's part
-          const int row = row0 + r;
-          const bool row_ok = row < p.m;
-          const float row_add = Cfg::kBias == kBiasRow && row_ok ? to_float(bias[row]) : 0.0f;
-          // The staging bytes of D column oc of the tile, on this row.
-          auto slot_of = [&](int oc) {
-            const int box = oc / 64 - box0, chunk = oc % 64 / 8;
-            return st + box * kBoxBytes + r * 128 + ((chunk ^ (r % 8)) * 16) + oc % 8 * 2;
-          };
-          // The pre-activation value of accumulator a at GEMM column col (no C with a gate).
-          auto pre = [&](float a, int col, bool ok) {
-            return p.alpha * a + row_add + (Cfg::kBias == kBiasCol && ok ? to_float(bias[col]) : 0.0f);
-          };
-          if (Cfg::kGate == kGateInterleaved) {
-            // GEMM columns 2j and 2j+1 are gate and up of D column j: one value per 8-column group.
+          for (int half = 0; half < 2; ++half) {
+            const int r = mm * 64 + warp * 16 + lane / 4 + half * 8;  // row within this consumer's part
+            const int row = row0 + r;
+            const bool row_ok = row < p.m;
+            const float row_add = Cfg::kBias == kBiasRow && row_ok ? to_float(bias[row]) : 0.0f;
+            // The staging bytes of D column oc of the tile, on this row.
+            auto slot_of = [&](int oc) {
+              const int box = oc / 64 - box0, chunk = oc % 64 / 8;
+              return st + box * kBoxBytes + r * 128 + ((chunk ^ (r % 8)) * 16) + oc % 8 * 2;
+            };
+            // The pre-activation value of accumulator a at GEMM column col (no C with a gate).
+            auto pre = [&](float a, int col, bool ok) {
+              return p.alpha * a + row_add + (Cfg::kBias == kBiasCol && ok ? to_float(bias[col]) : 0.0f);
+            };
+            if (Cfg::kGate == kGateInterleaved) {
+              // GEMM columns 2j and 2j+1 are gate and up of D column j: one value per 8-column group.
 #pragma unroll
-            for (int i = box0 * 16; i < (box0 + kStoreBoxes) * 16; ++i) {
-              const int col = u.n0 + 8 * i + 2 * (lane % 4);
-              const bool ok = row_ok && col + 1 < p.n;
-              const float* a = &acc[mm][4 * i + 2 * half];
-              const u32 packed = pack2(silu(pre(a[0], col, ok)) * pre(a[1], col + 1, ok), 0.0f);
-              *reinterpret_cast<u16*>(slot_of(4 * i + lane % 4)) = u16(packed & 0xffff);
-            }
-            continue;
-          }
-          if (Cfg::kGate == kGateSplit) {
-            // Columns c and c + BN/2 of the tile are a gate and its up: the same thread holds both.
-#pragma unroll
-            for (int i = box0 * 8; i < (box0 + kStoreBoxes) * 8; ++i) {
-              const int oc = 8 * i + 2 * (lane % 4), j = out0 + oc;  // gate column j, up column N/2 + j
-              const float* g = &acc[mm][4 * i + 2 * half];
-              const float* up = &acc[mm][4 * (i + BN / 16) + 2 * half];
-              float v[2];
-#pragma unroll
-              for (int e = 0; e < 2; ++e) {
-                const bool ok = row_ok && j + e < p.out_cols;
-                v[e] = silu(pre(g[e], j + e, ok)) * pre(up[e], p.n / 2 + j + e, ok);
+              for (int i = box0 * 16; i < (box0 + kStoreBoxes) * 16; ++i) {
+                const int col = u.n0 + 8 * i + 2 * (lane % 4);
+                const bool ok = row_ok && col + 1 < p.n;
+                const float* a = &acc[mm][4 * i + 2 * half];
+                const u32 packed = pack2(silu(pre(a[0], col, ok)) * pre(a[1], col + 1, ok), 0.0f);
+                *reinterpret_cast<u16*>(slot_of(4 * i + lane % 4)) = u16(packed & 0xffff);
               }
-              *reinterpret_cast<u32*>(slot_of(oc)) = pack2(v[0], v[1]);
+              continue;
             }
-            continue;
-          }
+            if (Cfg::kGate == kGateSplit) {
+              // Columns c and c + BN/2 of the tile are a gate and its up: the same thread holds both.
 #pragma unroll
-          for (int i = box0 * 8; i < (box0 + kStoreBoxes) * 8; ++i) {
-            const int cl = 8 * i + 2 * (lane % 4), col = u.n0 + cl;
-            u32* slot = reinterpret_cast<u32*>(slot_of(cl));
-            const u32 c2 = kLoadC ? *slot : 0u;  // this thread's two elements of C, if any
-            float v[2];
+              for (int i = box0 * 8; i < (box0 + kStoreBoxes) * 8; ++i) {
+                const int oc = 8 * i + 2 * (lane % 4), j = out0 + oc;  // gate column j, up column N/2 + j
+                const float* g = &acc[mm][4 * i + 2 * half];
+                const float* up = &acc[mm][4 * (i + BN / 16) + 2 * half];
+                float v[2];
 #pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              const bool ok = row_ok && col + e < p.n;  // outside D: computed, never stored
-              float x = p.alpha * acc[mm][4 * i + 2 * half + e] + row_add;
-              if (kLoadC) x += p.beta * to_float(u16(e ? c2 >> 16 : c2 & 0xffff));
-              if (Cfg::kBias == kBiasCol && ok) x += to_float(bias[col + e]);
-              v[e] = activate(x);
+                for (int e = 0; e < 2; ++e) {
+                  const bool ok = row_ok && j + e < p.out_cols;
+                  v[e] = silu(pre(g[e], j + e, ok)) * pre(up[e], p.n / 2 + j + e, ok);
+                }
+                *reinterpret_cast<u32*>(slot_of(oc)) = pack2(v[0], v[1]);
+              }
             }
-            *slot = pack2(v[0], v[1]);
           }
         }
       }
