@@ -192,17 +192,17 @@ struct RowOp {
   static constexpr int kStageBytes = kPartBytes * (Cfg::kResidual ? 2 : 1);  // x's part, then the residual's
 
   // Two passes over this CTA's part of a row, x and res (global or shared memory), nothing kept in
-  // registers between them (LayerNorm reads the part once more, for the centred variance).
-  // reduce_row(v) combines the threads' values over the row: reduce_cta, then pull_cluster or
-  // push_cluster; consecutive calls use different slots.
+  // registers between them (LayerNorm reads the part once more, for the centred variance). Every
+  // streaming CTA has a row: one per CTA (grid = rows), or the persistent kernels' next one.
+  // reduce_row(v) combines the threads' values over the row (reduce_cta, then push_cluster).
   template <class ReduceRow>
   static __device__ __forceinline__ void two_passes(const RowParams& p, ReduceRow reduce_row, int lane_in_group,
-                                                    int part, bool live, long long base, long long row,
+                                                    int part, long long base, long long row,
                                                     const typename In::raw* x, const typename In::raw* res) {
     using InRaw = typename In::raw;
     InRaw* res_out = static_cast<InRaw*>(p.residual_out) + base;
     int limit = kPartCols;
-    if (Cfg::kValidLen && live) limit = min(max(p.valid_len[row] - part * kPartCols, 0), kPartCols);
+    if (Cfg::kValidLen) limit = min(max(p.valid_len[row] - part * kPartCols, 0), kPartCols);
     // Pass 1: per-thread statistics. Softmax keeps a running max m and sum s of 2^(t - m),
     // rebased once per vector. Each vector's terms are summed apart first, so the chain carried
     // from vector to vector is one fmax and one FMA (softmax) or one add (norms), not one exp or
@@ -212,7 +212,7 @@ struct RowOp {
     // Softmax: fmaxf drops NaN, but 2^(NaN - m) carries it into s, except while m is still -inf.
     bool has_nan = false;
 #pragma unroll 4
-    for (int vec = lane_in_group; live && vec < kPartVecs; vec += kGroup) {
+    for (int vec = lane_in_group; vec < kPartVecs; vec += kGroup) {
       float v[kVec];
       load_vec<Cfg::kIn, kVec>(x + vec * kVec, v);
       if (Cfg::kOp == kRmsNorm && Cfg::kResidual) {
@@ -268,7 +268,7 @@ struct RowOp {
       shift = reduce_row(make_float2(s, 0.0f)).x / kCols;
       float ss = 0.0f;
 #pragma unroll 4
-      for (int vec = lane_in_group; live && vec < kPartVecs; vec += kGroup) {
+      for (int vec = lane_in_group; vec < kPartVecs; vec += kGroup) {
         float v[kVec];
         load_vec<Cfg::kIn, kVec>(src + vec * kVec, v);
         float vs = 0.0f;
@@ -280,7 +280,7 @@ struct RowOp {
     }
     // Pass 2: read again, write.
 #pragma unroll 4
-    for (int vec = lane_in_group; live && vec < kPartVecs; vec += kGroup) {
+    for (int vec = lane_in_group; vec < kPartVecs; vec += kGroup) {
       float v[kVec];
       load_vec<Cfg::kIn, kVec>(src + vec * kVec, v);
       if (Cfg::kOp == kSoftmax) {
@@ -456,7 +456,7 @@ struct RowOp {
         if (threadIdx.x == 0 && row + Cfg::kStages * stride < p.rows) issue(row + Cfg::kStages * stride, stage);
       };
       if constexpr (Cfg::kStream) {
-        two_passes(p, reduce_row, lane_in_group, part, true, part_base(row, part), row, x, x + kPartCols);
+        two_passes(p, reduce_row, lane_in_group, part, part_base(row, part), row, x, x + kPartCols);
         // The residual sums each thread wrote into the stage, ordered before the copy over them.
         if (Cfg::kOp == kRmsNorm && Cfg::kResidual) ptx::fence_proxy_async_smem();
         __syncthreads();  // every thread is done with the stage (its last reads fed the stores)
@@ -511,7 +511,7 @@ struct RowOp {
     if constexpr (Cfg::kBulk)
       bulk_rows(p, reduce_row, lane_in_group, part);
     else if constexpr (Cfg::kStream)
-      two_passes(p, reduce_row, lane_in_group, part, live, base, row, static_cast<const InRaw*>(p.x) + base,
+      two_passes(p, reduce_row, lane_in_group, part, base, row, static_cast<const InRaw*>(p.x) + base,
                  static_cast<const InRaw*>(p.residual) + base);
     else
       resident_row(p, reduce_row, nothing, lane_in_group, part, live, base, row, static_cast<const InRaw*>(p.x) + base,
