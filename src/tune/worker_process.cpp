@@ -1,4 +1,6 @@
 // The parent side of the worker protocol: spawn, send a line, wait for a line with a timeout.
+// Each worker leads a process group of its own, and the whole group goes when it ends, so a
+// worker killed at a timeout leaves none of its children (Triton's compile processes) behind.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -44,11 +46,13 @@ void WorkerProcess::start() {
   pid_t pid = fork();
   GF_CHECK(pid >= 0, "fork failed: {}", strerror(errno));
   if (pid == 0) {
+    setpgid(0, 0);
     dup2(in[0], STDIN_FILENO);
     dup2(out[1], STDOUT_FILENO);
     execv(args[0], args.data());
     _exit(127);
   }
+  setpgid(pid, pid);  // also here: the parent may signal the group before the child runs
   close(in[0]);
   close(out[1]);
   pid_ = pid;
@@ -61,18 +65,22 @@ std::string WorkerProcess::stop(bool kill_now) {
   if (pid_ <= 0) return "not running";
   close(to_child_);
   close(from_child_);
-  int status = 0;
-  if (kill_now) kill(pid_, SIGKILL);
-  // A worker told to quit gets a few seconds to release the GPU, then is killed.
+  if (kill_now) kill(-pid_, SIGKILL);
+  // A worker told to quit gets a few seconds to release the GPU, then is killed. It is waited
+  // for without being reaped, so that its group id cannot have been reused when the group is
+  // killed.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (waitpid(pid_, &status, WNOHANG) == 0) {
+  siginfo_t info{};
+  while (waitid(P_PID, id_t(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == 0) {
     if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, &status, 0);
+      kill(-pid_, SIGKILL);
       break;
     }
     usleep(10000);
   }
+  kill(-pid_, SIGKILL);  // whatever the worker left running
+  int status = 0;
+  waitpid(pid_, &status, 0);
   pid_ = -1;
   return describe_status(status);
 }

@@ -2,7 +2,12 @@
 // timeout), one that crashes (its signal reported), and a restart after each.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
 
 #include "tune/worker.hpp"
 
@@ -30,6 +35,31 @@ TEST(WorkerProcess, HangIsKilledAtTheTimeout) {
   EXPECT_NE(reply.value("error", "").find("timed out"), std::string::npos) << reply.dump();
   EXPECT_LT(s, 3.0);
   EXPECT_FALSE(w.alive());
+}
+
+// Running: the process exists and is not a zombie (which nothing may reap in a container).
+static bool running(long pid) {
+  FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (!f) return false;
+  char buf[512] = {};
+  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  const char* paren = std::strrchr(buf, ')');
+  return n > 0 && paren && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X';
+}
+
+TEST(WorkerProcess, ATimeoutTakesTheWorkersChildrenToo) {
+  // The worker starts a child of its own (as Triton's compile pool does), reports its pid, then hangs.
+  WorkerProcess w({"/bin/sh", "-c", R"(read line; sleep 100 & echo "{\"ok\":true,\"child\":$!}"; read line; sleep 100)"});
+  auto first = w.call({{"op", "a"}}, 5.0);
+  ASSERT_TRUE(first.value("ok", false)) << first.dump();
+  const long child = first.value("child", 0L);
+  ASSERT_GT(child, 0);
+  EXPECT_TRUE(running(child));
+  auto reply = w.call({{"op", "b"}}, 0.5);
+  EXPECT_NE(reply.value("error", "").find("timed out"), std::string::npos) << reply.dump();
+  for (int i = 0; i < 100 && running(child); ++i) usleep(10000);
+  EXPECT_FALSE(running(child)) << "the worker's child outlived it";
 }
 
 TEST(WorkerProcess, CrashIsReportedAndTheNextCallRestarts) {
