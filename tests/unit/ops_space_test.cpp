@@ -57,6 +57,23 @@ TEST(RowOpSpace, EveryShapeHasLegalConfigs) {
   for (const auto& c : ops::row_configs(RowOpSpec::parse("softmax:3x1001:bf16"))) EXPECT_FALSE(c.bulk);
 }
 
+TEST(RowOpSpace, DefaultsFollowTheMeasurements) {
+  // Rows one CTA holds: registers, no cluster, and no register rows fed by bulk copies among the
+  // first 16 (they measured slower there). Longer rows: register rows fed by bulk copies first.
+  for (const char* text : {"softmax:262144x1024:bf16", "rmsnorm:65536x4096:bf16", "softmax:16384x16384:bf16"}) {
+    auto s = RowOpSpec::parse(text);
+    auto configs = ops::row_configs(s);
+    EXPECT_TRUE(!configs.front().stream && !configs.front().bulk && configs.front().cluster == 1) << text;
+    for (size_t i = 0; i < configs.size() && i < 16; ++i)
+      EXPECT_FALSE(configs[i].bulk && !configs[i].stream) << text << " " << configs[i].name(s);
+  }
+  for (const char* text : {"softmax:4096x65536:bf16", "rmsnorm:1024x262144:bf16"}) {
+    auto s = RowOpSpec::parse(text);
+    const auto c = ops::default_config(s);
+    EXPECT_TRUE(c.bulk && !c.stream) << text << " " << c.name(s);
+  }
+}
+
 TEST(RowOpSpace, StagesBelongToBulkCopies) {
   RowOpSpec s = RowOpSpec::parse("rmsnorm:1024x262144:bf16");
   EXPECT_EQ(ops::illegal_reason({256, 1, 8, 8, true, true, 2}, s), "");
