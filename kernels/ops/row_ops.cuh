@@ -147,10 +147,10 @@ struct RowOp {
     return v;
   }
 
-  // ... then over the cluster: thread r sends the part's value into slot `part` of CTA r (st.async, completing
-  // on that CTA's mbarrier `bar`), then every CTA combines its kCluster slots in rank order. One-way
-  // messages instead of a cluster barrier, whose release would also wait for this CTA's pending
-  // global stores.
+  // ... then over the cluster: thread r sends the part's value into slot `part` of CTA r
+  // (st.async, completing on that CTA's mbarrier `bar`), then every CTA combines its kCluster
+  // slots in rank order. One-way messages instead of a cluster barrier, whose release would also
+  // wait for this CTA's pending global stores.
   static __device__ __forceinline__ float2 push_cluster(float2 v, float2* slots, u64* bar, u32 parity, int part) {
     if (threadIdx.x < kCluster) {
       u32 slot, remote_bar;
@@ -304,7 +304,7 @@ struct RowOp {
   // statistics reduced over the row and the outputs written from the registers. loaded(w) runs
   // once every value read has landed (a bulk kernel hands the stage back): w is computed from all
   // of them. A barrier alone would not do: it does not wait for shared-memory reads still queued,
-  // and a bulk copy's writes do not queue behind them (the GPU tests caught rows overwritten).
+  // and a bulk copy's writes do not queue behind them (verification caught rows overwritten).
   template <class ReduceRow, class Loaded>
   static __device__ __forceinline__ void resident_row(const RowParams& p, ReduceRow reduce_row, Loaded loaded,
                                                       int lane_in_group, int part, bool live, long long base,
