@@ -112,22 +112,27 @@ struct RowOp {
   static_assert(kCols % kVec == 0, "Rows hold whole vectors (the host picks kVec to divide the row).");
   static_assert(kCluster == 1 || kPartCols % kVec == 0, "Cluster parts hold whole vectors.");
   static_assert(kCluster == 1 || kRowsPerCta == 1, "A cluster works on one row at a time.");
+  static_assert(kCluster == 1 || kWarps > 1,
+                "Reusing a cluster's slots relies on the __syncthreads of reduce_cta (two warps or more).");
   static_assert(Cfg::kStream || kIters * kVec <= 128, "More than 128 values per thread would spill.");
   using In = Elem<Cfg::kIn>;
   using Out = Elem<Cfg::kOut>;
 
-  // Partial statistics of a row combine in pairs: softmax keeps (max m, sum of 2^(t - m)) over
-  // t = x * scale * log2(e), so that each exponential is one MUFU op; the norms plain sums. NaN
-  // and inf propagate through the sums, as in torch.
+  // Partial statistics of a row combine in pairs: softmax keeps (max m, sum of e^(t - m)) over
+  // t = x * scale, the norms plain sums. NaN and inf propagate through the sums, as in torch.
   static __device__ __forceinline__ float2 combine(float2 x, float2 y) {
     if (Cfg::kOp != kSoftmax) return make_float2(x.x + y.x, x.y + y.y);
     const float m = fmaxf(x.x, y.x);
     return make_float2(m, rescale(x, m) + rescale(y, m));
   }
-  // The sum of 2^(t - x.m) rebased to 2^(t - m); an empty part (sum 0, m -inf) adds nothing.
+  // The sum of e^(t - x.m) rebased to e^(t - m); an empty part (sum 0, m -inf) adds nothing.
   static __device__ __forceinline__ float rescale(float2 x, float m) {
-    return x.y == 0.0f ? 0.0f : x.y * ptx::exp2_approx(x.x - m);
+    return x.y == 0.0f ? 0.0f : x.y * exp_approx(x.x - m);
   }
+  // e^d as one FMUL and one MUFU op. The difference d = t - m is taken first, in natural units:
+  // scaling t by log2(e) before subtracting would round it to |t| * 2^-24 and cost large logits
+  // their accuracy (relative error 3e-4 at |t| = 1e4), and overflow past 2.4e38.
+  static __device__ __forceinline__ float exp_approx(float d) { return ptx::exp2_approx(d * kLog2e); }
   static constexpr float kLog2e = 1.4426950408889634f;
 
   // Combines v over this CTA's part of the row: the thread's group (shuffles), then the CTA's
@@ -154,7 +159,9 @@ struct RowOp {
   static __device__ __forceinline__ float2 push_cluster(float2 v, float2* slots, u64* bar, u32 parity, int part) {
     if (threadIdx.x < kCluster) {
       u32 slot, remote_bar;
-      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(slot) : "r"(smem_addr(slots + part)), "r"(threadIdx.x));
+      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+                   : "=r"(slot)
+                   : "r"(smem_addr(slots + part)), "r"(threadIdx.x));
       asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote_bar) : "r"(smem_addr(bar)), "r"(threadIdx.x));
       asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(slot),
                    "f"(v.x), "f"(v.y), "r"(remote_bar)
@@ -173,7 +180,7 @@ struct RowOp {
   static __device__ __forceinline__ float inf() { return __int_as_float(0x7f800000); }
   static __device__ __forceinline__ float nan() { return __int_as_float(0x7fffffff); }
 
-  // The row's (max, sum) to the output transform 2^(t - shift) * scale. A NaN sum (a NaN or a
+  // The row's (max, sum) to the output transform e^(t - shift) * scale. A NaN sum (a NaN or a
   // +inf in the row) makes every output NaN; a row with nothing above -inf gives zeros with valid
   // lengths (padding) and NaN without (as torch).
   static __device__ __forceinline__ void finish_softmax(float2 t, float& shift, float& scale) {
@@ -197,19 +204,18 @@ struct RowOp {
   // reduce_row(v) combines the threads' values over the row (reduce_cta, then push_cluster).
   template <class ReduceRow>
   static __device__ __forceinline__ void two_passes(const RowParams& p, ReduceRow reduce_row, int lane_in_group,
-                                                    int part, long long base, long long row,
-                                                    const typename In::raw* x, const typename In::raw* res) {
+                                                    int part, long long base, long long row, const typename In::raw* x,
+                                                    const typename In::raw* res) {
     using InRaw = typename In::raw;
     InRaw* res_out = static_cast<InRaw*>(p.residual_out) + base;
     int limit = kPartCols;
     if (Cfg::kValidLen) limit = min(max(p.valid_len[row] - part * kPartCols, 0), kPartCols);
-    // Pass 1: per-thread statistics. Softmax keeps a running max m and sum s of 2^(t - m),
+    // Pass 1: per-thread statistics. Softmax keeps a running max m and sum s of e^(t - m),
     // rebased once per vector. Each vector's terms are summed apart first, so the chain carried
     // from vector to vector is one fmax and one FMA (softmax) or one add (norms), not one exp or
     // add per element.
-    const float scale2 = p.scale * kLog2e;  // softmax: t = x * scale2
     float m = -inf(), s = 0.0f, s2 = 0.0f;
-    // Softmax: fmaxf drops NaN, but 2^(NaN - m) carries it into s, except while m is still -inf.
+    // Softmax: fmaxf drops NaN, but e^(NaN - m) carries it into s, except while m is still -inf.
     bool has_nan = false;
 #pragma unroll 4
     for (int vec = lane_in_group; vec < kPartVecs; vec += kGroup) {
@@ -228,15 +234,15 @@ struct RowOp {
         float vm = -inf();
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
-          v[e] = vec * kVec + e < limit ? v[e] * scale2 : -inf();
+          v[e] = vec * kVec + e < limit ? v[e] * p.scale : -inf();
           vm = fmaxf(vm, v[e]);
         }
         const float m_new = fmaxf(m, vm);
         if (m_new != -inf()) {
           float add = 0.0f;
 #pragma unroll
-          for (int e = 0; e < kVec; ++e) add += ptx::exp2_approx(v[e] - m_new);  // +inf: 2^(inf - inf), NaN as torch
-          s = (m == -inf() ? 0.0f : s * ptx::exp2_approx(m - m_new)) + add;
+          for (int e = 0; e < kVec; ++e) add += exp_approx(v[e] - m_new);  // +inf: e^(inf - inf), NaN as torch
+          s = (m == -inf() ? 0.0f : s * exp_approx(m - m_new)) + add;
           m = m_new;
         } else {  // nothing above -inf yet: s stays 0, but a NaN must not be lost
 #pragma unroll
@@ -253,13 +259,13 @@ struct RowOp {
         s2 += vs2;
       }
     }
-    float scale_out = 1.0f, shift = 0.0f;
+    float scale_out = 1.0f, shift = 0.0f, log2_scale = 0.0f;
     const InRaw* src = Cfg::kOp == kRmsNorm && Cfg::kResidual && !Cfg::kBulk ? res_out : x;
     if (Cfg::kOp == kSoftmax) {
       finish_softmax(reduce_row(make_float2(m, has_nan ? nan() : s)), shift, scale_out);
-      // 2^(t - shift) * scale_out as one FMA and one MUFU op: the scale joins the exponent (log2
-      // of 0 is -inf, which gives 0; of NaN, NaN).
-      shift -= __log2f(scale_out);
+      // e^(t - shift) * scale_out as two FMAs and one MUFU op: the scale joins the exponent (log2
+      // of 0 is -inf, which gives 0; of NaN, NaN), after the subtraction.
+      log2_scale = __log2f(scale_out);
     } else if (Cfg::kOp == kRmsNorm) {
       scale_out = rsqrtf(reduce_row(make_float2(s2, 0.0f)).x / kCols + p.eps);
     } else {
@@ -286,7 +292,8 @@ struct RowOp {
       if (Cfg::kOp == kSoftmax) {
 #pragma unroll
         for (int e = 0; e < kVec; ++e)
-          v[e] = vec * kVec + e < limit ? ptx::exp2_approx(fmaf(v[e], scale2, -shift)) : 0.0f;
+          v[e] =
+              vec * kVec + e < limit ? ptx::exp2_approx(fmaf(fmaf(v[e], p.scale, -shift), kLog2e, log2_scale)) : 0.0f;
       } else {
         float w[kVec], b[kVec];
         load_vec<Cfg::kIn, kVec>(static_cast<const InRaw*>(p.weight) + part * kPartCols + vec * kVec, w);
@@ -329,18 +336,17 @@ struct RowOp {
     }
 
     if (Cfg::kOp == kSoftmax) {
-      const float scale2 = p.scale * kLog2e;  // t = x * scale2: 2^t is one MUFU op
       float m = -inf();
 #pragma unroll
       for (int it = 0; it < kIters; ++it)
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
           const int col = (it * kGroup + lane_in_group) * kVec + e;
-          v[it][e] = live && col < limit ? v[it][e] * scale2 : -inf();
+          v[it][e] = live && col < limit ? v[it][e] * p.scale : -inf();
           m = fmaxf(m, v[it][e]);
         }
       loaded(m);
-      // 2^t against the thread's own max now, rebased to the row's once it is known: one exp per
+      // e^t against the thread's own max now, rebased to the row's once it is known: one exp per
       // element, one reduction. A NaN (or inf - inf) makes the sum, and so every output, NaN;
       // fmaxf drops NaN, so a thread with nothing above -inf looks for one.
       float sum = 0.0f;
@@ -357,14 +363,14 @@ struct RowOp {
         for (int it = 0; it < kIters; ++it)
 #pragma unroll
           for (int e = 0; e < kVec; ++e) {
-            v[it][e] = ptx::exp2_approx(v[it][e] - m);
+            v[it][e] = exp_approx(v[it][e] - m);
             sum += v[it][e];
           }
       }
       const float2 t = reduce_row(make_float2(m, sum));
       float shift, scale;
       finish_softmax(t, shift, scale);
-      const float factor = m == -inf() ? scale : ptx::exp2_approx(m - shift) * scale;
+      const float factor = m == -inf() ? scale : exp_approx(m - shift) * scale;
 #pragma unroll
       for (int it = 0; it < kIters; ++it)
 #pragma unroll
@@ -464,7 +470,11 @@ struct RowOp {
       } else {
         // The row is in registers once read: the stage refills while it is reduced and written.
         auto read = [&](float w) {
-          __syncthreads_or(w != w);  // waits for w, so for every value read from the stage
+          // Waits for w, so for every value read from the stage. The predicate is taken from w's
+          // bits through an opaque move: a compiler that proves w is never NaN cannot drop it.
+          u32 bits;
+          asm volatile("mov.b32 %0, %1;" : "=r"(bits) : "f"(w));
+          __syncthreads_or(bits == 1u);
           refill();
         };
         resident_row(p, reduce_row, read, lane_in_group, part, true, part_base(row, part), row, x, x + kPartCols);

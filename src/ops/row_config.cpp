@@ -81,6 +81,8 @@ std::string illegal_reason(const RowConfig& c, const RowOpSpec& s) {
   // 16 is beyond the portable 8; Hopper allows it on request (RowKernel asks).
   if (c.cluster > 1 && (c.rows_per_cta != 1 || s.cols % (int64_t(c.cluster) * c.vec) != 0))
     return "a cluster splits one row into whole vectors";
+  // The cluster exchange reuses its slots only behind the CTA barrier of a multi-warp reduction.
+  if (c.cluster > 1 && c.threads < 64) return "a cluster's CTAs need two warps or more";
   int64_t part_vecs = s.cols / c.cluster / c.vec;
   if (g > part_vecs * 2 && g > 32) return "more than half the threads of a row would idle";
   // Streaming reads each thread's vectors twice; from shared memory (bulk) fewer of them suffice.

@@ -177,46 +177,82 @@ TEST(RowOp, NanAndInfBehaveLikeTorch) {
   for (int c = 0; c < 128; ++c) EXPECT_TRUE(std::isnan(y[size_t(c)])) << "a NaN in the row poisons the RMS";
 }
 
-TEST(RowOp, LayerNormOfALargeMeanKeepsItsVariance) {
-  // x = 1000 + u, u in [-1, 1): E[x^2] - mean^2 in fp32 would lose the variance (~1/3) to
-  // cancellation; every kernel (register-resident, streaming, bulk copies) computes it centred.
-  RowOpSpec s = RowOpSpec::parse("layernorm:48x65536:f32");
+// The first config of each kind in the ranking: registers, two passes (the second from L2), two
+// passes over bulk-copied stages, registers fed by bulk-copied stages.
+static std::vector<ops::RowConfig> one_of_each_kind(const RowOpSpec& s) {
+  std::vector<ops::RowConfig> out;
+  bool seen[4] = {};
+  for (const auto& c : ops::row_configs(s)) {
+    const int kind = c.bulk ? (c.stream ? 2 : 3) : c.stream ? 1 : 0;
+    if (!seen[kind]) out.push_back(c);
+    seen[kind] = true;
+  }
+  EXPECT_EQ(out.size(), 4u) << s.key() << ": not every kind of kernel is in the space";
+  return out;
+}
+
+// Runs each kind of kernel on x (f32, on the host) and compares y with want.
+static void expect_each_kind(const RowOpSpec& s, const std::vector<float>& x, RowOpArgs a,
+                             const std::vector<double>& want, double tolerance) {
   const int64_t n = s.rows * s.cols;
-  std::vector<float> x(static_cast<size_t>(n)), w(static_cast<size_t>(s.cols), 1.0f), b(w.size(), 0.0f);
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (auto& v : x) v = 1000.0f + u(rng);
-  cuda::DeviceBuffer dx(x.size() * 4), dy(x.size() * 4), dw(w.size() * 4), db(b.size() * 4);
+  cuda::DeviceBuffer dx(x.size() * 4), dy(x.size() * 4);
   GF_CUDA_CHECK(cudaMemcpy(dx.get(), x.data(), dx.bytes(), cudaMemcpyHostToDevice));
-  GF_CUDA_CHECK(cudaMemcpy(dw.get(), w.data(), dw.bytes(), cudaMemcpyHostToDevice));
-  GF_CUDA_CHECK(cudaMemcpy(db.get(), b.data(), db.bytes(), cudaMemcpyHostToDevice));
-  RowOpArgs a;
   a.x = dx.get();
   a.y = dy.get();
-  a.weight = dw.get();
-  a.bias = db.get();
-  std::vector<double> want(static_cast<size_t>(n));
-  for (int64_t r = 0; r < s.rows; ++r) {
-    double mean = 0, ss = 0;
-    for (int64_t c = 0; c < s.cols; ++c) mean += x[size_t(r * s.cols + c)];
-    mean /= double(s.cols);
-    for (int64_t c = 0; c < s.cols; ++c) ss += std::pow(x[size_t(r * s.cols + c)] - mean, 2);
-    const double rstd = 1 / std::sqrt(ss / double(s.cols) + 1e-5);
-    for (int64_t c = 0; c < s.cols; ++c) want[size_t(r * s.cols + c)] = (x[size_t(r * s.cols + c)] - mean) * rstd;
-  }
-  bool resident = false, stream = false, bulk = false;
-  for (const auto& c : ops::row_configs(s)) {
-    bool& seen = c.bulk ? bulk : c.stream ? stream : resident;
-    if (seen) continue;
-    seen = true;
+  for (const auto& c : one_of_each_kind(s)) {
     auto compiled = ops::compile_row_kernel(s, c, true);
     ASSERT_TRUE(compiled.report.ok) << c.name(s) << "\n" << compiled.report.log;
     ops::RowKernel kernel(s, c, compiled.cubin);
     kernel.launch(a, nullptr);
     GF_CUDA_CHECK(cudaDeviceSynchronize());
-    EXPECT_LT(test::rel_err(test::to_host(dy.get(), DType::f32, n), want), 1e-3) << c.name(s);
+    EXPECT_LT(test::rel_err(test::to_host(dy.get(), DType::f32, n), want), tolerance) << c.name(s);
   }
-  EXPECT_TRUE(resident && stream && bulk);
+}
+
+TEST(RowOp, LayerNormOfALargeMeanKeepsItsVariance) {
+  // x = 1000 + u, u in [-1, 1): E[x^2] - mean^2 in fp32 would lose the variance (~1/3) to
+  // cancellation; every kind of kernel computes it centred.
+  RowOpSpec s = RowOpSpec::parse("layernorm:48x65536:f32");
+  std::vector<float> x(static_cast<size_t>(s.rows * s.cols)), w(static_cast<size_t>(s.cols), 1.0f), b(w.size(), 0.0f);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (auto& v : x) v = 1000.0f + u(rng);
+  cuda::DeviceBuffer dw(w.size() * 4), db(b.size() * 4);
+  GF_CUDA_CHECK(cudaMemcpy(dw.get(), w.data(), dw.bytes(), cudaMemcpyHostToDevice));
+  GF_CUDA_CHECK(cudaMemcpy(db.get(), b.data(), db.bytes(), cudaMemcpyHostToDevice));
+  RowOpArgs a;
+  a.weight = dw.get();
+  a.bias = db.get();
+  std::vector<double> want(x.size());
+  for (int64_t r = 0; r < s.rows; ++r) {
+    const float* row = &x[size_t(r * s.cols)];
+    double mean = 0, ss = 0;
+    for (int64_t c = 0; c < s.cols; ++c) mean += row[c];
+    mean /= double(s.cols);
+    for (int64_t c = 0; c < s.cols; ++c) ss += std::pow(row[c] - mean, 2);
+    const double rstd = 1 / std::sqrt(ss / double(s.cols) + 1e-5);
+    for (int64_t c = 0; c < s.cols; ++c) want[size_t(r * s.cols + c)] = (row[c] - mean) * rstd;
+  }
+  expect_each_kind(s, x, a, want, 1e-3);
+}
+
+TEST(RowOp, SoftmaxOfLargeLogitsKeepsItsAccuracy) {
+  // x = 10000 + 3u: exponentials must be taken of x - max, not of x scaled first (rounding
+  // x * log2(e) to fp32 costs ~3e-4 relative error at this magnitude; fp32 out shows it).
+  RowOpSpec s = RowOpSpec::parse("softmax:48x65536:f32");
+  std::vector<float> x(static_cast<size_t>(s.rows * s.cols));
+  std::mt19937 rng(6);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (auto& v : x) v = 10000.0f + 3.0f * u(rng);
+  std::vector<double> want(x.size());
+  for (int64_t r = 0; r < s.rows; ++r) {
+    const float* row = &x[size_t(r * s.cols)];
+    double m = row[0], sum = 0;
+    for (int64_t c = 0; c < s.cols; ++c) m = std::max(m, double(row[c]));
+    for (int64_t c = 0; c < s.cols; ++c) sum += std::exp(row[c] - m);
+    for (int64_t c = 0; c < s.cols; ++c) want[size_t(r * s.cols + c)] = std::exp(row[c] - m) / sum;
+  }
+  expect_each_kind(s, x, RowOpArgs{}, want, 2e-5);
 }
 
 TEST(RowOp, MisalignedPointersTakeTheScalarPath) {
