@@ -27,7 +27,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,
 
 if [ "$what" = all ] || [ "$what" = tests ]; then
   step "GPU tests"
-  GF_TEST_TIMEOUT=90 timeout ${T_TESTS:-150} build/tests/gf_gpu_tests --gtest_brief=1 --gtest_filter="${GPU_TESTS_FILTER:-*}" \
+  GF_TEST_TIMEOUT=90 timeout ${T_TESTS:-320} build/tests/gf_gpu_tests --gtest_brief=1 --gtest_filter="${GPU_TESTS_FILTER:-*}" \
     > "$out/gpu-tests.log" 2>&1 || status=1
   grep -E "FAILED|TIMEOUT|PASSED|tests ran" "$out/gpu-tests.log" | tail -25
 fi

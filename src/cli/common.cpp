@@ -24,26 +24,32 @@ std::vector<std::string> split_list(const std::string& s) {
 }
 
 void ProblemArgs::add_to(CLI::App& app) {
-  app.add_option("-p,--problem", specs, "GEMM spec MxNxK[xBATCH][:dtype[->out]][:tn|nn][:epilogue], repeatable");
+  app.add_option("-p,--problem", specs,
+                 "GEMM spec MxNxK[xBATCH][:dtype[->out]][:tn|nn][:epilogue], repeatable; with --model or "
+                 "--hf-config, after the model's GEMMs");
   app.add_option("-m,--model", model, "shipped model: llama3-8b (default), llama3-70b, mistral-7b");
   app.add_option("--hf-config", hf_config, "a Hugging Face config.json of any decoder model");
   app.add_option("-t,--tokens", tokens, "token counts M, comma separated")->capture_default_str();
   app.add_option("--dtype", dtype, "input dtype of the model GEMMs")->capture_default_str();
-  app.add_option("--epilogue", epilogue, "epilogue for every model GEMM, e.g. bias+gelu_tanh, residual, swiglu");
+  app.add_option("--epilogue", epilogue,
+                 "epilogue for every model GEMM (a --problem spec carries its own), e.g. bias+gelu_tanh, residual, "
+                 "swiglu");
   app.add_option("--fuse", fuse, "none, or natural: qkv+bias, o/down+residual, gate_up+swiglu")->capture_default_str();
 }
 
 std::vector<LabeledProblem> ProblemArgs::resolve() const {
+  // A model's GEMMs (the default model when no --problem is given), then the --problem specs.
   std::vector<LabeledProblem> out;
-  if (!specs.empty()) {
-    GF_CHECK(model.empty() && hf_config.empty(), "give either --problem or --model/--hf-config, not both");
-    for (const auto& s : specs) {
-      GemmProblem p = GemmProblem::parse(s);
-      out.push_back({p.key(), p});
-    }
-    return out;
-  }
   GF_CHECK(model.empty() || hf_config.empty(), "give either --model or --hf-config, not both");
+  if (specs.empty() || !model.empty() || !hf_config.empty()) out = model_problems();
+  for (const auto& s : specs) {
+    GemmProblem p = GemmProblem::parse(s);
+    out.push_back({p.key(), p});
+  }
+  return out;
+}
+
+std::vector<LabeledProblem> ProblemArgs::model_problems() const {
   ModelShape shape = load_model(hf_config.empty() ? (model.empty() ? "llama3-8b" : model) : hf_config);
   std::vector<int64_t> ms;
   for (const auto& t : split_list(tokens)) {
@@ -59,6 +65,7 @@ std::vector<LabeledProblem> ProblemArgs::resolve() const {
   GF_CHECK(epilogue.empty() || fuse == "none", "give either --epilogue or --fuse natural, not both");
   auto gemms = model_gemms(shape, ms, *dt, fuse == "natural" ? Fuse::natural : Fuse::none);
   Epilogue e = parse_epilogue(epilogue);
+  std::vector<LabeledProblem> out;
   for (auto& g : gemms) {
     if (!epilogue.empty()) {
       g.problem.epilogue = e;

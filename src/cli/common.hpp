@@ -26,8 +26,12 @@ struct ProblemArgs {
   std::string fuse = "none";
 
   void add_to(CLI::App& app);
-  // --problem specs if given, else the model's GEMMs (llama3-8b by default). Throws gf::Error.
+  // The model's GEMMs (llama3-8b when neither --model, --hf-config nor --problem is given), then
+  // the --problem specs. Throws gf::Error.
   std::vector<LabeledProblem> resolve() const;
+
+ private:
+  std::vector<LabeledProblem> model_problems() const;
 };
 
 std::vector<std::string> split_list(const std::string& s);
