@@ -72,13 +72,10 @@ std::string WorkerProcess::stop(bool kill_now) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   siginfo_t info{};
   while (waitid(P_PID, id_t(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(-pid_, SIGKILL);
-      break;
-    }
+    if (std::chrono::steady_clock::now() > deadline) break;
     usleep(10000);
   }
-  kill(-pid_, SIGKILL);  // whatever the worker left running
+  kill(-pid_, SIGKILL);  // the worker past its deadline, and whatever it left running
   int status = 0;
   waitpid(pid_, &status, 0);
   pid_ = -1;
