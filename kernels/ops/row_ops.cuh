@@ -194,6 +194,34 @@ struct RowOp {
     return row * kCols + (long long)part * kPartCols;
   }
 
+  // Columns of CTA `part`'s part of a row that softmax's valid length keeps (all without one).
+  static __device__ __forceinline__ int valid_cols(const RowParams& p, long long row, int part) {
+    return Cfg::kValidLen ? min(max(p.valid_len[row] - part * kPartCols, 0), kPartCols) : kPartCols;
+  }
+
+  // RMSNorm with a residual: v += the residual's vector at res, rounded as stored, and written to
+  // res_out.
+  static __device__ __forceinline__ void add_residual(float (&v)[kVec], const typename In::raw* res,
+                                                      typename In::raw* res_out) {
+    float r[kVec];
+    load_vec<Cfg::kIn, kVec>(res, r);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) v[e] = In::to_float(In::from_float(v[e] + r[e]));
+    store_vec<Cfg::kIn, kVec>(res_out, v);
+  }
+
+  // The norms' output of vector vec of CTA `part`'s part: (v - shift) * scale * weight (+ bias).
+  static __device__ __forceinline__ void normalize(const RowParams& p, float (&v)[kVec], int part, int vec,
+                                                   float shift, float scale) {
+    using InRaw = typename In::raw;
+    float w[kVec], b[kVec];
+    load_vec<Cfg::kIn, kVec>(static_cast<const InRaw*>(p.weight) + part * kPartCols + vec * kVec, w);
+    if (Cfg::kOp == kLayerNorm)
+      load_vec<Cfg::kIn, kVec>(static_cast<const InRaw*>(p.bias) + part * kPartCols + vec * kVec, b);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) v[e] = (v[e] - shift) * scale * w[e] + (Cfg::kOp == kLayerNorm ? b[e] : 0.0f);
+  }
+
   static constexpr int kBulkChunk = 16384;  // bytes per bulk copy
   static constexpr int kPartBytes = kPartCols * int(sizeof(typename In::raw));
   static constexpr int kStageBytes = kPartBytes * (Cfg::kResidual ? 2 : 1);  // x's part, then the residual's
@@ -208,8 +236,7 @@ struct RowOp {
                                                     const typename In::raw* res) {
     using InRaw = typename In::raw;
     InRaw* res_out = static_cast<InRaw*>(p.residual_out) + base;
-    int limit = kPartCols;
-    if (Cfg::kValidLen) limit = min(max(p.valid_len[row] - part * kPartCols, 0), kPartCols);
+    const int limit = valid_cols(p, row, part);
     // Pass 1: per-thread statistics. Softmax keeps a running max m and sum s of e^(t - m),
     // rebased once per vector. Each vector's terms are summed apart first, so the chain carried
     // from vector to vector is one fmax and one FMA (softmax) or one add (norms), not one exp or
@@ -222,11 +249,7 @@ struct RowOp {
       float v[kVec];
       load_vec<Cfg::kIn, kVec>(x + vec * kVec, v);
       if (Cfg::kOp == kRmsNorm && Cfg::kResidual) {
-        float r[kVec];
-        load_vec<Cfg::kIn, kVec>(res + vec * kVec, r);
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) v[e] = In::to_float(In::from_float(v[e] + r[e]));
-        store_vec<Cfg::kIn, kVec>(res_out + vec * kVec, v);
+        add_residual(v, res + vec * kVec, res_out + vec * kVec);
         // Pass 2 reads the sum where it read x: each thread rewrites only its own vectors.
         if (Cfg::kBulk) store_vec<Cfg::kIn, kVec>(const_cast<InRaw*>(x) + vec * kVec, v);
       }
@@ -295,13 +318,7 @@ struct RowOp {
           v[e] =
               vec * kVec + e < limit ? ptx::exp2_approx(fmaf(fmaf(v[e], p.scale, -shift), kLog2e, log2_scale)) : 0.0f;
       } else {
-        float w[kVec], b[kVec];
-        load_vec<Cfg::kIn, kVec>(static_cast<const InRaw*>(p.weight) + part * kPartCols + vec * kVec, w);
-        if (Cfg::kOp == kLayerNorm)
-          load_vec<Cfg::kIn, kVec>(static_cast<const InRaw*>(p.bias) + part * kPartCols + vec * kVec, b);
-#pragma unroll
-        for (int e = 0; e < kVec; ++e)
-          v[e] = (v[e] - shift) * scale_out * w[e] + (Cfg::kOp == kLayerNorm ? b[e] : 0.0f);
+        normalize(p, v, part, vec, shift, scale_out);
       }
       store_vec<Cfg::kOut, kVec>(static_cast<typename Out::raw*>(p.y) + base + vec * kVec, v);
     }
@@ -318,20 +335,14 @@ struct RowOp {
                                                       long long row, const typename In::raw* x,
                                                       const typename In::raw* res) {
     float v[kIters][kVec];
-    int limit = kPartCols;  // valid columns of this part (softmax valid_len)
-    if (Cfg::kValidLen && live) limit = min(max(p.valid_len[row] - part * kPartCols, 0), kPartCols);
+    const int limit = live ? valid_cols(p, row, part) : kPartCols;
 #pragma unroll
     for (int it = 0; it < kIters; ++it) {
       const int vec = it * kGroup + lane_in_group, col = vec * kVec;  // column within the part
       if (live && vec < kPartVecs) {
         load_vec<Cfg::kIn, kVec>(x + col, v[it]);
-        if (Cfg::kOp == kRmsNorm && Cfg::kResidual) {
-          float r[kVec];
-          load_vec<Cfg::kIn, kVec>(res + col, r);
-#pragma unroll
-          for (int e = 0; e < kVec; ++e) v[it][e] = In::to_float(In::from_float(v[it][e] + r[e]));  // as stored
-          store_vec<Cfg::kIn, kVec>(static_cast<typename In::raw*>(p.residual_out) + base + col, v[it]);
-        }
+        if (Cfg::kOp == kRmsNorm && Cfg::kResidual)
+          add_residual(v[it], res + col, static_cast<typename In::raw*>(p.residual_out) + base + col);
       }
     }
 
@@ -403,15 +414,8 @@ struct RowOp {
       const float rstd = rsqrtf(reduce_row(make_float2(ss, 0.0f)).x / kCols + p.eps);
 #pragma unroll
       for (int it = 0; it < kIters; ++it) {
-        const int vec = it * kGroup + lane_in_group, col = vec * kVec;
-        if (!live || vec >= kPartVecs) continue;
-        float w[kVec], b[kVec];
-        load_vec<Cfg::kIn, kVec>(static_cast<const typename In::raw*>(p.weight) + part * kPartCols + col, w);
-        if (Cfg::kOp == kLayerNorm)
-          load_vec<Cfg::kIn, kVec>(static_cast<const typename In::raw*>(p.bias) + part * kPartCols + col, b);
-#pragma unroll
-        for (int e = 0; e < kVec; ++e)
-          v[it][e] = (v[it][e] - mean) * rstd * w[e] + (Cfg::kOp == kLayerNorm ? b[e] : 0.0f);
+        const int vec = it * kGroup + lane_in_group;
+        if (live && vec < kPartVecs) normalize(p, v[it], part, vec, mean, rstd);
       }
     }
 
