@@ -352,19 +352,36 @@ struct Gemm {
   // moves 16 rows x 16 columns, both 8-row halves of two 8-column groups, per stmatrix (and
   // ldmatrix for C): lane 8j + k addresses row k of matrix j, which is row half j % 2 of group
   // i + j / 2.
+  // The column bias at this lane's columns of boxes box0.., 2 per 8-column group (0 past N). Loaded
+  // before the staging buffer is waited for: in the box loop each load would wait for the stmatrix
+  // before it (a memory clobber), its latency exposed once per group.
+  static constexpr int kBoxGroups = kStoreTma ? kStoreBoxes * 8 : 1;  // 8-column groups staged at a time
+  static __device__ __forceinline__ void load_col_bias(const GemmParams& p, const Unit& u, int box0,
+                                                       float (&col_add)[kBoxGroups][2]) {
+    const int lane = threadIdx.x % 32;
+    const Out* bias = static_cast<const Out*>(p.bias);
+#pragma unroll
+    for (int g = 0; g < kBoxGroups; ++g)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int col = u.n0 + 8 * (box0 * 8 + g) + 2 * (lane % 4) + e;
+        col_add[g][e] = Cfg::kBias == kBiasCol && col < p.n ? to_float(bias[col]) : 0.0f;
+      }
+  }
+
   static __device__ __forceinline__ void epilogue_boxes(const GemmParams& p, float (&acc)[kMmaM][kAcc], const Unit& u,
-                                                        u8* st, int row0, int box0) {
+                                                        u8* st, int row0, int box0,
+                                                        const float (&col_add)[kBoxGroups][2]) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x % 128 / 32;
     const Out* bias = static_cast<const Out*>(p.bias);
 #pragma unroll
     for (int mm = 0; mm < kMmaM; ++mm) {
-      bool row_ok[2];
       float row_add[2];
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int row = row0 + mm * 64 + warp * 16 + lane / 4 + half * 8;
-        row_ok[half] = row < p.m;  // rows past M are computed, never stored (TMA clips them)
-        row_add[half] = Cfg::kBias == kBiasRow && row_ok[half] ? to_float(bias[row]) : 0.0f;
+        // Rows past M are computed, never stored (TMA clips them).
+        row_add[half] = Cfg::kBias == kBiasRow && row < p.m ? to_float(bias[row]) : 0.0f;
       }
       const int r = mm * 64 + warp * 16 + lane / 8 % 2 * 8 + lane % 8;  // the row this lane addresses
 #pragma unroll
@@ -376,13 +393,14 @@ struct Gemm {
         u32 d[4];
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
-          const int half = q % 2, group = i + q / 2, col = u.n0 + 8 * group + 2 * (lane % 4);
+          const int half = q % 2, group = i + q / 2;
           float v[2];
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            float x = p.alpha * acc[mm][4 * group + 2 * half + e] + row_add[half];
+            float x = p.alpha * acc[mm][4 * group + 2 * half + e];
+            if (Cfg::kBias == kBiasRow) x += row_add[half];
             if (kLoadC) x += p.beta * to_float(u16(e ? c[q] >> 16 : c[q] & 0xffff));
-            if (Cfg::kBias == kBiasCol && row_ok[half] && col + e < p.n) x += to_float(bias[col + e]);
+            if (Cfg::kBias == kBiasCol) x += col_add[group - box0 * 8][e];
             v[e] = activate(x);
           }
           d[q] = pack2(v[0], v[1]);
@@ -402,6 +420,8 @@ struct Gemm {
     const Out* bias = static_cast<const Out*>(p.bias);
 #pragma unroll
     for (int box0 = 0; box0 < kOutN / 64; box0 += kStoreBoxes) {
+      float col_add[kBoxGroups][2];
+      if constexpr (Cfg::kGate == kGateNone) load_col_bias(p, u, box0, col_add);
       if (kLoadC) {
         // C arrives where D will be written; the wait also says the buffer is free.
         if (leader && !(kPrefetchC && box0 == 0)) {
@@ -416,7 +436,7 @@ struct Gemm {
         ptx::named_barrier(5 + consumer, 128);
       }
       if constexpr (Cfg::kGate == kGateNone) {
-        epilogue_boxes(p, acc, u, st, row0, box0);
+        epilogue_boxes(p, acc, u, st, row0, box0, col_add);
       } else {
 #pragma unroll
         for (int mm = 0; mm < kMmaM; ++mm) {

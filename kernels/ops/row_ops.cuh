@@ -210,14 +210,21 @@ struct RowOp {
     store_vec<Cfg::kIn, kVec>(res_out, v);
   }
 
-  // The norms' output of vector vec of CTA `part`'s part: (v - shift) * scale * weight (+ bias).
-  static __device__ __forceinline__ void normalize(const RowParams& p, float (&v)[kVec], int part, int vec,
-                                                   float shift, float scale) {
+  // The norms' weight and LayerNorm's bias over one CTA part, from global or shared memory.
+  struct Affine {
+    const typename In::raw* w;
+    const typename In::raw* b;
+  };
+  static __device__ __forceinline__ Affine global_affine(const RowParams& p, int part) {
     using InRaw = typename In::raw;
+    return {static_cast<const InRaw*>(p.weight) + part * kPartCols, static_cast<const InRaw*>(p.bias) + part * kPartCols};
+  }
+
+  // The norms' output of vector vec of the part: (v - shift) * scale * weight (+ bias).
+  static __device__ __forceinline__ void normalize(float (&v)[kVec], Affine a, int vec, float shift, float scale) {
     float w[kVec], b[kVec];
-    load_vec<Cfg::kIn, kVec>(static_cast<const InRaw*>(p.weight) + part * kPartCols + vec * kVec, w);
-    if (Cfg::kOp == kLayerNorm)
-      load_vec<Cfg::kIn, kVec>(static_cast<const InRaw*>(p.bias) + part * kPartCols + vec * kVec, b);
+    load_vec<Cfg::kIn, kVec>(a.w + vec * kVec, w);
+    if (Cfg::kOp == kLayerNorm) load_vec<Cfg::kIn, kVec>(a.b + vec * kVec, b);
 #pragma unroll
     for (int e = 0; e < kVec; ++e) v[e] = (v[e] - shift) * scale * w[e] + (Cfg::kOp == kLayerNorm ? b[e] : 0.0f);
   }
@@ -225,6 +232,10 @@ struct RowOp {
   static constexpr int kBulkChunk = 16384;  // bytes per bulk copy
   static constexpr int kPartBytes = kPartCols * int(sizeof(typename In::raw));
   static constexpr int kStageBytes = kPartBytes * (Cfg::kResidual ? 2 : 1);  // x's part, then the residual's
+  // The norms' weight (then LayerNorm's bias) over the part, which a persistent CTA keeps in shared
+  // memory: its part never changes. Read from global memory after each row's reduction, they
+  // missed L1 (ncu: 0.03% hits) and put an L2 round trip between every row's exchange and stores.
+  static constexpr int kAffineBytes = Cfg::kOp == kSoftmax ? 0 : kPartBytes * (Cfg::kOp == kLayerNorm ? 2 : 1);
 
   // Two passes over this CTA's part of a row, x and res (global or shared memory), nothing kept in
   // registers between them (LayerNorm reads the part once more, for the centred variance). Every
@@ -233,7 +244,7 @@ struct RowOp {
   template <class ReduceRow>
   static __device__ __forceinline__ void two_passes(const RowParams& p, ReduceRow reduce_row, int lane_in_group,
                                                     int part, long long base, long long row, const typename In::raw* x,
-                                                    const typename In::raw* res) {
+                                                    const typename In::raw* res, Affine affine) {
     using InRaw = typename In::raw;
     InRaw* res_out = static_cast<InRaw*>(p.residual_out) + base;
     const int limit = valid_cols(p, row, part);
@@ -318,7 +329,7 @@ struct RowOp {
           v[e] =
               vec * kVec + e < limit ? ptx::exp2_approx(fmaf(fmaf(v[e], p.scale, -shift), kLog2e, log2_scale)) : 0.0f;
       } else {
-        normalize(p, v, part, vec, shift, scale_out);
+        normalize(v, affine, vec, shift, scale_out);
       }
       store_vec<Cfg::kOut, kVec>(static_cast<typename Out::raw*>(p.y) + base + vec * kVec, v);
     }
@@ -333,7 +344,7 @@ struct RowOp {
   static __device__ __forceinline__ void resident_row(const RowParams& p, ReduceRow reduce_row, Loaded loaded,
                                                       int lane_in_group, int part, bool live, long long base,
                                                       long long row, const typename In::raw* x,
-                                                      const typename In::raw* res) {
+                                                      const typename In::raw* res, Affine affine) {
     float v[kIters][kVec];
     const int limit = live ? valid_cols(p, row, part) : kPartCols;
 #pragma unroll
@@ -347,15 +358,23 @@ struct RowOp {
     }
 
     if (Cfg::kOp == kSoftmax) {
-      float m = -inf();
+      // The max and the sum below keep kChains partials: one chain of an FMNMX or FADD per value
+      // would run at the instructions' latency.
+      constexpr int kChains = kIters * kVec >= 16 ? 4 : 1;
+      float mc[kChains];
+#pragma unroll
+      for (int c = 0; c < kChains; ++c) mc[c] = -inf();
 #pragma unroll
       for (int it = 0; it < kIters; ++it)
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
           const int col = (it * kGroup + lane_in_group) * kVec + e;
           v[it][e] = live && col < limit ? v[it][e] * p.scale : -inf();
-          m = fmaxf(m, v[it][e]);
+          mc[(it * kVec + e) % kChains] = fmaxf(mc[(it * kVec + e) % kChains], v[it][e]);
         }
+      float m = mc[0];
+#pragma unroll
+      for (int c = 1; c < kChains; ++c) m = fmaxf(m, mc[c]);
       loaded(m);
       // e^t against the thread's own max now, rebased to the row's once it is known: one exp per
       // element, one reduction. A NaN (or inf - inf) makes the sum, and so every output, NaN;
@@ -370,13 +389,16 @@ struct RowOp {
             v[it][e] = 0.0f;
           }
       } else {
+        float sc[kChains] = {};
 #pragma unroll
         for (int it = 0; it < kIters; ++it)
 #pragma unroll
           for (int e = 0; e < kVec; ++e) {
             v[it][e] = exp_approx(v[it][e] - m);
-            sum += v[it][e];
+            sc[(it * kVec + e) % kChains] += v[it][e];
           }
+#pragma unroll
+        for (int c = 0; c < kChains; ++c) sum += sc[c];
       }
       const float2 t = reduce_row(make_float2(m, sum));
       float shift, scale;
@@ -415,7 +437,7 @@ struct RowOp {
 #pragma unroll
       for (int it = 0; it < kIters; ++it) {
         const int vec = it * kGroup + lane_in_group;
-        if (live && vec < kPartVecs) normalize(p, v[it], part, vec, mean, rstd);
+        if (live && vec < kPartVecs) normalize(v[it], affine, vec, mean, rstd);
       }
     }
 
@@ -430,33 +452,44 @@ struct RowOp {
   // kBulk: persistent clusters, cluster c taking rows c, c + stride, ... Thread 0 keeps the next
   // kStages parts of x (and of the residual) in flight into a ring of shared-memory stages, each
   // completing on its mbarrier. A stage is refilled once every thread is done with it: after both
-  // passes (kStream), or as soon as its row is in registers.
+  // passes (kStream), or as soon as its row is in registers. Shared memory: the stages, the
+  // affine parameters (kAffineBytes, copied in once), then kStages + 1 mbarriers.
   template <class ReduceRow>
   static __device__ __forceinline__ void bulk_rows(const RowParams& p, ReduceRow reduce_row, int lane_in_group,
                                                    int part) {
     static_assert(Cfg::kStages >= 1, "Bulk copies need at least one stage.");
     using InRaw = typename In::raw;
     extern __shared__ __align__(128) u8 stage_smem[];
-    u64* full = reinterpret_cast<u64*>(stage_smem + Cfg::kStages * kStageBytes);
+    u8* affine_smem = stage_smem + Cfg::kStages * kStageBytes;
+    u64* full = reinterpret_cast<u64*>(affine_smem + kAffineBytes);  // the stages', then the affine's
     const long long first = blockIdx.x / kCluster, stride = gridDim.x / kCluster;
+    // One part's bytes from global memory to dst, completing on bar.
+    auto copy_part = [&](u8* dst, const void* src, u64* bar) {
+      for (int off = 0; off < kPartBytes; off += kBulkChunk)
+        ptx::bulk_load(dst + off, static_cast<const u8*>(src) + off, u32(min(kBulkChunk, kPartBytes - off)), bar);
+    };
     auto issue = [&](long long row, int stage) {
       const long long base = part_base(row, part);
-      const u8* x = reinterpret_cast<const u8*>(static_cast<const InRaw*>(p.x) + base);
-      const u8* res = reinterpret_cast<const u8*>(static_cast<const InRaw*>(p.residual) + base);
       u8* dst = stage_smem + stage * kStageBytes;
       ptx::mbar_arrive_expect_tx(&full[stage], kStageBytes);
-      for (int off = 0; off < kPartBytes; off += kBulkChunk) {
-        const u32 n = u32(min(kBulkChunk, kPartBytes - off));
-        ptx::bulk_load(dst + off, x + off, n, &full[stage]);
-        if (Cfg::kResidual) ptx::bulk_load(dst + kPartBytes + off, res + off, n, &full[stage]);
-      }
+      copy_part(dst, static_cast<const InRaw*>(p.x) + base, &full[stage]);
+      if (Cfg::kResidual) copy_part(dst + kPartBytes, static_cast<const InRaw*>(p.residual) + base, &full[stage]);
     };
+    const Affine from_global = global_affine(p, part);
     if (threadIdx.x == 0) {
-      for (int i = 0; i < Cfg::kStages; ++i) ptx::mbar_init(&full[i], 1);
+      for (int i = 0; i <= Cfg::kStages; ++i) ptx::mbar_init(&full[i], 1);
       ptx::mbar_fence_init();
+      if (kAffineBytes > 0) {
+        ptx::mbar_arrive_expect_tx(&full[Cfg::kStages], kAffineBytes);
+        copy_part(affine_smem, from_global.w, &full[Cfg::kStages]);
+        if (Cfg::kOp == kLayerNorm) copy_part(affine_smem + kPartBytes, from_global.b, &full[Cfg::kStages]);
+      }
       for (int i = 0; i < Cfg::kStages && first + i * stride < p.rows; ++i) issue(first + i * stride, i);
     }
     __syncthreads();
+    const InRaw* affine_w = reinterpret_cast<const InRaw*>(affine_smem);
+    const Affine affine = {affine_w, affine_w + kPartCols};
+    if (kAffineBytes > 0) ptx::mbar_wait(&full[Cfg::kStages], 0);
     int it = 0;
     for (long long row = first; row < p.rows; row += stride, ++it) {
       const int stage = it % Cfg::kStages;
@@ -466,7 +499,7 @@ struct RowOp {
         if (threadIdx.x == 0 && row + Cfg::kStages * stride < p.rows) issue(row + Cfg::kStages * stride, stage);
       };
       if constexpr (Cfg::kStream) {
-        two_passes(p, reduce_row, lane_in_group, part, part_base(row, part), row, x, x + kPartCols);
+        two_passes(p, reduce_row, lane_in_group, part, part_base(row, part), row, x, x + kPartCols, affine);
         // The residual sums each thread wrote into the stage, ordered before the copy over them.
         if (Cfg::kOp == kRmsNorm && Cfg::kResidual) ptx::fence_proxy_async_smem();
         __syncthreads();  // every thread is done with the stage (its last reads fed the stores)
@@ -481,7 +514,8 @@ struct RowOp {
           __syncthreads_or(bits == 1u);
           refill();
         };
-        resident_row(p, reduce_row, read, lane_in_group, part, true, part_base(row, part), row, x, x + kPartCols);
+        resident_row(p, reduce_row, read, lane_in_group, part, true, part_base(row, part), row, x, x + kPartCols,
+                     affine);
       }
     }
   }
@@ -526,10 +560,10 @@ struct RowOp {
       bulk_rows(p, reduce_row, lane_in_group, part);
     else if constexpr (Cfg::kStream)
       two_passes(p, reduce_row, lane_in_group, part, base, row, static_cast<const InRaw*>(p.x) + base,
-                 static_cast<const InRaw*>(p.residual) + base);
+                 static_cast<const InRaw*>(p.residual) + base, global_affine(p, part));
     else
       resident_row(p, reduce_row, nothing, lane_in_group, part, live, base, row, static_cast<const InRaw*>(p.x) + base,
-                   static_cast<const InRaw*>(p.residual) + base);
+                   static_cast<const InRaw*>(p.residual) + base, global_affine(p, part));
   }
 };
 

@@ -23,7 +23,7 @@ struct OpsArgs {
 nlohmann::json configs_json(const std::vector<ops::RowMeasurement>& ms) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& m : ms)
-    out.push_back({{"config", m.name}, {"verified", m.verified}, {"us", m.us}, {"tbps", m.tbps}, {"error", m.error}});
+    out.push_back({{"config", m.name}, {"verified", m.verified}, {"us", m.us}, {"tbps", m.tbps}, {"ctas", m.ctas}, {"error", m.error}});
   return out;
 }
 

@@ -72,6 +72,7 @@ RowMeasurement RowOpBench::measure(const RowKernel& kernel, bool time, const tun
   RowMeasurement m;
   m.config = kernel.config();
   m.name = kernel.config().name(spec_);
+  m.ctas = kernel.ctas();
   const int64_t n = spec_.rows * spec_.cols;
   tune::fill_nan(y_.get(), spec_.out, n, stream());
   if (spec_.residual) tune::fill_nan(residual_out_.get(), spec_.in, n, stream());

@@ -19,6 +19,7 @@ struct RowMeasurement {
   double us = 0;
   double tbps = 0;  // bytes read + written per second / 1e12
   double rel_err = -1;
+  int64_t ctas = 0;  // CTAs launched (see RowKernel::ctas)
   double compile_seconds = 0;
   std::string error;
 };

@@ -24,7 +24,10 @@ struct RowConfig {
   int64_t part_bytes(const RowOpSpec& s) const;
   // Bytes of one bulk stage: the part of x and of the residual.
   int64_t stage_bytes(const RowOpSpec& s) const;
-  // Dynamic shared memory per CTA: the bulk stages and their barriers.
+  // Bytes of the norms' weight (and LayerNorm's bias) over one part, which bulk CTAs keep in
+  // shared memory; 0 for softmax.
+  int64_t affine_bytes(const RowOpSpec& s) const;
+  // Dynamic shared memory per CTA: the bulk stages, the affine parameters and their barriers.
   int smem_bytes(const RowOpSpec& s) const;
 
   int group() const { return threads / rows_per_cta; }

@@ -15,6 +15,8 @@ class RowKernel {
   // Throws gf::Error for a null or misaligned pointer (see aligned_for).
   void launch(const RowOpArgs& args, cudaStream_t stream) const;
   const RowConfig& config() const { return config_; }
+  // CTAs launched: one per row part, or the resident clusters of a persistent (bulk) kernel.
+  int64_t ctas() const { return grid_; }
 
  private:
   cuda::LaunchConfig launch_config(int64_t ctas) const;
