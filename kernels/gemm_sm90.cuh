@@ -46,9 +46,9 @@ struct Select<false, T, F> {
 };
 
 struct GemmParams {
-  TmaDesc a;  // A: {K, M, batch}, box {64, BM, 1}
-  TmaDesc b;  // TN: {K, N, batch}, box {64, BN (BN/2 when gated split), 1}; NN: {N, K, batch}, box {64, 64, 1}
-  TmaDesc d;  // kStoreTma: {out_cols, M, batch}, box {64, kWgRows, 1}
+  TmaDesc a;       // A: {K, M, batch}, box {64, BM, 1}
+  TmaDesc b;       // TN: {K, N, batch}, box {64, BN (BN/2 when gated split), 1}; NN: {N, K, batch}, box {64, 64, 1}
+  TmaDesc d;       // kStoreTma: {out_cols, M, batch}, box {64, kWgRows, 1}
   TmaDesc c_tile;  // kStoreTma with C: as d
   void* out;
   const void* c;
@@ -92,7 +92,7 @@ struct Gemm {
   static constexpr bool kStoreTma = kStoreBoxes > 0;
   static_assert(!kStoreTma || (Cfg::kOut != kOutF32 && kOutN % 64 == 0 && kOutN / 64 % kStoreBoxes == 0),
                 "The TMA-store epilogue stages 16-bit tiles in whole 64-column boxes.");
-  static constexpr u32 kBoxBytes = kWgRows * 128;                      // one consumer's rows of one box
+  static constexpr u32 kBoxBytes = kWgRows * 128;                        // one consumer's rows of one box
   static constexpr u32 kStaging = kConsumers * kStoreBoxes * kBoxBytes;  // per consumer: its rows
   static constexpr bool kLoadC = kStoreTma && Cfg::kHasC;
   // The first boxes of C load while the main loop runs; not with split-K, where a slice may not
@@ -214,17 +214,24 @@ struct Gemm {
     }
   }
 
+  // The wgmma descriptors of this consumer's rows of A and of B in stage 0; stage s and its k and
+  // row steps are offsets from them (ptx::desc_advance).
+  static __device__ __forceinline__ u64 desc_a(const u8* sa, int consumer) {
+    return ptx::smem_desc_sw128(sa + part(consumer) * kWgRows * 128);
+  }
+  static __device__ __forceinline__ u64 desc_b(const u8* sb) {
+    return Cfg::kNN ? ptx::smem_desc_sw128(sb, 64 * 128) : ptx::smem_desc_sw128(sb);
+  }
+
   template <int kCols>
-  static __device__ __forceinline__ void mma_stage(float (&acc)[kMmaM][kCols], const u8* a, const u8* b,
-                                                   bool accumulate) {
+  static __device__ __forceinline__ void mma_stage(float (&acc)[kMmaM][kCols], u64 da, u64 db, bool accumulate) {
 #pragma unroll
     for (int mm = 0; mm < kMmaM; ++mm) {
 #pragma unroll
       for (int k16 = 0; k16 < BK / 16; ++k16) {
-        const u64 da = ptx::smem_desc_sw128(a + mm * 64 * 128 + k16 * 32);
-        const u64 db =
-            Cfg::kNN ? ptx::smem_desc_sw128(b + k16 * 16 * 128, 64 * 128) : ptx::smem_desc_sw128(b + k16 * 32);
-        ptx::Wgmma<BN, Cfg::kF16, Cfg::kNN ? 1 : 0>::mma(acc[mm], da, db, accumulate || k16 > 0);
+        const u64 a = ptx::desc_advance(da, mm * 64 * 128 + k16 * 32);
+        const u64 b = ptx::desc_advance(db, Cfg::kNN ? k16 * 16 * 128 : k16 * 32);
+        ptx::Wgmma<BN, Cfg::kF16, Cfg::kNN ? 1 : 0>::mma(acc[mm], a, b, accumulate || k16 > 0);
       }
     }
   }
@@ -549,9 +556,12 @@ struct Gemm {
 
   static __device__ __forceinline__ void consume(const GemmParams& p, const u8* sa, const u8* sb, u64* full, u64* empty,
                                                  int units, volatile int* last_flags, u8* staging, u64* c_full) {
-    const int consumer = threadIdx.x / 128 - 1;
+    // Read through a shuffle from lane 0 the compiler knows it is warp-uniform and keeps it, and the
+    // descriptors built from it, in uniform registers.
+    const int consumer = __shfl_sync(0xffffffffu, int(threadIdx.x / 128) - 1, 0);
     const bool leader = threadIdx.x % 128 == 0;
     u32 c_phase = 0;
+    const u64 da = desc_a(sa, consumer), db = desc_b(sb);
     float acc[kMmaM][kAcc];
     const int rank = kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0;
     const int first = blockIdx.x / kCluster, stride = gridDim.x / kCluster;
@@ -576,7 +586,7 @@ struct Gemm {
         const int s = it % kStages;
         ptx::mbar_wait(&full[s], (it / kStages) & 1);
         ptx::wgmma_fence();
-        mma_stage(acc, sa + s * kStageA + part(consumer) * kWgRows * 128, sb + s * kStageB, kb != u.kb_begin);
+        mma_stage(acc, ptx::desc_advance(da, s * kStageA), ptx::desc_advance(db, s * kStageB), kb != u.kb_begin);
         ptx::wgmma_commit();
         // One group stays in flight: the previous stage's reads are done once this returns.
         ptx::wgmma_wait<1>();

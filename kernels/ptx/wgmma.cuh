@@ -18,6 +18,14 @@ __device__ __forceinline__ u64 smem_desc_sw128(const void* p, u32 lbo = 16) {
   return desc;
 }
 
+// desc moved `bytes` further into shared memory. The start address sits in the low 14 bits in
+// 16-byte units and never carries out of them (shared memory ends below 2^18 bytes): one integer
+// add, where building each descriptor from its address cost the main loop a dozen instructions
+// per wgmma.
+__device__ __forceinline__ u64 desc_advance(u64 desc, u32 bytes) {
+  return (desc & ~u64(0xffffffff)) | u32(u32(desc) + (bytes >> 4));  // a 32-bit add: no carry to propagate
+}
+
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int kPending>

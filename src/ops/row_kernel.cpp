@@ -63,11 +63,13 @@ RowKernel::RowKernel(const RowOpSpec& spec, const RowConfig& config, const std::
   if (config.smem_bytes(spec) > 0) cuda::set_max_dynamic_smem(fn_, unsigned(config.smem_bytes(spec)));
   if (config.cluster > 8) cuda::allow_large_clusters(fn_);
   const int64_t clusters = (spec.rows + config.rows_per_cta - 1) / config.rows_per_cta;
+  // A cluster that cannot be resident would fail at launch with the driver's bare error.
+  const int resident =
+      config.cluster > 1 || config.bulk ? cuda::max_active_clusters(fn_, launch_config(config.cluster)) : 1;
+  GF_CHECK(resident > 0, "{}: no cluster of {} CTAs ({} threads, {} bytes of shared memory each) can be resident",
+           config.name(spec), config.cluster, config.threads, config.smem_bytes(spec));
   if (config.bulk) {
     // Persistent: as many clusters as are resident at once, each looping over rows.
-    const int resident = cuda::max_active_clusters(fn_, launch_config(config.cluster));
-    GF_CHECK(resident > 0, "{}: no cluster of {} CTAs ({} threads, {} bytes of shared memory each) can be resident",
-             config.name(spec), config.cluster, config.threads, config.smem_bytes(spec));
     grid_ = std::min<int64_t>(clusters, resident) * config.cluster;
   } else {
     grid_ = clusters * config.cluster;

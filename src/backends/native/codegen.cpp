@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 namespace gf::native {
 namespace {
 
@@ -30,8 +32,7 @@ std::string instantiation_source(const NativeConfig& c, const GemmProblem& p) {
   const char* gate = e.gate == GateKind::interleaved ? "kGateInterleaved"
                      : e.gate == GateKind::split     ? "kGateSplit"
                                                      : "kGateNone";
-  return fmt::format(R"(// {name}
-#include "gemm_sm90.cuh"
+  return fmt::format(R"(#include "gemm_sm90.cuh"
 
 struct Cfg {{
   static constexpr int kBlockM = {bm}, kBlockN = {bn}, kStages = {stages}, kConsumers = {consumers};
@@ -42,18 +43,25 @@ struct Cfg {{
   static constexpr int kOut = gf::{out}, kAct = gf::{act}, kBias = gf::{bias}, kGate = gf::{gate};
 }};
 
-extern "C" __global__ void __launch_bounds__({threads}, 1) {kernel}(const __grid_constant__ gf::GemmParams p) {{
+extern "C" __global__ void __launch_bounds__({threads}, 1) {symbol}(const __grid_constant__ gf::GemmParams p) {{
   gf::Gemm<Cfg>::run(p);
 }}
 )",
-                     fmt::arg("name", c.name(p)), fmt::arg("bm", c.bm), fmt::arg("bn", c.bn),
-                     fmt::arg("stages", c.stages), fmt::arg("consumers", c.consumers), fmt::arg("split", c.split_k),
-                     fmt::arg("group", c.group), fmt::arg("cluster", c.cluster), fmt::arg("cluster_m", c.cluster_m),
+                     fmt::arg("bm", c.bm), fmt::arg("bn", c.bn), fmt::arg("stages", c.stages),
+                     fmt::arg("consumers", c.consumers), fmt::arg("split", c.split_k), fmt::arg("group", c.group),
+                     fmt::arg("cluster", c.cluster), fmt::arg("cluster_m", c.cluster_m),
                      fmt::arg("store_boxes", c.store_boxes), fmt::arg("pingpong", c.pingpong),
                      fmt::arg("raster_n", c.raster_n), fmt::arg("nn", p.layout == Layout::nn),
                      fmt::arg("f16", p.a == DType::f16), fmt::arg("has_c", e.has_c()), fmt::arg("out", out_enum(p.out)),
                      fmt::arg("act", act_enum(e.act)), fmt::arg("bias", bias), fmt::arg("gate", gate),
-                     fmt::arg("threads", c.threads()), fmt::arg("kernel", kKernelName));
+                     fmt::arg("threads", c.threads()), fmt::arg("symbol", kernel_symbol(c, p)));
+}
+
+std::string kernel_symbol(const NativeConfig& c, const GemmProblem& p) {
+  std::string s = c.name(p);
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
 }
 
 }  // namespace gf::native

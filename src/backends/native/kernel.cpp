@@ -56,7 +56,7 @@ CUtensorMap tensor_map(const void* ptr, DType t, int64_t inner, int64_t outer, i
 class NativeKernel final : public Kernel {
  public:
   NativeKernel(const NativeConfig& c, const GemmProblem& p, const std::string& cubin)
-      : cfg_(c), problem_(p), module_(cubin), fn_(module_.function(kKernelName)) {
+      : cfg_(c), problem_(p), module_(cubin), fn_(module_.function(kernel_symbol(c, p).c_str())) {
     cuda::set_max_dynamic_smem(fn_, unsigned(c.smem_bytes()));
     int device = 0, sms = 0;
     GF_CUDA_CHECK(cudaGetDevice(&device));
