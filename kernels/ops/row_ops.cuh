@@ -217,7 +217,10 @@ struct RowOp {
   };
   static __device__ __forceinline__ Affine global_affine(const RowParams& p, int part) {
     using InRaw = typename In::raw;
-    return {static_cast<const InRaw*>(p.weight) + part * kPartCols, static_cast<const InRaw*>(p.bias) + part * kPartCols};
+    // Only the ones the op has (no arithmetic on the null pointers of the others).
+    const InRaw* w = Cfg::kOp == kSoftmax ? nullptr : static_cast<const InRaw*>(p.weight) + part * kPartCols;
+    const InRaw* b = Cfg::kOp == kLayerNorm ? static_cast<const InRaw*>(p.bias) + part * kPartCols : nullptr;
+    return {w, b};
   }
 
   // The norms' output of vector vec of the part: (v - shift) * scale * weight (+ bias).
