@@ -2,9 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <thread>
 
+#include "backends/native/codegen.hpp"
 #include "backends/native/compile.hpp"
 #include "backends/native/config.hpp"
 
@@ -13,9 +15,8 @@ using native::NativeConfig;
 
 TEST(NativeSpace, SizesByLevelAndUniqueNames) {
   DeviceInfo d = DeviceInfo::assumed_hopper();
-  for (const char* spec :
-       {"4096x6144x4096:bf16", "16x4096x14336:bf16", "77x1000x1000:bf16", "4096x28672x4096:bf16:swiglu",
-        "4096x4096x4096:bf16:residual"}) {
+  for (const char* spec : {"4096x6144x4096:bf16", "16x4096x14336:bf16", "77x1000x1000:bf16",
+                           "4096x28672x4096:bf16:swiglu", "4096x4096x4096:bf16:residual"}) {
     GemmProblem p = GemmProblem::parse(spec);
     auto fast = native::ranked_configs(p, d, Search::fast);
     auto normal = native::ranked_configs(p, d, Search::normal);
@@ -35,6 +36,21 @@ TEST(NativeSpace, SizesByLevelAndUniqueNames) {
   }
 }
 
+TEST(NativeSpace, KernelSymbolsAreIdentifiersNamedAfterTheCandidate) {
+  DeviceInfo d = DeviceInfo::assumed_hopper();
+  GemmProblem p = GemmProblem::parse("300x384x512:f16:alpha=0.5+beta=2");
+  std::set<std::string> symbols;
+  for (const auto& c : native::ranked_configs(p, d, Search::normal)) {
+    const std::string sym = native::kernel_symbol(c, p);
+    EXPECT_TRUE(std::isalpha(static_cast<unsigned char>(sym[0]))) << sym;
+    EXPECT_TRUE(std::all_of(sym.begin(), sym.end(), [](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+    })) << sym;
+    EXPECT_NE(native::instantiation_source(c, p).find(sym + "("), std::string::npos) << sym;
+    EXPECT_TRUE(symbols.insert(sym).second) << "two candidates share " << sym;
+  }
+}
+
 TEST(NativeSpace, ShortListsKeepPairsAndWholeTileStaging) {
   DeviceInfo d = DeviceInfo::assumed_hopper();
   // The fast list holds pairs of its best tile (v8: 17% faster at 1000x4096x1000).
@@ -47,7 +63,8 @@ TEST(NativeSpace, ShortListsKeepPairsAndWholeTileStaging) {
   // SMs idle.
   GemmProblem r = GemmProblem::parse("4096x4096x4096:bf16:residual");
   auto all = native::ranked_configs(r, d, Search::exhaustive);
-  EXPECT_TRUE(std::any_of(all.begin(), all.end(), [](const NativeConfig& c) { return c.bn == 256 && c.store_boxes == 4; }));
+  EXPECT_TRUE(
+      std::any_of(all.begin(), all.end(), [](const NativeConfig& c) { return c.bn == 256 && c.store_boxes == 4; }));
   for (const auto& c : all) EXPECT_EQ(c.split_k, 1) << c.name(r);
 }
 
