@@ -23,7 +23,12 @@ struct OpsArgs {
 nlohmann::json configs_json(const std::vector<ops::RowMeasurement>& ms) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& m : ms)
-    out.push_back({{"config", m.name}, {"verified", m.verified}, {"us", m.us}, {"tbps", m.tbps}, {"ctas", m.ctas}, {"error", m.error}});
+    out.push_back({{"config", m.name},
+                   {"verified", m.verified},
+                   {"us", m.us},
+                   {"tbps", m.tbps},
+                   {"ctas", m.ctas},
+                   {"error", m.error}});
   return out;
 }
 
@@ -45,24 +50,23 @@ void run_bench_ops(const OpsArgs& a) {
   const double copy = ops::copy_bandwidth_tbps(device);
   fmt::print("device-to-device copy: {:.2f} TB/s (bytes read + written)\n", copy);
   Progress progress;
-  Table table({"op", "config", "us", "TB/s", "% of copy", "configs ok"});
+  Table table({"op", "config", "us", "TB/s", "% of copy", "CTAs", "configs ok"});
   nlohmann::json out = {{"copy_tbps", copy}, {"ops", nlohmann::json::array()}};
   for (const auto& s : specs) {
-    auto ms =
-        ops::tune_row_op(s, device, a.max_configs, [&](int done, int total) { progress.update(s.key(), done, total); },
-                         a.only);
+    auto ms = ops::tune_row_op(
+        s, device, a.max_configs, [&](int done, int total) { progress.update(s.key(), done, total); }, a.only);
     if (ms.empty()) {
-      table.add({s.key(), "-", "-", fmt::format("no config has '{}'", a.only), "-", "0/0"});
+      table.add({s.key(), "-", "-", fmt::format("no config has '{}'", a.only), "-", "-", "0/0"});
       continue;
     }
     int ok = int(std::count_if(ms.begin(), ms.end(), [](const auto& m) { return m.verified; }));
     const auto& best = ms.front();
     if (!best.verified) {
-      table.add({s.key(), "-", "failed", best.error.substr(0, 60), "-", fmt::format("0/{}", ms.size())});
+      table.add({s.key(), "-", "failed", best.error.substr(0, 60), "-", "-", fmt::format("0/{}", ms.size())});
       continue;
     }
     table.add({s.key(), best.name.substr(best.name.rfind("_t")), fixed(best.us, 1), fixed(best.tbps, 2),
-               fixed(100.0 * best.tbps / copy, 1), fmt::format("{}/{}", ok, ms.size())});
+               fixed(100.0 * best.tbps / copy, 1), std::to_string(best.ctas), fmt::format("{}/{}", ok, ms.size())});
     Decision d{s.key(), "rowops", best.name, best.config.to_json(), best.us, 0.0, {"rowops"}, ""};
     std::vector<Measurement> all;
     for (const auto& m : ms)
@@ -96,7 +100,8 @@ void add_bench_ops(CLI::App& app) {
   cmd->add_option("--json", a->json, "also write the results as JSON to FILE");
   cmd->add_option("--only", a->only,
                   "only the configs whose names contain TEXT, to study one variant (names end "
-                  "_t<threads>_r<rows per CTA>_v<vector>_x<cluster>[_s | _b<stages> | _p<stages>], e.g. _x8_b2: clusters of 8, bulk "
+                  "_t<threads>_r<rows per CTA>_v<vector>_x<cluster>[_s | _b<stages> | _p<stages>], e.g. _x8_b2: "
+                  "clusters of 8, bulk "
                   "copies, 2 stages); ops with none are skipped, --max-configs still applies, nothing is stored in the "
                   "DB");
   cmd->callback([a] { run_bench_ops(*a); });
