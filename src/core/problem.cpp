@@ -138,7 +138,7 @@ std::string GemmProblem::key() const {
   bool default_out = is_fp8(a) ? out == DType::bf16 : out == a;
   if (!default_out) s += fmt::format("->{}", gf::to_string(out));
   if (layout != Layout::tn) s += fmt::format(":{}", gf::to_string(layout));
-  if (!epilogue.is_identity()) s += ":" + epilogue.to_string();
+  if (!epilogue.is_identity()) s += fmt::format(":{}", epilogue.to_string());
   return s;
 }
 
