@@ -34,6 +34,10 @@ struct RowParams {
   long long rows;
   float scale;  // softmax: x * scale
   float eps;    // norms
+  // kGrid: per group of kCluster CTAs, 2 sets of kCluster slots of two words {value bits, tag}
+  // (see exchange_grid), and this launch's epoch, which no launch before it on this workspace used.
+  unsigned long long* exchange;
+  unsigned epoch;
 };
 
 template <int kType>
@@ -172,6 +176,45 @@ struct RowOp {
     v = slots[0];
 #pragma unroll
     for (int r = 1; r < kCluster; ++r) v = combine(v, slots[r]);
+    return v;
+  }
+
+  // ... or, with kGrid, through global memory. Thread 0 posts the part's value in slot `part` of
+  // the group's set as two 64-bit words {value bits, tag}, each single-copy atomic, so a word whose
+  // tag matches holds this reduction's value; threads 0..kCluster-1 each wait for one part's words.
+  // The tag is the launch's epoch and the reduction's count: a slot is rewritten two reductions
+  // later, after every CTA of the group has read it (each posts the next reduction only after
+  // reading this one), and never holds a tag of this launch from another reduction. A wait past
+  // 2^21 polls (~1 s; a row takes microseconds) gives NaN, and so a failed verification, rather
+  // than a hang.
+  static __device__ __forceinline__ float2 exchange_grid(const RowParams& p, float2 v, float2* got, int set, int n,
+                                                         int part) {
+    const u32 tag = (p.epoch << 20) | (u32(n) & 0xfffff);
+    u64* slots = p.exchange + (u64(blockIdx.x / kCluster) * 2 + set) * kCluster * 2;
+    if (threadIdx.x == 0) {
+      ptx::st_relaxed_gpu(&slots[2 * part], u64(tag) << 32 | __float_as_uint(v.x));
+      ptx::st_relaxed_gpu(&slots[2 * part + 1], u64(tag) << 32 | __float_as_uint(v.y));
+    }
+    if (threadIdx.x < kCluster) {
+      float w[2];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        u64 word = ptx::ld_relaxed_gpu(&slots[2 * threadIdx.x + i]);
+        for (int polls = 0; u32(word >> 32) != tag; ++polls) {
+          if (polls == (1 << 21)) {
+            word = u64(tag) << 32 | 0x7fffffffu;  // NaN
+            break;
+          }
+          word = ptx::ld_relaxed_gpu(&slots[2 * threadIdx.x + i]);
+        }
+        w[i] = __uint_as_float(u32(word));
+      }
+      got[threadIdx.x] = make_float2(w[0], w[1]);
+    }
+    __syncthreads();
+    v = got[0];
+#pragma unroll
+    for (int r = 1; r < kCluster; ++r) v = combine(v, got[r]);
     return v;
   }
 
@@ -525,7 +568,8 @@ struct RowOp {
 
   static __device__ __forceinline__ void run(const RowParams& p) {
     const int group = threadIdx.x / kGroup, lane_in_group = threadIdx.x % kGroup;
-    const int part = kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0;
+    // A row's CTAs: a cluster, or (kGrid) kCluster consecutive CTAs of the grid.
+    const int part = kCluster == 1 ? 0 : Cfg::kGrid ? int(blockIdx.x % kCluster) : int(ptx::cluster_cta_rank());
     const long long row = (long long)(blockIdx.x / kCluster) * kRowsPerCta + group;
     // Rows past the end still take part in the CTA's barriers, with nothing to load or store.
     const bool live = row < p.rows;
@@ -540,7 +584,8 @@ struct RowOp {
     __shared__ float2 scratch[2][kScratch];
     __shared__ float2 cluster_slots[2][kCluster];
     __shared__ u64 cluster_bar[2];
-    if (kCluster > 1) {
+    constexpr bool kInCluster = kCluster > 1 && !Cfg::kGrid;
+    if (kInCluster) {
       if (threadIdx.x == 0) {
         for (int i = 0; i < 2; ++i) ptx::mbar_init(&cluster_bar[i], 1);
         ptx::mbar_fence_init();
@@ -553,8 +598,12 @@ struct RowOp {
       const u32 parity = u32(n >> 1) & 1;
       v = reduce_cta(v, scratch[set], group, lane_in_group);
       if (kCluster == 1) return v;
-      if (n == 0) ptx::cluster_wait();  // every CTA's barriers are initialised
-      return push_cluster(v, cluster_slots[set], &cluster_bar[set], parity, part);
+      if constexpr (Cfg::kGrid) {
+        return exchange_grid(p, v, cluster_slots[set], set, n, part);
+      } else {
+        if (n == 0) ptx::cluster_wait();  // every CTA's barriers are initialised
+        return push_cluster(v, cluster_slots[set], &cluster_bar[set], parity, part);
+      }
     };
 
     using InRaw = typename In::raw;

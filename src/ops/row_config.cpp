@@ -55,19 +55,25 @@ std::string RowConfig::name(const RowOpSpec& s) const {
   for (char& ch : key)
     if (ch == ':' || ch == '+' || ch == '>' || ch == '-') ch = '_';
   return fmt::format("rowop_{}_t{}_r{}_v{}_x{}{}", key, threads, rows_per_cta, vec, cluster,
-                     bulk     ? fmt::format("_{}{}", stream ? "b" : "p", stages)
+                     bulk     ? fmt::format("_{}{}",
+                                        stream ? "b"
+                                            : grid ? "g"
+                                                   : "p",
+                                            stages)
                      : stream ? "_s"
                               : "");
 }
 
 nlohmann::json RowConfig::to_json() const {
-  return {{"threads", threads}, {"rows_per_cta", rows_per_cta}, {"vec", vec}, {"cluster", cluster}, {"stream", stream},
-          {"bulk", bulk}, {"stages", stages}};
+  return {{"threads", threads}, {"rows_per_cta", rows_per_cta},
+          {"vec", vec},         {"cluster", cluster},
+          {"stream", stream},   {"bulk", bulk},
+          {"stages", stages},   {"grid", grid}};
 }
 
 RowConfig RowConfig::from_json(const nlohmann::json& j) {
-  return {j.at("threads"), j.at("rows_per_cta"),     j.at("vec"),
-          j.at("cluster"), j.value("stream", false), j.value("bulk", false), j.value("stages", 0)};
+  return {j.at("threads"),          j.at("rows_per_cta"),   j.at("vec"),          j.at("cluster"),
+          j.value("stream", false), j.value("bulk", false), j.value("stages", 0), j.value("grid", false)};
 }
 
 int widest_vec(const RowOpSpec& s) {
@@ -105,6 +111,8 @@ std::string illegal_reason(const RowConfig& c, const RowOpSpec& s) {
   } else if (c.stages != 0) {
     return "stages are for bulk copies";
   }
+  if (c.grid && !(c.bulk && !c.stream && c.cluster > 1))
+    return "a grid exchange is for register rows fed by bulk copies, split over 2 or more CTAs";
   int values = c.values_per_thread(s.cols);
   if (values > 64) return fmt::format("{} values per thread exceed the register budget", values);
   // A CTA's registers: the values (two sets with a residual) plus ~40 of addressing, within 64K
@@ -119,58 +127,63 @@ std::vector<RowConfig> row_configs(const RowOpSpec& s, bool every_width) {
   // Two families, each ranked by a rule of thumb, then interleaved so that any cut of the list
   // tries both: register-resident rows (one read) and streaming (a second read, from L2 or, with
   // bulk copies, from shared memory).
-  std::vector<std::pair<double, RowConfig>> resident, streaming;
+  std::vector<std::pair<double, RowConfig>> resident, streaming, unmeasured;
   for (int vec = widest_vec(s); vec >= 1; vec /= 2) {
-    // registers, streaming (second read from L2), streaming from bulk copies, registers from bulk copies
-    for (int mode : {0, 1, 2, 3})
+    // registers, streaming (second read from L2), streaming from bulk copies, registers from bulk
+    // copies, the same with a grid exchange
+    for (int mode : {0, 1, 2, 3, 4})
       for (int cluster : {1, 2, 4, 8, 16})
         for (int threads : {128, 256, 512, 1024})
           for (int rows : {1, 2, 4, 8, 16, 32})
             for (int stages = mode >= 2 ? 1 : 0; stages <= (mode >= 2 ? 4 : 0); ++stages) {
-            const bool stream = mode == 1 || mode == 2, bulk = mode >= 2;
-            RowConfig c{threads, rows, vec, cluster, stream, bulk, stages};
-            if (!illegal_reason(c, s).empty()) continue;
-            const double narrow = double(widest_vec(s) / vec) * 4;
-            const double odd_threads = threads == 1024 || (stream && threads == 128) ? 0.5 : 0.0;
-            if (c.bulk && !stream) {
-              // Registers fed by bulk copies: the fastest kernels for rows of 64k-256k columns
-              // (H200, 2026-11-30). Best with 64 values a thread for softmax, 32 for the norms
-              // (whose weights take registers too), 1-3 stages and few CTAs to a cluster.
-              const double target = s.kind == RowOpKind::softmax ? 64.0 : 32.0;
-              streaming.emplace_back(narrow + std::abs(std::log2(c.values_per_thread(s.cols) / target)) +
-                                         std::max(stages - 3, 0) * 0.25 + cluster / 32.0,
-                                     c);
-            } else if (c.bulk) {
-              // ~128 KiB of copies in flight an SM (the parts queued behind the ones being worked
-              // on, over the CTAs that fit), two or more CTAs an SM (one alone stalls the SM at each
-              // row's exchange), 256 threads, and few CTAs to a cluster: each row waits for the
-              // cluster's slowest. Measured on an H200, 2026-11-30 (docs/PERFORMANCE.md).
-              const double ctas_per_sm =
-                  std::floor(std::min(double(kMaxSmemPerCta) / c.smem_bytes(s), 2048.0 / threads));
-              const double in_flight = ctas_per_sm * std::max(stages - 1.0, 0.5) * double(c.stage_bytes(s));
-              // Behind the register rows fed by the same copies (+0.5), which measured faster at
-              // all four long shapes.
-              streaming.emplace_back(narrow + std::abs(std::log2(in_flight / 131072.0)) +
-                                         std::abs(std::log2(threads / 256.0)) / 2 + (ctas_per_sm < 2 ? 1.0 : 0.0) +
-                                         cluster / 32.0 + 0.5,
-                                     c);
-            } else if (stream) {
-              // A part of ~32 KiB per CTA: enough to stream, small enough that the second read
-              // still finds it in L2 with many CTAs in flight. Behind bulk copies, which measured
-              // faster wherever both apply (docs/PERFORMANCE.md).
-              streaming.emplace_back(narrow + std::abs(std::log2(double(c.part_bytes(s)) / 32768.0)) + odd_threads + 1.0,
-                                     c);
-            } else {
-              // Few values per thread, no cluster, and CTAs small enough that two or more fit an
-              // SM (one alone idles the memory system while it reduces).
-              const int values = c.values_per_thread(s.cols);
-              const double ctas_per_sm = 65536.0 / (threads * (values * (s.residual ? 2 : 1) + 32));
-              resident.emplace_back(narrow + std::abs(std::log2(double(values) / (2.0 * vec))) +
-                                        (cluster > 1 ? 1.0 + cluster / 8.0 : 0.0) + odd_threads +
-                                        (ctas_per_sm < 2 ? 2.0 : 0.0),
-                                    c);
+              const bool stream = mode == 1 || mode == 2, bulk = mode >= 2, grid = mode == 4;
+              RowConfig c{threads, rows, vec, cluster, stream, bulk, stages, grid};
+              if (!illegal_reason(c, s).empty()) continue;
+              const double narrow = double(widest_vec(s) / vec) * 4;
+              const double odd_threads = threads == 1024 || (stream && threads == 128) ? 0.5 : 0.0;
+              if (c.grid) {
+                // Not yet measured on a GPU: last, where only a search asking for them (--only _g)
+                // reaches them.
+                unmeasured.emplace_back(std::abs(std::log2(c.values_per_thread(s.cols) / 64.0)) + stages * 0.25, c);
+              } else if (c.bulk && !stream) {
+                // Registers fed by bulk copies: the fastest kernels for rows of 64k-256k columns
+                // (H200, 2026-11-30). Best with 64 values a thread for softmax, 32 for the norms
+                // (whose weights take registers too), 1-3 stages and few CTAs to a cluster.
+                const double target = s.kind == RowOpKind::softmax ? 64.0 : 32.0;
+                streaming.emplace_back(narrow + std::abs(std::log2(c.values_per_thread(s.cols) / target)) +
+                                           std::max(stages - 3, 0) * 0.25 + cluster / 32.0,
+                                       c);
+              } else if (c.bulk) {
+                // ~128 KiB of copies in flight an SM (the parts queued behind the ones being worked
+                // on, over the CTAs that fit), two or more CTAs an SM (one alone stalls the SM at each
+                // row's exchange), 256 threads, and few CTAs to a cluster: each row waits for the
+                // cluster's slowest. Measured on an H200, 2026-11-30 (docs/PERFORMANCE.md).
+                const double ctas_per_sm =
+                    std::floor(std::min(double(kMaxSmemPerCta) / c.smem_bytes(s), 2048.0 / threads));
+                const double in_flight = ctas_per_sm * std::max(stages - 1.0, 0.5) * double(c.stage_bytes(s));
+                // Behind the register rows fed by the same copies (+0.5), which measured faster at
+                // all four long shapes.
+                streaming.emplace_back(narrow + std::abs(std::log2(in_flight / 131072.0)) +
+                                           std::abs(std::log2(threads / 256.0)) / 2 + (ctas_per_sm < 2 ? 1.0 : 0.0) +
+                                           cluster / 32.0 + 0.5,
+                                       c);
+              } else if (stream) {
+                // A part of ~32 KiB per CTA: enough to stream, small enough that the second read
+                // still finds it in L2 with many CTAs in flight. Behind bulk copies, which measured
+                // faster wherever both apply (docs/PERFORMANCE.md).
+                streaming.emplace_back(
+                    narrow + std::abs(std::log2(double(c.part_bytes(s)) / 32768.0)) + odd_threads + 1.0, c);
+              } else {
+                // Few values per thread, no cluster, and CTAs small enough that two or more fit an
+                // SM (one alone idles the memory system while it reduces).
+                const int values = c.values_per_thread(s.cols);
+                const double ctas_per_sm = 65536.0 / (threads * (values * (s.residual ? 2 : 1) + 32));
+                resident.emplace_back(narrow + std::abs(std::log2(double(values) / (2.0 * vec))) +
+                                          (cluster > 1 ? 1.0 + cluster / 8.0 : 0.0) + odd_threads +
+                                          (ctas_per_sm < 2 ? 2.0 : 0.0),
+                                      c);
+              }
             }
-          }
     if (!every_width && (!resident.empty() || !streaming.empty())) break;  // narrower only when needed
   }
   auto by_score = [](const auto& a, const auto& b) { return a.first < b.first; };
@@ -199,6 +212,8 @@ std::vector<RowConfig> row_configs(const RowOpSpec& s, bool every_width) {
     if (j < second.size()) out.push_back(second[j++].second);
   }
   for (const auto& sc : last) out.push_back(sc.second);
+  std::stable_sort(unmeasured.begin(), unmeasured.end(), by_score);
+  for (const auto& sc : unmeasured) out.push_back(sc.second);
   return out;
 }
 
@@ -217,6 +232,7 @@ struct Cfg {{
   static constexpr int kCols = {cols}, kVec = {vec}, kThreads = {threads}, kRowsPerCta = {rows}, kCluster = {cluster};
   static constexpr bool kResidual = {residual}, kValidLen = {valid}, kStream = {stream}, kBulk = {bulk};
   static constexpr int kStages = {stages};
+  static constexpr bool kGrid = {grid};
 }};
 
 extern "C" __global__ void __launch_bounds__({threads}) gf_row_op(const __grid_constant__ gf::RowParams p) {{
@@ -227,7 +243,7 @@ extern "C" __global__ void __launch_bounds__({threads}) gf_row_op(const __grid_c
                      fmt::arg("out", elem_enum(s.out)), fmt::arg("cols", s.cols), fmt::arg("vec", c.vec),
                      fmt::arg("threads", c.threads), fmt::arg("rows", c.rows_per_cta), fmt::arg("cluster", c.cluster),
                      fmt::arg("residual", s.residual), fmt::arg("valid", s.valid_len), fmt::arg("stream", c.stream),
-                     fmt::arg("bulk", c.bulk), fmt::arg("stages", c.stages));
+                     fmt::arg("bulk", c.bulk), fmt::arg("stages", c.stages), fmt::arg("grid", c.grid));
 }
 
 // ---- RowOpSpec ----
