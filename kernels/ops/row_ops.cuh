@@ -34,10 +34,9 @@ struct RowParams {
   long long rows;
   float scale;  // softmax: x * scale
   float eps;    // norms
-  // kGrid: per group of kCluster CTAs, 2 sets of kCluster slots of two words {value bits, tag}
-  // (see exchange_grid), and this launch's epoch, which no launch before it on this workspace used.
+  // kGrid: this launch's own zeroed slots: per group of kCluster CTAs, 2 sets of kCluster slots of
+  // two words {tag, value bits} (see exchange_grid).
   unsigned long long* exchange;
-  unsigned epoch;
 };
 
 template <int kType>
@@ -180,16 +179,15 @@ struct RowOp {
   }
 
   // ... or, with kGrid, through global memory. Thread 0 posts the part's value in slot `part` of
-  // the group's set as two 64-bit words {value bits, tag}, each single-copy atomic, so a word whose
+  // the group's set as two 64-bit words {tag, value bits}, each single-copy atomic, so a word whose
   // tag matches holds this reduction's value; threads 0..kCluster-1 each wait for one part's words.
-  // The tag is the launch's epoch and the reduction's count: a slot is rewritten two reductions
-  // later, after every CTA of the group has read it (each posts the next reduction only after
-  // reading this one), and never holds a tag of this launch from another reduction. A wait past
-  // 2^21 polls (~1 s; a row takes microseconds) gives NaN, and so a failed verification, rather
-  // than a hang.
+  // The tag is the reduction's count + 1 (the slots start zeroed, each launch its own): a slot is
+  // rewritten two reductions later, after every CTA of the group has read it (each posts the next
+  // reduction only after reading this one). A wait past a second (a row takes microseconds) gives
+  // NaN, and so a failed verification, rather than a hang.
   static __device__ __forceinline__ float2 exchange_grid(const RowParams& p, float2 v, float2* got, int set, int n,
                                                          int part) {
-    const u32 tag = (p.epoch << 20) | (u32(n) & 0xfffff);
+    const u32 tag = u32(n) + 1;
     u64* slots = p.exchange + (u64(blockIdx.x / kCluster) * 2 + set) * kCluster * 2;
     if (threadIdx.x == 0) {
       ptx::st_relaxed_gpu(&slots[2 * part], u64(tag) << 32 | __float_as_uint(v.x));
@@ -197,11 +195,12 @@ struct RowOp {
     }
     if (threadIdx.x < kCluster) {
       float w[2];
+      const u64 start = ptx::globaltimer_ns();
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         u64 word = ptx::ld_relaxed_gpu(&slots[2 * threadIdx.x + i]);
-        for (int polls = 0; u32(word >> 32) != tag; ++polls) {
-          if (polls == (1 << 21)) {
+        while (u32(word >> 32) != tag) {
+          if (ptx::globaltimer_ns() - start > 1000000000ull) {
             word = u64(tag) << 32 | 0x7fffffffu;  // NaN
             break;
           }

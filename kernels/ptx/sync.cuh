@@ -53,4 +53,11 @@ __device__ __forceinline__ u64 ld_relaxed_gpu(const u64* p) {
   return v;
 }
 
+// Nanoseconds of the GPU's global timer: for bounding waits in time rather than in polls.
+__device__ __forceinline__ u64 globaltimer_ns() {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 }  // namespace gf::ptx

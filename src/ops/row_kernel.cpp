@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "cuda/check.hpp"
 #include "gemmforge/error.hpp"
 
 namespace gf::ops {
@@ -20,9 +21,8 @@ struct HostRowParams {
   float scale;
   float eps;
   unsigned long long* exchange;
-  unsigned epoch;
 };
-static_assert(sizeof(HostRowParams) == 88, "HostRowParams must match the device struct RowParams.");
+static_assert(sizeof(HostRowParams) == 80, "HostRowParams must match the device struct RowParams.");
 
 }  // namespace
 
@@ -94,22 +94,26 @@ void RowKernel::launch(const RowOpArgs& a, cudaStream_t stream) const {
   std::string why = misaligned(spec_, config_, a);
   GF_CHECK(why.empty(), "{}: {}", spec_.key(), why);
   HostRowParams p{a.x,         a.y,        a.weight, a.bias, a.residual, a.residual_out,
-                  a.valid_len, spec_.rows, a.scale,  a.eps,  nullptr,    0};
-  if (config_.grid) {
-    // A workspace per stream: launches on one stream run in order, on two they would share slots.
-    std::lock_guard lock(exchange_mutex_);
-    Exchange& e = exchange_[stream];
-    if (!e.slots.get()) {
-      const size_t bytes = size_t(grid_) * 2 * 2 * sizeof(unsigned long long);  // 2 sets x 2 words per CTA
-      e.slots = cuda::DeviceBuffer(bytes);
-      GF_CUDA_CHECK(cudaMemsetAsync(e.slots.get(), 0, bytes, stream));  // tag 0: no epoch's
-    }
-    e.epoch = e.epoch % 4095 + 1;  // 1..4095: 12 bits of the tag, never the zeroed memory's 0
-    p.exchange = e.slots.as<unsigned long long>();
-    p.epoch = e.epoch;
-  }
+                  a.valid_len, spec_.rows, a.scale,  a.eps,  nullptr};
   void* args[] = {&p};
-  cuda::launch(fn_, launch_config(grid_), args, stream);
+  if (!config_.grid) {
+    cuda::launch(fn_, launch_config(grid_), args, stream);
+    return;
+  }
+  // A grid exchange's slots: each launch its own, zeroed, from the stream's pool, so that launches
+  // on other streams and replays of a captured graph never see another launch's words.
+  const size_t bytes = size_t(grid_) * 2 * 2 * sizeof(unsigned long long);  // 2 sets x 2 words a CTA
+  void* slots = nullptr;
+  GF_CUDA_CHECK(cudaMallocAsync(&slots, bytes, stream));
+  p.exchange = static_cast<unsigned long long*>(slots);
+  try {
+    GF_CUDA_CHECK(cudaMemsetAsync(slots, 0, bytes, stream));
+    cuda::launch(fn_, launch_config(grid_), args, stream);
+  } catch (...) {
+    cudaFreeAsync(slots, stream);
+    throw;
+  }
+  GF_CUDA_CHECK(cudaFreeAsync(slots, stream));
 }
 
 }  // namespace gf::ops

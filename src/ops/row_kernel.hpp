@@ -1,11 +1,8 @@
 #pragma once
 // A compiled row-op kernel, loaded and launched through the driver API.
 #include <memory>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 
-#include "cuda/memory.hpp"
 #include "cuda/module.hpp"
 #include "jit/compile.hpp"
 #include "ops/row_config.hpp"
@@ -29,13 +26,6 @@ class RowKernel {
   cuda::Module module_;
   CUfunction fn_;
   int64_t grid_ = 0;  // CTAs
-  // Grid exchange (RowConfig::grid): the partial sums' slots and this stream's launch count.
-  struct Exchange {
-    cuda::DeviceBuffer slots;
-    unsigned epoch = 0;
-  };
-  mutable std::mutex exchange_mutex_;
-  mutable std::unordered_map<cudaStream_t, Exchange> exchange_;
 };
 
 jit::Compiled compile_row_kernel(const RowOpSpec& s, const RowConfig& c, bool use_cache);

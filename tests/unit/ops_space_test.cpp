@@ -174,12 +174,13 @@ TEST(RowOpSpace, BenchmarkShapesCompileWithoutSpills) {
       auto s = RowOpSpec::parse(std::string(op) + ":" + shape + ":bf16");
       auto configs = ops::row_configs(s);
       for (size_t i = 0; i < configs.size() && i < 4; ++i) work.emplace_back(s, configs[i]);
-      // and the first register-resident row fed by bulk copies
-      for (const auto& c : configs)
-        if (c.bulk && !c.stream) {
-          work.emplace_back(s, c);
-          break;
-        }
+      // and the first register-resident row fed by bulk copies, over a cluster and over the grid
+      for (bool grid : {false, true})
+        for (const auto& c : configs)
+          if (c.bulk && !c.stream && c.grid == grid) {
+            work.emplace_back(s, c);
+            break;
+          }
     }
   for (const char* text :
        {"softmax+valid:2x524288:bf16", "rmsnorm+residual:2x524288:bf16", "layernorm:2x524288:f16->f32"}) {
