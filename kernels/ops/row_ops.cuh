@@ -172,9 +172,14 @@ struct RowOp {
     }
     if (threadIdx.x == 0) ptx::mbar_arrive_expect_tx(bar, kCluster * sizeof(float2));
     ptx::mbar_wait_cluster(bar, parity);
-    v = slots[0];
+    return combine_parts(slots);
+  }
+
+  // The kCluster parts' values combined in rank order: every CTA of the row gets the same result.
+  static __device__ __forceinline__ float2 combine_parts(const float2* parts) {
+    float2 v = parts[0];
 #pragma unroll
-    for (int r = 1; r < kCluster; ++r) v = combine(v, slots[r]);
+    for (int r = 1; r < kCluster; ++r) v = combine(v, parts[r]);
     return v;
   }
 
@@ -211,10 +216,7 @@ struct RowOp {
       got[threadIdx.x] = make_float2(w[0], w[1]);
     }
     __syncthreads();
-    v = got[0];
-#pragma unroll
-    for (int r = 1; r < kCluster; ++r) v = combine(v, got[r]);
-    return v;
+    return combine_parts(got);
   }
 
   static constexpr int kScratch = kRowsPerCta * kWarps;  // float2 slots of one CTA reduction

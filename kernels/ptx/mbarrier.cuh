@@ -32,26 +32,26 @@ __device__ __forceinline__ void mbar_arrive_cluster(u64* bar, u32 cta) {
       : "memory");
 }
 
+// The try_wait loop of both waits below, with the wait's semantics (".acquire.cluster" or none,
+// the default CTA-scope acquire) spliced in: inline asm takes only a literal. The braces scope the
+// label, so the wait can be inlined many times.
+#define GF_MBAR_WAIT_LOOP(sem)         \
+  "{\n.reg .pred done;\nretry:\n"      \
+  "mbarrier.try_wait.parity" sem       \
+  ".shared::cta.b64 done, [%0], %1;\n" \
+  "@!done bra retry;\n}"
+
 // Waits until the phase with the given parity has completed.
 __device__ __forceinline__ void mbar_wait(u64* bar, u32 parity) {
-  // The braces scope the label, so the wait can be inlined many times.
-  asm volatile(
-      "{\n.reg .pred done;\nretry:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra retry;\n}" ::"r"(smem_addr(bar)),
-      "r"(parity)
-      : "memory");
+  asm volatile(GF_MBAR_WAIT_LOOP("")::"r"(smem_addr(bar)), "r"(parity) : "memory");
 }
 
 // The same wait, acquiring at cluster scope: for phases completed by other CTAs' writes (st.async
 // complete_tx releases at cluster scope; a CTA-scope acquire would not pair with it).
 __device__ __forceinline__ void mbar_wait_cluster(u64* bar, u32 parity) {
-  asm volatile(
-      "{\n.reg .pred done;\nretry:\n"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra retry;\n}" ::"r"(smem_addr(bar)),
-      "r"(parity)
-      : "memory");
+  asm volatile(GF_MBAR_WAIT_LOOP(".acquire.cluster")::"r"(smem_addr(bar)), "r"(parity) : "memory");
 }
+
+#undef GF_MBAR_WAIT_LOOP
 
 }  // namespace gf::ptx

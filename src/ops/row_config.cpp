@@ -54,12 +54,10 @@ std::string RowConfig::name(const RowOpSpec& s) const {
   std::string key = s.key();
   for (char& ch : key)
     if (ch == ':' || ch == '+' || ch == '>' || ch == '-') ch = '_';
+  // Bulk copies: _b (two passes over the stages), _g (registers, grid exchange), _p (registers).
+  const char* bulk_kind = stream ? "b" : grid ? "g" : "p";
   return fmt::format("rowop_{}_t{}_r{}_v{}_x{}{}", key, threads, rows_per_cta, vec, cluster,
-                     bulk     ? fmt::format("_{}{}",
-                                        stream ? "b"
-                                            : grid ? "g"
-                                                   : "p",
-                                            stages)
+                     bulk     ? fmt::format("_{}{}", bulk_kind, stages)
                      : stream ? "_s"
                               : "");
 }
