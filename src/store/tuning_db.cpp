@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <thread>
 
 #include "gemmforge/error.hpp"
 #include "gemmforge/paths.hpp"
@@ -103,6 +104,13 @@ TuningDb::TuningDb(const std::filesystem::path& path, std::string device) : devi
     GF_FAIL("cannot open tuning DB {}: {}", path.string(), msg);
   }
   sqlite3_busy_timeout(db_, 10000);  // other processes may hold the write lock briefly
+  // The switch to WAL can fail BUSY at once, without the busy handler, while other connections
+  // open the same new file (CI: four threads, "database is locked"): retry it within the timeout.
+  for (int tries = 0;; ++tries) {
+    const int wal = sqlite3_exec(db_, "PRAGMA journal_mode=WAL;", nullptr, nullptr, nullptr);
+    if (wal != SQLITE_BUSY || tries == 1000) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   exec(db_, "PRAGMA journal_mode=WAL;");
   exec(db_, "PRAGMA synchronous=NORMAL;");
   exec(db_, kSchema);
