@@ -2,10 +2,9 @@
 # Runs on the GPU machine: the GPU tests, tuning of the llama3-8b set (twice: the second run must
 # hit the DB for all 15 GEMMs), and the side-by-side benchmarks. Every step has a time limit;
 # full logs go to $OUT; a short table comes last. Uses build/ as carried (or builds it).
-#   scripts/gpu-check.sh [tests|tune|bench|sass|epilogue|ops|grid|triton|search|all]     (default: all)
+#   scripts/gpu-check.sh [tests|tune|bench|sass|epilogue|ops|triton|search|all]     (default: all)
 #   tests: GPU tests; tune: llama3-8b tuned twice; bench: backends side by side (llama3-8b, BENCH_EXTRA);
 #   epilogue: fused vs cuBLASLt fused vs eager (issue 4 targets); ops: bench-ops beside torch;
-#   grid: the grid-exchange row kernels (_g) verified, then timed on the long rows;
 #   triton: the Triton backend beside torch.compile max-autotune; search: --search fast against the
 #   exhaustive best in one run (SEARCH_PROBLEMS). "all" is tests, tune, bench.
 # Knobs: GPU_TESTS_FILTER (gtest filter), SEARCH (fast|default|exhaustive, default fast),
@@ -99,16 +98,6 @@ if [ "$what" = ops ]; then
   step "memory-bound ops beside torch eager and torch.compile"
   timeout ${T_OPS:-400} python3 bench/ops_vs_torch.py --gemmforge "$gf" --json "$out/ops.json" > "$out/ops.txt" 2>&1 || status=1
   tail -14 "$out/ops.txt"
-fi
-
-if [ "$what" = grid ]; then
-  step "grid-exchange row kernels: verify, then time beside the cluster kernels' best"
-  GF_TEST_TIMEOUT=90 timeout 200 build/tests/gf_gpu_tests --gtest_brief=1 --gtest_filter='RowOp.GridExchange*' \
-    > "$out/grid-tests.log" 2>&1 || status=1
-  grep -E "FAILED|PASSED|tests ran" "$out/grid-tests.log" | tail -8
-  timeout ${T_GRID:-300} "$gf" bench-ops -o softmax:1024x262144:bf16 -o rmsnorm:1024x262144:bf16 -o softmax:4096x65536:bf16 \
-    --only _g --max-configs 24 --json "$out/grid.json" > "$out/grid.txt" 2>&1 || status=1
-  tail -6 "$out/grid.txt"
 fi
 
 if [ "$what" = triton ]; then

@@ -34,9 +34,6 @@ struct RowParams {
   long long rows;
   float scale;  // softmax: x * scale
   float eps;    // norms
-  // kGrid: this launch's own zeroed slots: per group of kCluster CTAs, 2 sets of kCluster slots of
-  // two words {tag, value bits} (see exchange_grid).
-  unsigned long long* exchange;
 };
 
 template <int kType>
@@ -181,42 +178,6 @@ struct RowOp {
 #pragma unroll
     for (int r = 1; r < kCluster; ++r) v = combine(v, parts[r]);
     return v;
-  }
-
-  // ... or, with kGrid, through global memory. Thread 0 posts the part's value in slot `part` of
-  // the group's set as two 64-bit words {tag, value bits}, each single-copy atomic, so a word whose
-  // tag matches holds this reduction's value; threads 0..kCluster-1 each wait for one part's words.
-  // The tag is the reduction's count + 1 (the slots start zeroed, each launch its own): a slot is
-  // rewritten two reductions later, after every CTA of the group has read it (each posts the next
-  // reduction only after reading this one). A wait past a second (a row takes microseconds) gives
-  // NaN, and so a failed verification, rather than a hang.
-  static __device__ __forceinline__ float2 exchange_grid(const RowParams& p, float2 v, float2* got, int set, int n,
-                                                         int part) {
-    const u32 tag = u32(n) + 1;
-    u64* slots = p.exchange + (u64(blockIdx.x / kCluster) * 2 + set) * kCluster * 2;
-    if (threadIdx.x == 0) {
-      ptx::st_relaxed_gpu(&slots[2 * part], u64(tag) << 32 | __float_as_uint(v.x));
-      ptx::st_relaxed_gpu(&slots[2 * part + 1], u64(tag) << 32 | __float_as_uint(v.y));
-    }
-    if (threadIdx.x < kCluster) {
-      float w[2];
-      const u64 start = ptx::globaltimer_ns();
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        u64 word = ptx::ld_relaxed_gpu(&slots[2 * threadIdx.x + i]);
-        while (u32(word >> 32) != tag) {
-          if (ptx::globaltimer_ns() - start > 1000000000ull) {
-            word = u64(tag) << 32 | 0x7fffffffu;  // NaN
-            break;
-          }
-          word = ptx::ld_relaxed_gpu(&slots[2 * threadIdx.x + i]);
-        }
-        w[i] = __uint_as_float(u32(word));
-      }
-      got[threadIdx.x] = make_float2(w[0], w[1]);
-    }
-    __syncthreads();
-    return combine_parts(got);
   }
 
   static constexpr int kScratch = kRowsPerCta * kWarps;  // float2 slots of one CTA reduction
@@ -569,8 +530,7 @@ struct RowOp {
 
   static __device__ __forceinline__ void run(const RowParams& p) {
     const int group = threadIdx.x / kGroup, lane_in_group = threadIdx.x % kGroup;
-    // A row's CTAs: a cluster, or (kGrid) kCluster consecutive CTAs of the grid.
-    const int part = kCluster == 1 ? 0 : Cfg::kGrid ? int(blockIdx.x % kCluster) : int(ptx::cluster_cta_rank());
+    const int part = kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0;
     const long long row = (long long)(blockIdx.x / kCluster) * kRowsPerCta + group;
     // Rows past the end still take part in the CTA's barriers, with nothing to load or store.
     const bool live = row < p.rows;
@@ -585,8 +545,7 @@ struct RowOp {
     __shared__ float2 scratch[2][kScratch];
     __shared__ float2 cluster_slots[2][kCluster];
     __shared__ u64 cluster_bar[2];
-    constexpr bool kInCluster = kCluster > 1 && !Cfg::kGrid;
-    if (kInCluster) {
+    if (kCluster > 1) {
       if (threadIdx.x == 0) {
         for (int i = 0; i < 2; ++i) ptx::mbar_init(&cluster_bar[i], 1);
         ptx::mbar_fence_init();
@@ -599,12 +558,8 @@ struct RowOp {
       const u32 parity = u32(n >> 1) & 1;
       v = reduce_cta(v, scratch[set], group, lane_in_group);
       if (kCluster == 1) return v;
-      if constexpr (Cfg::kGrid) {
-        return exchange_grid(p, v, cluster_slots[set], set, n, part);
-      } else {
-        if (n == 0) ptx::cluster_wait();  // every CTA's barriers are initialised
-        return push_cluster(v, cluster_slots[set], &cluster_bar[set], parity, part);
-      }
+      if (n == 0) ptx::cluster_wait();  // every CTA's barriers are initialised
+      return push_cluster(v, cluster_slots[set], &cluster_bar[set], parity, part);
     };
 
     using InRaw = typename In::raw;

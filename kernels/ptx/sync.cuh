@@ -42,22 +42,4 @@ __device__ __forceinline__ u32 cluster_cta_rank() {
 
 __device__ __forceinline__ void fence_acq_rel_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 
-// 64-bit global accesses, single-copy atomic and coherent across the GPU (they bypass L1's stale
-// copies): for words that carry their own validity tag.
-__device__ __forceinline__ void st_relaxed_gpu(u64* p, u64 v) {
-  asm volatile("st.relaxed.gpu.global.b64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ u64 ld_relaxed_gpu(const u64* p) {
-  u64 v;
-  asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-
-// Nanoseconds of the GPU's global timer: for bounding waits in time rather than in polls.
-__device__ __forceinline__ u64 globaltimer_ns() {
-  u64 t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 }  // namespace gf::ptx

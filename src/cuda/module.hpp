@@ -25,8 +25,6 @@ struct LaunchConfig {
   dim3 block{1, 1, 1};
   unsigned smem_bytes = 0;
   dim3 cluster{1, 1, 1};
-  // Every CTA resident at once, or the launch fails: for grids whose CTAs wait for each other.
-  bool cooperative = false;
 };
 
 // Lets fn use more than 48 KiB of dynamic shared memory. Call once, when the kernel is loaded.
@@ -36,7 +34,7 @@ void allow_large_clusters(CUfunction fn);
 // How many clusters of cfg's shape (CTAs, for clusters of one) can be resident at once: the size
 // of a persistent grid, in clusters.
 int max_active_clusters(CUfunction fn, const LaunchConfig& cfg);
-// cuLaunchKernelEx with the cluster dimensions and cooperation as launch attributes.
+// cuLaunchKernelEx with the cluster dimensions as a launch attribute.
 void launch(CUfunction fn, const LaunchConfig& cfg, void** args, CUstream stream);
 
 }  // namespace gf::cuda

@@ -54,10 +54,9 @@ std::string RowConfig::name(const RowOpSpec& s) const {
   std::string key = s.key();
   for (char& ch : key)
     if (ch == ':' || ch == '+' || ch == '>' || ch == '-') ch = '_';
-  // Bulk copies: _b (two passes over the stages), _g (registers, grid exchange), _p (registers).
-  const char* bulk_kind = stream ? "b" : grid ? "g" : "p";
+  // Bulk copies: _b (two passes over the stages), _p (registers).
   return fmt::format("rowop_{}_t{}_r{}_v{}_x{}{}", key, threads, rows_per_cta, vec, cluster,
-                     bulk     ? fmt::format("_{}{}", bulk_kind, stages)
+                     bulk     ? fmt::format("_{}{}", stream ? "b" : "p", stages)
                      : stream ? "_s"
                               : "");
 }
@@ -66,12 +65,12 @@ nlohmann::json RowConfig::to_json() const {
   return {{"threads", threads}, {"rows_per_cta", rows_per_cta},
           {"vec", vec},         {"cluster", cluster},
           {"stream", stream},   {"bulk", bulk},
-          {"stages", stages},   {"grid", grid}};
+          {"stages", stages}};
 }
 
 RowConfig RowConfig::from_json(const nlohmann::json& j) {
-  return {j.at("threads"),          j.at("rows_per_cta"),   j.at("vec"),          j.at("cluster"),
-          j.value("stream", false), j.value("bulk", false), j.value("stages", 0), j.value("grid", false)};
+  return {j.at("threads"),          j.at("rows_per_cta"),   j.at("vec"),         j.at("cluster"),
+          j.value("stream", false), j.value("bulk", false), j.value("stages", 0)};
 }
 
 int widest_vec(const RowOpSpec& s) {
@@ -109,8 +108,6 @@ std::string illegal_reason(const RowConfig& c, const RowOpSpec& s) {
   } else if (c.stages != 0) {
     return "stages are for bulk copies";
   }
-  if (c.grid && !(c.bulk && !c.stream && c.cluster > 1))
-    return "a grid exchange is for register rows fed by bulk copies, split over 2 or more CTAs";
   int values = c.values_per_thread(s.cols);
   if (values > 64) return fmt::format("{} values per thread exceed the register budget", values);
   // A CTA's registers: the values (two sets with a residual) plus ~40 of addressing, within 64K
@@ -125,25 +122,20 @@ std::vector<RowConfig> row_configs(const RowOpSpec& s, bool every_width) {
   // Two families, each ranked by a rule of thumb, then interleaved so that any cut of the list
   // tries both: register-resident rows (one read) and streaming (a second read, from L2 or, with
   // bulk copies, from shared memory).
-  std::vector<std::pair<double, RowConfig>> resident, streaming, unmeasured;
+  std::vector<std::pair<double, RowConfig>> resident, streaming;
   for (int vec = widest_vec(s); vec >= 1; vec /= 2) {
-    // registers, streaming (second read from L2), streaming from bulk copies, registers from bulk
-    // copies, the same with a grid exchange
-    for (int mode : {0, 1, 2, 3, 4})
+    // registers, streaming (second read from L2), streaming from bulk copies, registers from bulk copies
+    for (int mode : {0, 1, 2, 3})
       for (int cluster : {1, 2, 4, 8, 16})
         for (int threads : {128, 256, 512, 1024})
           for (int rows : {1, 2, 4, 8, 16, 32})
             for (int stages = mode >= 2 ? 1 : 0; stages <= (mode >= 2 ? 4 : 0); ++stages) {
-              const bool stream = mode == 1 || mode == 2, bulk = mode >= 2, grid = mode == 4;
-              RowConfig c{threads, rows, vec, cluster, stream, bulk, stages, grid};
+              const bool stream = mode == 1 || mode == 2, bulk = mode >= 2;
+              RowConfig c{threads, rows, vec, cluster, stream, bulk, stages};
               if (!illegal_reason(c, s).empty()) continue;
               const double narrow = double(widest_vec(s) / vec) * 4;
               const double odd_threads = threads == 1024 || (stream && threads == 128) ? 0.5 : 0.0;
-              if (c.grid) {
-                // Not yet measured on a GPU: last, where only a search asking for them (--only _g)
-                // reaches them.
-                unmeasured.emplace_back(std::abs(std::log2(c.values_per_thread(s.cols) / 64.0)) + stages * 0.25, c);
-              } else if (c.bulk && !stream) {
+              if (c.bulk && !stream) {
                 // Registers fed by bulk copies: the fastest kernels for rows of 64k-256k columns
                 // (H200, 2026-11-30). Best with 64 values a thread for softmax, 32 for the norms
                 // (whose weights take registers too), 1-3 stages and few CTAs to a cluster.
@@ -210,8 +202,6 @@ std::vector<RowConfig> row_configs(const RowOpSpec& s, bool every_width) {
     if (j < second.size()) out.push_back(second[j++].second);
   }
   for (const auto& sc : last) out.push_back(sc.second);
-  std::stable_sort(unmeasured.begin(), unmeasured.end(), by_score);
-  for (const auto& sc : unmeasured) out.push_back(sc.second);
   return out;
 }
 
@@ -230,7 +220,6 @@ struct Cfg {{
   static constexpr int kCols = {cols}, kVec = {vec}, kThreads = {threads}, kRowsPerCta = {rows}, kCluster = {cluster};
   static constexpr bool kResidual = {residual}, kValidLen = {valid}, kStream = {stream}, kBulk = {bulk};
   static constexpr int kStages = {stages};
-  static constexpr bool kGrid = {grid};
 }};
 
 extern "C" __global__ void __launch_bounds__({threads}) gf_row_op(const __grid_constant__ gf::RowParams p) {{
@@ -241,7 +230,7 @@ extern "C" __global__ void __launch_bounds__({threads}) gf_row_op(const __grid_c
                      fmt::arg("out", elem_enum(s.out)), fmt::arg("cols", s.cols), fmt::arg("vec", c.vec),
                      fmt::arg("threads", c.threads), fmt::arg("rows", c.rows_per_cta), fmt::arg("cluster", c.cluster),
                      fmt::arg("residual", s.residual), fmt::arg("valid", s.valid_len), fmt::arg("stream", c.stream),
-                     fmt::arg("bulk", c.bulk), fmt::arg("stages", c.stages), fmt::arg("grid", c.grid));
+                     fmt::arg("bulk", c.bulk), fmt::arg("stages", c.stages));
 }
 
 // ---- RowOpSpec ----

@@ -19,10 +19,6 @@ struct RowConfig {
   // `stages` parts (rows) in flight per CTA.
   bool bulk = false;
   int stages = 0;
-  // Register rows fed by bulk copies whose `cluster` CTAs are not a cluster: they meet through
-  // global memory, so a row's CTAs may sit in any GPC and every SM can work (clusters larger than
-  // 2 leave some idle). Launched cooperatively (all CTAs resident, which they wait for).
-  bool grid = false;
 
   // Bytes of x in one CTA's part of a row.
   int64_t part_bytes(const RowOpSpec& s) const;

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "cuda/check.hpp"
 #include "gemmforge/error.hpp"
 
 namespace gf::ops {
@@ -20,9 +19,8 @@ struct HostRowParams {
   long long rows;
   float scale;
   float eps;
-  unsigned long long* exchange;
 };
-static_assert(sizeof(HostRowParams) == 80, "HostRowParams must match the device struct RowParams.");
+static_assert(sizeof(HostRowParams) == 72, "HostRowParams must match the device struct RowParams.");
 
 }  // namespace
 
@@ -63,13 +61,11 @@ RowConfig config_for_pointers(const RowOpSpec& s, const RowConfig& c, const RowO
 RowKernel::RowKernel(const RowOpSpec& spec, const RowConfig& config, const std::string& cubin)
     : spec_(spec), config_(config), module_(cubin), fn_(module_.function("gf_row_op")) {
   if (config.smem_bytes(spec) > 0) cuda::set_max_dynamic_smem(fn_, unsigned(config.smem_bytes(spec)));
-  if (config.cluster > 8 && !config.grid) cuda::allow_large_clusters(fn_);
+  if (config.cluster > 8) cuda::allow_large_clusters(fn_);
   const int64_t clusters = (spec.rows + config.rows_per_cta - 1) / config.rows_per_cta;
-  // Rows (row groups) in flight at once: the clusters that fit, or for a grid exchange the CTAs
-  // that fit over the CTAs of a row. A cluster that cannot be resident would fail at launch with
-  // the driver's bare error.
-  int resident = config.cluster > 1 || config.bulk ? cuda::max_active_clusters(fn_, launch_config(config.cluster)) : 1;
-  if (config.grid) resident /= config.cluster;
+  // A cluster that cannot be resident would fail at launch with the driver's bare error.
+  const int resident =
+      config.cluster > 1 || config.bulk ? cuda::max_active_clusters(fn_, launch_config(config.cluster)) : 1;
   GF_CHECK(resident > 0, "{}: no cluster of {} CTAs ({} threads, {} bytes of shared memory each) can be resident",
            config.name(spec), config.cluster, config.threads, config.smem_bytes(spec));
   if (config.bulk) {
@@ -85,35 +81,16 @@ cuda::LaunchConfig RowKernel::launch_config(int64_t ctas) const {
   return {.grid = {unsigned(ctas), 1, 1},
           .block = {unsigned(config_.threads), 1, 1},
           .smem_bytes = unsigned(config_.smem_bytes(spec_)),
-          .cluster = {config_.grid ? 1u : unsigned(config_.cluster), 1, 1},
-          .cooperative = config_.grid};
+          .cluster = {unsigned(config_.cluster), 1, 1}};
 }
 
 void RowKernel::launch(const RowOpArgs& a, cudaStream_t stream) const {
   check_args(spec_, a);
   std::string why = misaligned(spec_, config_, a);
   GF_CHECK(why.empty(), "{}: {}", spec_.key(), why);
-  HostRowParams p{a.x,         a.y,        a.weight, a.bias, a.residual, a.residual_out,
-                  a.valid_len, spec_.rows, a.scale,  a.eps,  nullptr};
+  HostRowParams p{a.x, a.y, a.weight, a.bias, a.residual, a.residual_out, a.valid_len, spec_.rows, a.scale, a.eps};
   void* args[] = {&p};
-  if (!config_.grid) {
-    cuda::launch(fn_, launch_config(grid_), args, stream);
-    return;
-  }
-  // A grid exchange's slots: each launch its own, zeroed, from the stream's pool, so that launches
-  // on other streams and replays of a captured graph never see another launch's words.
-  const size_t bytes = size_t(grid_) * 2 * 2 * sizeof(unsigned long long);  // 2 sets x 2 words a CTA
-  void* slots = nullptr;
-  GF_CUDA_CHECK(cudaMallocAsync(&slots, bytes, stream));
-  p.exchange = static_cast<unsigned long long*>(slots);
-  try {
-    GF_CUDA_CHECK(cudaMemsetAsync(slots, 0, bytes, stream));
-    cuda::launch(fn_, launch_config(grid_), args, stream);
-  } catch (...) {
-    cudaFreeAsync(slots, stream);
-    throw;
-  }
-  GF_CUDA_CHECK(cudaFreeAsync(slots, stream));
+  cuda::launch(fn_, launch_config(grid_), args, stream);
 }
 
 }  // namespace gf::ops

@@ -1,7 +1,6 @@
 // Row-op specs and their config space on the CPU; every config of the benchmark shapes compiles.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <atomic>
 #include <set>
 #include <thread>
@@ -84,17 +83,6 @@ TEST(RowOpSpace, ListsEachConfigOnceWithFewClusterRegisterRowsForLongRows) {
     std::set<std::string> names;
     for (const auto& c : configs) EXPECT_TRUE(names.insert(c.name(s)).second) << text << " twice: " << c.name(s);
   }
-  // Grid exchanges, not yet measured, come after every other config: no default is one.
-  for (const char* text : {"softmax:1024x262144:bf16", "rmsnorm:4096x65536:bf16"}) {
-    auto s = RowOpSpec::parse(text);
-    auto configs = ops::row_configs(s);
-    auto first_grid = std::find_if(configs.begin(), configs.end(), [](const auto& c) { return c.grid; });
-    ASSERT_NE(first_grid, configs.end()) << text;
-    EXPECT_TRUE(std::all_of(first_grid, configs.end(), [](const auto& c) { return c.grid; })) << text;
-    EXPECT_EQ(ops::illegal_reason({512, 1, 8, 8, false, true, 1, true}, s), "") << text;
-    EXPECT_NE(ops::illegal_reason({512, 1, 8, 8, false, false, 0, true}, s), "") << "grid without bulk copies";
-    EXPECT_NE(ops::illegal_reason({512, 1, 8, 1, false, true, 1, true}, s), "") << "grid of one CTA";
-  }
   // Where streaming leads, register rows over a cluster (25-50% slower there) keep one slot in four.
   for (const char* text : {"softmax:1024x262144:bf16", "rmsnorm:4096x65536:bf16"}) {
     auto s = RowOpSpec::parse(text);
@@ -174,13 +162,12 @@ TEST(RowOpSpace, BenchmarkShapesCompileWithoutSpills) {
       auto s = RowOpSpec::parse(std::string(op) + ":" + shape + ":bf16");
       auto configs = ops::row_configs(s);
       for (size_t i = 0; i < configs.size() && i < 4; ++i) work.emplace_back(s, configs[i]);
-      // and the first register-resident row fed by bulk copies, over a cluster and over the grid
-      for (bool grid : {false, true})
-        for (const auto& c : configs)
-          if (c.bulk && !c.stream && c.grid == grid) {
-            work.emplace_back(s, c);
-            break;
-          }
+      // and the first register-resident row fed by bulk copies
+      for (const auto& c : configs)
+        if (c.bulk && !c.stream) {
+          work.emplace_back(s, c);
+          break;
+        }
     }
   for (const char* text :
        {"softmax+valid:2x524288:bf16", "rmsnorm+residual:2x524288:bf16", "layernorm:2x524288:f16->f32"}) {
