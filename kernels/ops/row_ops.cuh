@@ -145,16 +145,29 @@ struct RowOp {
     if (kWarps > 1) {
       if (lane_in_group % 32 == 0) slots[group * kWarps + lane_in_group / 32] = v;
       __syncthreads();
-      v = slots[group * kWarps];
-#pragma unroll
-      for (int w = 1; w < kWarps; ++w) v = combine(v, slots[group * kWarps + w]);
+      v = combine_all<kWarps>(slots + group * kWarps);
     }
     return v;
   }
 
+  // The kN values at v combined as a balanced tree, in a fixed order (every thread and every CTA
+  // of a row gets the same bits): log2(kN) dependent combines, not kN - 1. Each softmax combine
+  // is two exponentials deep, and a row waits for these on its way to the stores.
+  template <int kN>
+  static __device__ __forceinline__ float2 combine_all(const float2* v) {
+    float2 t[kN];
+#pragma unroll
+    for (int i = 0; i < kN; ++i) t[i] = v[i];
+#pragma unroll
+    for (int stride = 1; stride < kN; stride *= 2)
+#pragma unroll
+      for (int i = 0; i + stride < kN; i += 2 * stride) t[i] = combine(t[i], t[i + stride]);
+    return t[0];
+  }
+
   // ... then over the cluster: thread r sends the part's value into slot `part` of CTA r
   // (st.async, completing on that CTA's mbarrier `bar`), then every CTA combines its kCluster
-  // slots in rank order. One-way messages instead of a cluster barrier, whose release would also
+  // slots (combine_all). One-way messages instead of a cluster barrier, whose release would also
   // wait for this CTA's pending global stores.
   static __device__ __forceinline__ float2 push_cluster(float2 v, float2* slots, u64* bar, u32 parity, int part) {
     if (threadIdx.x < kCluster) {
@@ -169,15 +182,7 @@ struct RowOp {
     }
     if (threadIdx.x == 0) ptx::mbar_arrive_expect_tx(bar, kCluster * sizeof(float2));
     ptx::mbar_wait_cluster(bar, parity);
-    return combine_parts(slots);
-  }
-
-  // The kCluster parts' values combined in rank order: every CTA of the row gets the same result.
-  static __device__ __forceinline__ float2 combine_parts(const float2* parts) {
-    float2 v = parts[0];
-#pragma unroll
-    for (int r = 1; r < kCluster; ++r) v = combine(v, parts[r]);
-    return v;
+    return combine_all<kCluster>(slots);
   }
 
   static constexpr int kScratch = kRowsPerCta * kWarps;  // float2 slots of one CTA reduction
