@@ -95,13 +95,13 @@ void run_tune(const TuneArgs& a) {
                    {"failed", std::count_if(r.measurements.begin(), r.measurements.end(),
                                             [](const Measurement& m) { return !m.verified; })},
                    {"candidates", candidate_rows(r.measurements)}});
+    if (!a.json.empty()) write_json(a.json, out);  // after each problem: a run cut short keeps them
   }
   progress.finish();
   table.print();
   double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print("{} problems: {} tuned, {} from the DB ({}), {:.2f} s\n", problems.size(), int(problems.size()) - hits,
              hits, tuner->db().device(), total);
-  if (!a.json.empty()) write_json(a.json, out);
 }
 
 void run_bench(const TuneArgs& a) {
@@ -143,13 +143,13 @@ void run_bench(const TuneArgs& a) {
       log_speedup += std::log(default_us / chosen_us);
       ++counted;
     }
+    if (!a.json.empty()) write_json(a.json, out);
   }
   progress.finish();
   table.print();
   if (counted)
     fmt::print("chosen vs cuBLASLt default: geomean {:.3f}x over {} problems\n", std::exp(log_speedup / counted),
                counted);
-  if (!a.json.empty()) write_json(a.json, out);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -122,10 +123,21 @@ void Progress::finish() {
 }
 
 void write_json(const std::string& path, const nlohmann::json& j) {
-  std::ofstream out(path);
-  GF_CHECK(out.good(), "cannot write {}", path);
-  // Compiler logs cut to a length may end inside a UTF-8 sequence: replace, never throw.
-  out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  // Written beside and renamed over, so that a run killed mid-write leaves the previous whole
+  // file; straight into anything that is not a regular file (/dev/null, a pipe).
+  std::error_code ec;
+  const bool special = std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec);
+  const std::string tmp = special ? path : path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    GF_CHECK(out.good(), "cannot write {}", path);
+    // Compiler logs cut to a length may end inside a UTF-8 sequence: replace, never throw.
+    out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    GF_CHECK(out.good(), "cannot write {}", path);
+  }
+  if (special) return;
+  std::filesystem::rename(tmp, path, ec);
+  GF_CHECK(!ec, "cannot write {}: {}", path, ec.message());
 }
 
 std::string fixed(double v, int digits) { return fmt::format("{:.{}f}", v, digits); }

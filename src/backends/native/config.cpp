@@ -108,21 +108,57 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   return "";
 }
 
+namespace {
+
+// Tensor-core time of a tile over k columns. Shared-memory operand traffic per flop falls as the
+// tile grows: intensity BM*BN/(BM+BN).
+double unit_compute_s(const NativeConfig& c, double k) {
+  const double intensity = double(c.bm) * c.bn / (c.bm + c.bn);
+  const double efficiency = intensity / (intensity + 12.0) * (c.consumers == 2 ? 1.0 : 0.9);
+  return 2.0 * c.bm * c.bn * k / (kPeakPerSm * efficiency);
+}
+
+// Small M: the weights stream from DRAM, shared by few tiles, and the tensor cores mostly wait.
+// The terms were fitted to an exhaustive search of llama3-8b's GEMMs at M = 16 and 128 (H200,
+// 2026-11-30, docs/native-notes.md v12), where the large-M model ranked split-K slices and narrow
+// tiles too high (fast lists 3-9% behind the best). Per unit: each k-block waits about a DRAM
+// round trip under load (kRoundTripS), `stages` of them in flight, narrow B boxes streaming
+// worse; each wave past the first costs a whole unit. The grid cannot beat DRAM either; the two
+// bounds blend (as a 2-norm) since neither is reached alone. A split-K slice past the first costs
+// its partials' traffic and ~1.5 us, and a pair along M with one M-tile leaves the partner idle.
+double estimate_streaming_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo& d) {
+  constexpr double kRoundTripS = 2e-6, kSliceS = 1.5e-6;
+  const int sms = std::max(d.sm_count, 1);
+  const int64_t m_tiles = ceil_div(p.m, c.bm);
+  const int64_t units = p.batch * m_tiles * ceil_div(p.n, c.bn) * c.split_k;
+  const int64_t waves = (units + sms - 1) / sms;
+  const double k_blocks = std::ceil(double(p.k) / c.split_k / 64);
+  const double narrow = 0.7 + 0.3 * 64.0 / c.bn;
+  const double unit_stream_s = std::ceil(k_blocks / c.stages) * kRoundTripS * narrow;
+  const double grid_s = waves * std::max(unit_compute_s(c, k_blocks * 64), unit_stream_s);
+  const double partial_bytes = c.split_k > 1 ? 2.0 * units * c.bm * c.bn * 4 : 0.0;
+  const double dram_s = (p.min_bytes() + partial_bytes) / kDramBytesPerSecond;
+  const double rows = std::min<double>(c.bm, p.m);
+  const double epilogue_s = rows * c.bn * 4 / 100e9 / (c.store_tma() ? 4.0 : 1.0);
+  const double idle_partner = c.pair_m() > 1 && m_tiles < 2 ? 1.5 : 1.0;
+  const double unproven = c.cluster > 1 ? 1.02 : 1.0;  // as in estimate_us
+  return idle_partner * unproven *
+         (kLaunchUs + 1e6 * (std::hypot(grid_s, dram_s) + epilogue_s + (c.split_k - 1) * kSliceS));
+}
+
+}  // namespace
+
 double estimate_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo& d) {
+  if (p.m <= 256) return estimate_streaming_us(c, p, d);
   const int sms = std::max(d.sm_count, 1);
   const int64_t tiles = p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, c.bn);
   const int64_t units = tiles * c.split_k;
   const int64_t waves = (units + sms - 1) / sms;
   const double k_unit = std::ceil(double(p.k) / c.split_k / 64) * 64;
-  // Shared-memory operand traffic per flop falls as the tile grows: intensity BM*BN/(BM+BN).
-  const double intensity = double(c.bm) * c.bn / (c.bm + c.bn);
-  const double efficiency = intensity / (intensity + 12.0) * (c.consumers == 2 ? 1.0 : 0.9);
-  const double unit_compute_s = 2.0 * c.bm * c.bn * k_unit / (kPeakPerSm * efficiency);
   // Each SM streams its units' operands; DRAM bounds the whole grid.
   const double unit_bytes = (double(c.bm) / c.pair_n() + double(c.bn) / c.pair_m()) * k_unit * dtype_bytes(p.a);
-  // Operands stream from DRAM when few tiles share them (small M), else mostly from L2.
-  const double per_sm_bytes_per_s = (p.m <= 256 ? 2.0 * kDramBytesPerSecond : kL2BytesPerSecond) / sms;
-  const double unit_s = std::max(unit_compute_s, unit_bytes / per_sm_bytes_per_s);
+  // Operands come mostly from L2 at large M (many tiles share them).
+  const double unit_s = std::max(unit_compute_s(c, k_unit), unit_bytes / (kL2BytesPerSecond / sms));
   const double partial_bytes = c.split_k > 1 ? 2.0 * units * c.bm * c.bn * 4 : 0.0;
   const double dram_s = (p.min_bytes() + partial_bytes) / kDramBytesPerSecond;
   const double fill_s = c.stages * 0.15e-6;  // filling the pipeline at the start of each unit
