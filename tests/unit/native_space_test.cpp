@@ -91,6 +91,27 @@ TEST(NativeSpace, SmallMPrefersSplitK) {
   EXPECT_EQ(best.bm, 64);
 }
 
+// An exhaustive search on the H200 (2026-11-30, docs/PERFORMANCE.md, fourth session) found these
+// within 1.8% of the best of 670-1720 candidates; the fast list must keep them (v12's model).
+TEST(NativeSpace, SmallMFastListsHoldMeasuredWinners) {
+  DeviceInfo d = DeviceInfo::assumed_hopper();
+  const std::pair<const char*, const char*> winners[] = {
+      {"16x4096x4096:bf16", "_64x128x64_co_s8_c1_k2_x1_g8m_plain_tma2"},    // 19.6 us, best 19.5
+      {"16x4096x14336:bf16", "_64x128x64_pp_s8_c2_k3_x1_g8m_plain_tma2"},   // 43.8 us, best 43.1
+      {"128x6144x4096:bf16", "_64x128x64_co_s8_c1_k1_x1_g8m_plain_tma2"},   // 25.1 us, best 25.0
+      {"128x4096x4096:bf16", "_64x128x64_co_s8_c1_k2_x1_g8m_plain_tma2"},   // 20.4 us, best 20.3
+      {"128x4096x14336:bf16", "_64x128x64_co_s8_c1_k2_x1_g8m_plain_tma2"},  // 44.9 us, the best
+      {"16x128256x4096:bf16", "_64x256x64_co_s5_c1_k1_x1_g8m_plain"},       // 262.1 us, best 259.7
+  };
+  for (const auto& [spec, suffix] : winners) {
+    GemmProblem p = GemmProblem::parse(spec);
+    auto fast = native::ranked_configs(p, d, Search::fast);
+    EXPECT_TRUE(
+        std::any_of(fast.begin(), fast.end(), [&](const NativeConfig& c) { return c.name(p).ends_with(suffix); }))
+        << spec << " lost " << suffix;
+  }
+}
+
 TEST(NativeSpace, DefaultSpaceCompilesWithoutSpills) {
   DeviceInfo d = DeviceInfo::assumed_hopper();
   for (const char* spec : {"4096x6144x4096:bf16", "16x28672x4096:f16->f32", "4096x4096x4096:bf16:nn",
