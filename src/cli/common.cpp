@@ -124,20 +124,27 @@ void Progress::finish() {
 
 void write_json(const std::string& path, const nlohmann::json& j) {
   // Written beside and renamed over, so that a run killed mid-write leaves the previous whole
-  // file; straight into anything that is not a regular file (/dev/null, a pipe).
+  // file; straight into anything else (/dev/null, a pipe, a symlink, which a rename would replace).
+  namespace fs = std::filesystem;
   std::error_code ec;
-  const bool special = std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec);
-  const std::string tmp = special ? path : path + ".tmp";
+  const fs::file_status st = fs::symlink_status(path, ec);
+  const bool direct = fs::exists(st) && !fs::is_regular_file(st);
+  const std::string tmp = direct ? path : fmt::format("{}.{}.tmp", path, ::getpid());
+  auto fail = [&](const std::string& why) {
+    if (!direct) fs::remove(tmp, ec);
+    GF_FAIL("cannot write {}{}", path, why);
+  };
   {
     std::ofstream out(tmp);
-    GF_CHECK(out.good(), "cannot write {}", path);
+    if (!out) fail("");
     // Compiler logs cut to a length may end inside a UTF-8 sequence: replace, never throw.
     out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    GF_CHECK(out.good(), "cannot write {}", path);
+    out.close();  // the last bytes reach the file here
+    if (out.fail()) fail("");
   }
-  if (special) return;
-  std::filesystem::rename(tmp, path, ec);
-  GF_CHECK(!ec, "cannot write {}: {}", path, ec.message());
+  if (direct) return;
+  fs::rename(tmp, path, ec);
+  if (ec) fail(": " + ec.message());
 }
 
 std::string fixed(double v, int digits) { return fmt::format("{:.{}f}", v, digits); }

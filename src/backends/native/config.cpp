@@ -223,8 +223,9 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                 int64_t tiles = p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, bn);
                 if (split > 1 && tiles >= sms) continue;
                 // With a C input, staging the whole tile (C then lands during the main loop) is
-                // offered beside the deepest pipeline. The model charges nothing for the stage it
-                // gives up, so it ranks first; the two measured alike at 4096^3 (docs/native-notes.md v9).
+                // offered beside the deepest pipeline. The large-M model charges nothing for the
+                // stage it gives up, so there it ranks first; the two measured alike at 4096^3
+                // (docs/native-notes.md v9). The small-M model charges for it.
                 if (store_tma && p.epilogue.has_c() && c.store_boxes < out_boxes) {
                   NativeConfig whole = c;
                   whole.store_boxes = out_boxes;
