@@ -4,10 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 
+#include "core/files.hpp"
 #include "gemmforge/error.hpp"
 
 namespace gf::cli {
@@ -123,28 +122,8 @@ void Progress::finish() {
 }
 
 void write_json(const std::string& path, const nlohmann::json& j) {
-  // Written beside and renamed over, so that a run killed mid-write leaves the previous whole
-  // file; straight into anything else (/dev/null, a pipe, a symlink, which a rename would replace).
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::file_status st = fs::symlink_status(path, ec);
-  const bool direct = fs::exists(st) && !fs::is_regular_file(st);
-  const std::string tmp = direct ? path : fmt::format("{}.{}.tmp", path, ::getpid());
-  auto fail = [&](const std::string& why) {
-    if (!direct) fs::remove(tmp, ec);
-    GF_FAIL("cannot write {}{}", path, why);
-  };
-  {
-    std::ofstream out(tmp);
-    if (!out) fail("");
-    // Compiler logs cut to a length may end inside a UTF-8 sequence: replace, never throw.
-    out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    out.close();  // the last bytes reach the file here
-    if (out.fail()) fail("");
-  }
-  if (direct) return;
-  fs::rename(tmp, path, ec);
-  if (ec) fail(": " + ec.message());
+  // Compiler logs cut to a length may end inside a UTF-8 sequence: replace, never throw.
+  write_file_atomically(path, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 std::string fixed(double v, int digits) { return fmt::format("{:.{}f}", v, digits); }

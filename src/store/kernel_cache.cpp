@@ -1,10 +1,8 @@
 #include "store/kernel_cache.hpp"
 
-#include <unistd.h>
-
-#include <atomic>
 #include <fstream>
 
+#include "core/files.hpp"
 #include "gemmforge/error.hpp"
 #include "gemmforge/paths.hpp"
 
@@ -15,18 +13,6 @@ std::optional<std::string> read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
   return std::string((std::istreambuf_iterator<char>(in)), {});
-}
-
-// Write to a unique temporary name, then rename: readers see the whole file or none.
-void write_atomically(const std::filesystem::path& path, const std::string& bytes) {
-  static std::atomic<int> counter{0};
-  auto tmp = path.parent_path() / fmt::format(".{}.{}.{}.tmp", path.filename().string(), getpid(), counter++);
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out.write(bytes.data(), std::streamsize(bytes.size()));
-    GF_CHECK(out.good(), "cannot write kernel cache file {}", tmp.string());
-  }
-  std::filesystem::rename(tmp, path);
 }
 
 }  // namespace
@@ -49,8 +35,8 @@ std::optional<KernelCache::Entry> KernelCache::get(const std::string& key) {
 
 void KernelCache::put(const std::string& key, const std::string& bytes, const std::string& meta) {
   // The metadata first: a binary that is present always has its report beside it.
-  write_atomically(dir_ / (key + ".json"), meta);
-  write_atomically(dir_ / (key + ".cubin"), bytes);
+  write_file_atomically(dir_ / (key + ".json"), meta);
+  write_file_atomically(dir_ / (key + ".cubin"), bytes);
   std::lock_guard lock(mu_);
   memory_[key] = {bytes, meta};
 }

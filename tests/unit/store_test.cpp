@@ -2,8 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
+#include "core/files.hpp"
+#include "gemmforge/error.hpp"
 #include "gemmforge/tuning_db.hpp"
 #include "store/kernel_cache.hpp"
 
@@ -95,4 +98,30 @@ TEST(KernelCache, MissThenHitAcrossInstances) {
   // No temporary files are left behind by the atomic writes.
   for (const auto& f : std::filesystem::directory_iterator(dir))
     EXPECT_TRUE(f.path().extension() == ".cubin" || f.path().extension() == ".json") << f.path();
+}
+
+TEST(Files, WriteAtomicallyReplacesWholeFilesAndWritesThroughSpecialOnes) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fresh_dir("files");
+  const fs::path file = dir / "out.json";
+  write_file_atomically(file, "first");
+  write_file_atomically(file, "second");
+  auto read = [](const fs::path& p) {
+    std::ifstream in(p);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  };
+  EXPECT_EQ(read(file), "second");
+  // A symlink is written through, not replaced by the rename.
+  fs::create_symlink(file, dir / "link.json");
+  write_file_atomically(dir / "link.json", "third");
+  EXPECT_TRUE(fs::is_symlink(dir / "link.json"));
+  EXPECT_EQ(read(file), "third");
+  write_file_atomically("/dev/null", "nothing");
+  EXPECT_FALSE(fs::is_regular_file("/dev/null"));
+  // A directory that does not exist: an error naming the path, and no temporary left behind.
+  EXPECT_THROW(write_file_atomically(dir / "missing" / "x.json", "x"), Error);
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) files += e.path().extension() == ".tmp";
+  EXPECT_EQ(files, 0u);
+  fs::remove_all(dir);
 }

@@ -3,11 +3,11 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <thread>
 
 #include "core/embedded.hpp"
+#include "core/files.hpp"
 #include "core/hash.hpp"
 #include "gemmforge/paths.hpp"
 #include "tune/worker.hpp"
@@ -34,10 +34,7 @@ PythonEnv probe() {
       auto target = dir / path.substr(7);
       if (std::filesystem::exists(target)) continue;
       std::filesystem::create_directories(target.parent_path());
-      auto tmp = target;
-      tmp += ".tmp" + std::to_string(getpid());
-      std::ofstream(tmp) << text;
-      std::filesystem::rename(tmp, target);
+      write_file_atomically(target, std::string(text));
     }
     env.worker_script = (dir / "gemmforge_triton" / "worker.py").string();
   } catch (const std::exception& e) {
