@@ -66,12 +66,23 @@ __device__ __forceinline__ void load_vec(const void* p, float (&out)[kN]) {
   if constexpr (kBytes % 16 == 0) {
     union {
       uint4 q[kBytes / 16];
+      u32 w[kBytes / 4];
       R r[kN];
     } u;
 #pragma unroll
     for (int i = 0; i < kBytes / 16; ++i) u.q[i] = static_cast<const uint4*>(p)[i];
+    if constexpr (kType == kBf16) {
+      // A bf16 is the top half of its float: one shift or mask per element from the 32-bit
+      // word holding two (the lower address in the low half), not an extract and a shift.
 #pragma unroll
-    for (int i = 0; i < kN; ++i) out[i] = E::to_float(u.r[i]);
+      for (int i = 0; i < kN / 2; ++i) {
+        out[2 * i] = __uint_as_float(u.w[i] << 16);
+        out[2 * i + 1] = __uint_as_float(u.w[i] & 0xffff0000u);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kN; ++i) out[i] = E::to_float(u.r[i]);
+    }
   } else {
 #pragma unroll
     for (int i = 0; i < kN; ++i) out[i] = E::to_float(static_cast<const R*>(p)[i]);
@@ -86,10 +97,19 @@ __device__ __forceinline__ void store_vec(void* p, const float (&in)[kN]) {
   if constexpr (kBytes % 16 == 0) {
     union {
       uint4 q[kBytes / 16];
+      u32 w[kBytes / 4];
       R r[kN];
     } u;
+    if constexpr (kType == kF32) {
 #pragma unroll
-    for (int i = 0; i < kN; ++i) u.r[i] = E::from_float(in[i]);
+      for (int i = 0; i < kN; ++i) u.r[i] = in[i];
+    } else {
+      // Two 16-bit values a conversion (the lower address in the low half), not one each and a merge.
+#pragma unroll
+      for (int i = 0; i < kN / 2; ++i)
+        u.w[i] =
+            kType == kBf16 ? ptx::pack_bf16x2(in[2 * i], in[2 * i + 1]) : ptx::pack_f16x2(in[2 * i], in[2 * i + 1]);
+    }
 #pragma unroll
     for (int i = 0; i < kBytes / 16; ++i) static_cast<uint4*>(p)[i] = u.q[i];
   } else {
