@@ -154,6 +154,7 @@ struct RowOp {
   // their accuracy (relative error 3e-4 at |t| = 1e4), and overflow past 2.4e38.
   static __device__ __forceinline__ float exp_approx(float d) { return ptx::exp2_approx(d * kLog2e); }
   static constexpr float kLog2e = 1.4426950408889634f;
+  static constexpr float kFloatMax = 3.40282347e38f;
 
   // Combines v over this CTA's part of the row: the thread's group (shuffles), then the CTA's
   // warps (shared memory slots). Every thread of the group ends with the part's value.
@@ -204,6 +205,11 @@ struct RowOp {
     ptx::mbar_wait_cluster(bar, parity);
     return combine_all<kCluster>(slots);
   }
+
+  // Softmax's t = x * scale. The max of t is scale * max x for a positive scale, which the
+  // exponentials then fold in (fold_scale); any other scale is applied to x first, and 1 folded.
+  static __device__ __forceinline__ bool prescaled(const RowParams& p) { return !(p.scale > 0.0f); }
+  static __device__ __forceinline__ float fold_scale(const RowParams& p) { return prescaled(p) ? 1.0f : p.scale; }
 
   static constexpr int kScratch = kRowsPerCta * kWarps;  // float2 slots of one CTA reduction
 
@@ -288,6 +294,7 @@ struct RowOp {
     float m = -inf(), s = 0.0f, s2 = 0.0f;
     // Softmax: fmaxf drops NaN, but e^(NaN - m) carries it into s, except while m is still -inf.
     bool has_nan = false;
+    const float fold = fold_scale(p);
 #pragma unroll 4
     for (int vec = lane_in_group; vec < kPartVecs; vec += kGroup) {
       float v[kVec];
@@ -298,17 +305,18 @@ struct RowOp {
         if (Cfg::kBulk) store_vec<Cfg::kIn, kVec>(const_cast<InRaw*>(x) + vec * kVec, v);
       }
       if (Cfg::kOp == kSoftmax) {
+        // m: the max of t = x * fold so far, rounded; the FMA takes x * fold - m exactly.
         float vm = -inf();
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
-          v[e] = vec * kVec + e < limit ? v[e] * p.scale : -inf();
+          v[e] = vec * kVec + e < limit ? (prescaled(p) ? v[e] * p.scale : v[e]) : -inf();
           vm = fmaxf(vm, v[e]);
         }
-        const float m_new = fmaxf(m, vm);
+        const float m_new = fmaxf(m, vm * fold);
         if (m_new != -inf()) {
           float add = 0.0f;
 #pragma unroll
-          for (int e = 0; e < kVec; ++e) add += exp_approx(v[e] - m_new);  // +inf: e^(inf - inf), NaN as torch
+          for (int e = 0; e < kVec; ++e) add += exp_approx(fmaf(v[e], fold, -m_new));  // +inf: e^(inf - inf), NaN as torch
           s = (m == -inf() ? 0.0f : s * exp_approx(m - m_new)) + add;
           m = m_new;
         } else {  // nothing above -inf yet: s stays 0, but a NaN must not be lost
@@ -391,6 +399,19 @@ struct RowOp {
     }
 
     if (Cfg::kOp == kSoftmax) {
+      // e^(t - m) for t = x * fold is 2^(x * slope - h), slope = fold * log2(e) and h = m_x * slope
+      // rounded (m_x the thread's max of x): one FFMA and one MUFU op an element. The FFMA's
+      // product is exact, so the exponent is (x - m_x) * slope + r, with r = m_x * slope - h the
+      // same for all of the thread's values; r and the rounding of m = m_x * fold come out once
+      // per thread (corr). Rounding t or t * log2(e) before the subtraction would cost 3e-4 of relative error
+      // at |t| = 1e4.
+      const float fold = fold_scale(p);
+      if (prescaled(p)) {
+#pragma unroll
+        for (int it = 0; it < kIters; ++it)
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) v[it][e] *= p.scale;
+      }
       // The max and the sum below keep kChains partials: one chain of an FMNMX or FADD per value
       // would run at the instructions' latency.
       constexpr int kChains = kIters * kVec >= 16 ? 4 : 1;
@@ -402,17 +423,18 @@ struct RowOp {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
           const int col = (it * kGroup + lane_in_group) * kVec + e;
-          v[it][e] = live && col < limit ? v[it][e] * p.scale : -inf();
+          if (!(live && col < limit)) v[it][e] = -inf();
           mc[(it * kVec + e) % kChains] = fmaxf(mc[(it * kVec + e) % kChains], v[it][e]);
         }
-      float m = mc[0];
+      float m_x = mc[0];
 #pragma unroll
-      for (int c = 1; c < kChains; ++c) m = fmaxf(m, mc[c]);
-      loaded(m);
+      for (int c = 1; c < kChains; ++c) m_x = fmaxf(m_x, mc[c]);
+      loaded(m_x);
+      const float m = m_x * fold;
       // e^t against the thread's own max now, rebased to the row's once it is known: one exp per
       // element, one reduction. A NaN (or inf - inf) makes the sum, and so every output, NaN;
       // fmaxf drops NaN, so a thread with nothing above -inf looks for one.
-      float sum = 0.0f;
+      float sum = 0.0f, corr = 1.0f;
       if (m == -inf()) {
 #pragma unroll
         for (int it = 0; it < kIters; ++it)
@@ -423,20 +445,33 @@ struct RowOp {
           }
       } else {
         float sc[kChains] = {};
+        const float slope = fold * kLog2e, h = m_x * slope;
+        if (fabsf(h) <= kFloatMax) {
 #pragma unroll
-        for (int it = 0; it < kIters; ++it)
+          for (int it = 0; it < kIters; ++it)
 #pragma unroll
-          for (int e = 0; e < kVec; ++e) {
-            v[it][e] = exp_approx(v[it][e] - m);
-            sc[(it * kVec + e) % kChains] += v[it][e];
-          }
+            for (int e = 0; e < kVec; ++e) {
+              v[it][e] = ptx::exp2_approx(fmaf(v[it][e], slope, -h));
+              sc[(it * kVec + e) % kChains] += v[it][e];
+            }
+          corr = ptx::exp2_approx(fmaf(fmaf(m_x, fold, -m), kLog2e, -fmaf(m_x, slope, -h)));
+        } else {  // h overflows (m past 2.4e38, or inf): the subtraction first, as t - m
+#pragma unroll
+          for (int it = 0; it < kIters; ++it)
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) {
+              v[it][e] = exp_approx(fmaf(v[it][e], fold, -m));
+              sc[(it * kVec + e) % kChains] += v[it][e];
+            }
+        }
 #pragma unroll
         for (int c = 0; c < kChains; ++c) sum += sc[c];
+        sum *= corr;
       }
       const float2 t = reduce_row(make_float2(m, sum));
       float shift, scale;
       finish_softmax(t, shift, scale);
-      const float factor = m == -inf() ? scale : exp_approx(m - shift) * scale;
+      const float factor = m == -inf() ? scale : exp_approx(m - shift) * scale * corr;
 #pragma unroll
       for (int it = 0; it < kIters; ++it)
 #pragma unroll

@@ -237,22 +237,52 @@ TEST(RowOp, LayerNormOfALargeMeanKeepsItsVariance) {
 }
 
 TEST(RowOp, SoftmaxOfLargeLogitsKeepsItsAccuracy) {
-  // x = 10000 + 3u: exponentials must be taken of x - max, not of x scaled first (rounding
-  // x * log2(e) to fp32 costs ~3e-4 relative error at this magnitude; fp32 out shows it).
+  // t = x * scale ~ 10000 + 3u: exponentials must be taken of x * scale - max exactly, not of t
+  // or t * log2(e) rounded first (~3e-4 relative error at this magnitude; fp32 out shows it).
+  // The reference takes t exactly; a scale of 0.7 rounds every product in fp32.
   RowOpSpec s = RowOpSpec::parse("softmax:48x65536:f32");
-  std::vector<float> x(static_cast<size_t>(s.rows * s.cols));
-  std::mt19937 rng(6);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (auto& v : x) v = 10000.0f + 3.0f * u(rng);
-  std::vector<double> want(x.size());
-  for (int64_t r = 0; r < s.rows; ++r) {
-    const float* row = &x[size_t(r * s.cols)];
-    double m = row[0], sum = 0;
-    for (int64_t c = 0; c < s.cols; ++c) m = std::max(m, double(row[c]));
-    for (int64_t c = 0; c < s.cols; ++c) sum += std::exp(row[c] - m);
-    for (int64_t c = 0; c < s.cols; ++c) want[size_t(r * s.cols + c)] = std::exp(row[c] - m) / sum;
+  for (float scale : {1.0f, 0.7f}) {
+    std::vector<float> x(static_cast<size_t>(s.rows * s.cols));
+    std::mt19937 rng(6);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (auto& v : x) v = (10000.0f + 3.0f * u(rng)) / scale;
+    std::vector<double> want(x.size());
+    for (int64_t r = 0; r < s.rows; ++r) {
+      const float* row = &x[size_t(r * s.cols)];
+      double m = -INFINITY, sum = 0;
+      for (int64_t c = 0; c < s.cols; ++c) m = std::max(m, double(row[c]) * scale);
+      for (int64_t c = 0; c < s.cols; ++c) sum += std::exp(double(row[c]) * scale - m);
+      for (int64_t c = 0; c < s.cols; ++c) want[size_t(r * s.cols + c)] = std::exp(double(row[c]) * scale - m) / sum;
+    }
+    RowOpArgs a;
+    a.scale = scale;
+    SCOPED_TRACE(scale);
+    expect_each_kind(s, x, a, want, 2e-5);
   }
-  expect_each_kind(s, x, RowOpArgs{}, want, 2e-5);
+}
+
+TEST(RowOp, SoftmaxTakesAScaleOfEitherSign) {
+  // A positive scale folds into the exponentials (the max of x * scale is scale * max x); a zero
+  // or negative one is applied to x first. Each on every kind of kernel.
+  RowOpSpec s = RowOpSpec::parse("softmax:37x65536:f32");
+  std::vector<float> x(static_cast<size_t>(s.rows * s.cols));
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-8.0f, 8.0f);
+  for (auto& v : x) v = u(rng);
+  for (float scale : {0.3f, -0.5f, 0.0f}) {
+    std::vector<double> want(x.size());
+    for (int64_t r = 0; r < s.rows; ++r) {
+      const float* row = &x[size_t(r * s.cols)];
+      double m = -INFINITY, sum = 0;
+      for (int64_t c = 0; c < s.cols; ++c) m = std::max(m, double(row[c]) * scale);
+      for (int64_t c = 0; c < s.cols; ++c) sum += std::exp(double(row[c]) * scale - m);
+      for (int64_t c = 0; c < s.cols; ++c) want[size_t(r * s.cols + c)] = std::exp(double(row[c]) * scale - m) / sum;
+    }
+    RowOpArgs a;
+    a.scale = scale;
+    SCOPED_TRACE(scale);
+    expect_each_kind(s, x, a, want, 1e-5);
+  }
 }
 
 TEST(RowOp, MisalignedPointersTakeTheScalarPath) {
