@@ -57,6 +57,23 @@ struct Elem<kF32> {
   static __device__ __forceinline__ float from_float(float v) { return v; }
 };
 
+// kN 32-bit words at p (16-byte aligned, kN a multiple of 4).
+template <int kN>
+__device__ __forceinline__ void load_words(const void* p, u32 (&w)[kN]) {
+#pragma unroll
+  for (int i = 0; i < kN / 4; ++i) {
+    const uint4 q = static_cast<const uint4*>(p)[i];
+    w[4 * i] = q.x, w[4 * i + 1] = q.y, w[4 * i + 2] = q.z, w[4 * i + 3] = q.w;
+  }
+}
+
+// The two bf16 of a word (the lower address in the low half): each is the top half of its float,
+// one shift or mask.
+__device__ __forceinline__ void unpack_bf16x2(u32 w, float& lo, float& hi) {
+  lo = __uint_as_float(w << 16);
+  hi = __uint_as_float(w & 0xffff0000u);
+}
+
 // kN consecutive elements at p (aligned to their total size, a power of two up to 64 bytes).
 template <int kType, int kN>
 __device__ __forceinline__ void load_vec(const void* p, float (&out)[kN]) {
@@ -66,23 +83,12 @@ __device__ __forceinline__ void load_vec(const void* p, float (&out)[kN]) {
   if constexpr (kBytes % 16 == 0) {
     union {
       uint4 q[kBytes / 16];
-      u32 w[kBytes / 4];
       R r[kN];
     } u;
 #pragma unroll
     for (int i = 0; i < kBytes / 16; ++i) u.q[i] = static_cast<const uint4*>(p)[i];
-    if constexpr (kType == kBf16) {
-      // A bf16 is the top half of its float: one shift or mask per element from the 32-bit
-      // word holding two (the lower address in the low half), not an extract and a shift.
 #pragma unroll
-      for (int i = 0; i < kN / 2; ++i) {
-        out[2 * i] = __uint_as_float(u.w[i] << 16);
-        out[2 * i + 1] = __uint_as_float(u.w[i] & 0xffff0000u);
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < kN; ++i) out[i] = E::to_float(u.r[i]);
-    }
+    for (int i = 0; i < kN; ++i) out[i] = E::to_float(u.r[i]);
   } else {
 #pragma unroll
     for (int i = 0; i < kN; ++i) out[i] = E::to_float(static_cast<const R*>(p)[i]);
@@ -155,6 +161,10 @@ struct RowOp {
   static __device__ __forceinline__ float exp_approx(float d) { return ptx::exp2_approx(d * kLog2e); }
   static constexpr float kLog2e = 1.4426950408889634f;
   static constexpr float kFloatMax = 3.40282347e38f;
+  static constexpr u32 kNegInfBf16x2 = 0xff80ff80u;
+  // bf16 softmax keeps a resident row's words as loaded for a max of two lanes at a time.
+  static constexpr bool kPackedMax = Cfg::kOp == kSoftmax && Cfg::kIn == kBf16 && kVec % 8 == 0;
+  using Words = u32[kIters][kPackedMax ? kVec / 2 : 1];
 
   // Combines v over this CTA's part of the row: the thread's group (shuffles), then the CTA's
   // warps (shared memory slots). Every thread of the group ends with the part's value.
@@ -376,6 +386,63 @@ struct RowOp {
     }
   }
 
+  // Softmax's max and sum over a thread's values keep kChains partials: one chain of an FMNMX or
+  // FADD per value would run at the instructions' latency.
+  static constexpr int kChains = kIters * kVec >= 16 ? 4 : 1;
+
+  // The thread's max of its values v (x * scale when prescaled), masked ones set to -inf.
+  static __device__ __forceinline__ float max_of_values(const RowParams& p, float (&v)[kIters][kVec], bool live,
+                                                        int limit, int lane_in_group) {
+    if (prescaled(p)) {
+#pragma unroll
+      for (int it = 0; it < kIters; ++it)
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) v[it][e] *= p.scale;
+    }
+    float mc[kChains];
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) mc[c] = -inf();
+#pragma unroll
+    for (int it = 0; it < kIters; ++it)
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const int col = (it * kGroup + lane_in_group) * kVec + e;
+        if (!(live && col < limit)) v[it][e] = -inf();
+        mc[(it * kVec + e) % kChains] = fmaxf(mc[(it * kVec + e) % kChains], v[it][e]);
+      }
+    float m = mc[0];
+#pragma unroll
+    for (int c = 1; c < kChains; ++c) m = fmaxf(m, mc[c]);
+    return m;
+  }
+
+  // The same over bf16 pairs as loaded (w), one max.bf16x2 per two values (it drops NaN, as
+  // fmaxf; ptxas fuses them three operands at a time); masked halves set to -inf. Unpacks w into v.
+  static __device__ __forceinline__ float max_of_pairs(Words& w, float (&v)[kIters][kVec],
+                                                       bool live, int limit, int lane_in_group) {
+    u32 mc[kChains];
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) mc[c] = kNegInfBf16x2;
+#pragma unroll
+    for (int it = 0; it < kIters; ++it)
+#pragma unroll
+      for (int i = 0; i < kVec / 2; ++i) {
+        const int col = (it * kGroup + lane_in_group) * kVec + 2 * i;
+        if (!(live && col + 1 < limit))
+          w[it][i] = !(live && col < limit) ? kNegInfBf16x2 : (w[it][i] & 0xffffu) | (kNegInfBf16x2 & 0xffff0000u);
+        mc[(it * kVec / 2 + i) % kChains] = ptx::max_bf16x2(mc[(it * kVec / 2 + i) % kChains], w[it][i]);
+        unpack_bf16x2(w[it][i], v[it][2 * i], v[it][2 * i + 1]);
+      }
+    float m = -inf();
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) {
+      float lo, hi;
+      unpack_bf16x2(mc[c], lo, hi);
+      m = fmaxf(m, fmaxf(lo, hi));
+    }
+    return m;
+  }
+
   // One row (part) held in registers: x and res (global or shared memory) are read once, the
   // statistics reduced over the row and the outputs written from the registers. loaded(w) runs
   // once every value read has landed (a bulk kernel hands the stage back): w is computed from all
@@ -387,12 +454,16 @@ struct RowOp {
                                                       long long row, const typename In::raw* x,
                                                       const typename In::raw* res, Affine affine) {
     float v[kIters][kVec];
+    Words w;  // kPackedMax: x as loaded
     const int limit = live ? valid_cols(p, row, part) : kPartCols;
 #pragma unroll
     for (int it = 0; it < kIters; ++it) {
       const int vec = it * kGroup + lane_in_group, col = vec * kVec;  // column within the part
       if (live && vec < kPartVecs) {
-        load_vec<Cfg::kIn, kVec>(x + col, v[it]);
+        if constexpr (kPackedMax)
+          load_words<kVec / 2>(x + col, w[it]);
+        else
+          load_vec<Cfg::kIn, kVec>(x + col, v[it]);
         if (Cfg::kOp == kRmsNorm && Cfg::kResidual)
           add_residual(v[it], res + col, static_cast<typename In::raw*>(p.residual_out) + base + col);
       }
@@ -406,29 +477,20 @@ struct RowOp {
       // per thread (corr). Rounding t or t * log2(e) before the subtraction would cost 3e-4 of relative error
       // at |t| = 1e4.
       const float fold = fold_scale(p);
-      if (prescaled(p)) {
+      float m_x;
+      bool have_max = false;
+      if constexpr (kPackedMax) {
+        if (!prescaled(p)) {
+          m_x = max_of_pairs(w, v, live, limit, lane_in_group);
+          have_max = true;
+        } else {
 #pragma unroll
-        for (int it = 0; it < kIters; ++it)
+          for (int it = 0; it < kIters; ++it)
 #pragma unroll
-          for (int e = 0; e < kVec; ++e) v[it][e] *= p.scale;
-      }
-      // The max and the sum below keep kChains partials: one chain of an FMNMX or FADD per value
-      // would run at the instructions' latency.
-      constexpr int kChains = kIters * kVec >= 16 ? 4 : 1;
-      float mc[kChains];
-#pragma unroll
-      for (int c = 0; c < kChains; ++c) mc[c] = -inf();
-#pragma unroll
-      for (int it = 0; it < kIters; ++it)
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          const int col = (it * kGroup + lane_in_group) * kVec + e;
-          if (!(live && col < limit)) v[it][e] = -inf();
-          mc[(it * kVec + e) % kChains] = fmaxf(mc[(it * kVec + e) % kChains], v[it][e]);
+            for (int i = 0; i < kVec / 2; ++i) unpack_bf16x2(w[it][i], v[it][2 * i], v[it][2 * i + 1]);
         }
-      float m_x = mc[0];
-#pragma unroll
-      for (int c = 1; c < kChains; ++c) m_x = fmaxf(m_x, mc[c]);
+      }
+      if (!have_max) m_x = max_of_values(p, v, live, limit, lane_in_group);
       loaded(m_x);
       const float m = m_x * fold;
       // e^t against the thread's own max now, rebased to the row's once it is known: one exp per

@@ -15,6 +15,12 @@ __device__ __forceinline__ u32 pack_f16x2(float lo, float hi) {
   asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
+// Lane-wise max of two bf16 pairs; a NaN lane gives the other operand's (as fmaxf).
+__device__ __forceinline__ u32 max_bf16x2(u32 a, u32 b) {
+  u32 r;
+  asm("max.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
 __device__ __forceinline__ float bf16_to_float(u16 v) { return __uint_as_float(u32(v) << 16); }
 __device__ __forceinline__ float f16_to_float(u16 v) {
   float f;

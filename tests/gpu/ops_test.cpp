@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <random>
 #include <thread>
@@ -126,16 +127,22 @@ TEST(RowOp, RegisterRowsFromBulkCopiesVerify) {
 TEST(RowOp, NanAndInfBehaveLikeTorch) {
   // Row 0: a NaN -> all NaN. Row 1: one +inf -> all NaN (inf - inf in the sum). Row 2: all -inf ->
   // all NaN. Row 3: finite. torch.softmax gives the same. Over the register-resident kernel
-  // (255 columns: threads that hold the NaN alone) and the streaming one.
-  for (const char* text : {"softmax:4x256:f32", "softmax:4x255:f32", "softmax:4x65536:f32"}) {
+  // (255 columns: threads that hold the NaN alone) and the streaming one; bf16 in for the
+  // register-resident kernel's max over bf16 pairs.
+  for (const char* text : {"softmax:4x256:f32", "softmax:4x255:f32", "softmax:4x65536:f32", "softmax:4x256:bf16->f32",
+                           "softmax:4x65536:bf16->f32"}) {
     RowOpSpec s = RowOpSpec::parse(text);
     const int64_t n = s.cols;
     std::vector<float> x(size_t(4 * n), 0.5f);
     x[7] = NAN;
     x[size_t(n + 9)] = INFINITY;
     for (int64_t c = 0; c < n; ++c) x[size_t(2 * n + c)] = -INFINITY;
-    cuda::DeviceBuffer dx(x.size() * 4), dy(x.size() * 4);
-    GF_CUDA_CHECK(cudaMemcpy(dx.get(), x.data(), dx.bytes(), cudaMemcpyHostToDevice));
+    // bf16 is the top half of a float: 0.5, NaN and the infinities truncate exactly.
+    std::vector<uint16_t> x16(x.size());
+    for (size_t i = 0; i < x.size(); ++i) x16[i] = uint16_t(std::bit_cast<uint32_t>(x[i]) >> 16);
+    const void* host = s.in == DType::f32 ? static_cast<const void*>(x.data()) : x16.data();
+    cuda::DeviceBuffer dx(x.size() * size_t(dtype_bytes(s.in))), dy(x.size() * 4);
+    GF_CUDA_CHECK(cudaMemcpy(dx.get(), host, dx.bytes(), cudaMemcpyHostToDevice));
     RowOpArgs a;
     a.x = dx.get();
     a.y = dy.get();
