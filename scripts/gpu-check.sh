@@ -48,7 +48,7 @@ if [ "$what" = all ] || [ "$what" = tune ]; then
   step "tune llama3-8b (cold), then again (DB hits)"
   "$gf" db clear >/dev/null
   start=$(date +%s.%N)
-  timeout ${T_TUNE:-150} "$gf" tune --model llama3-8b --tokens 16,128,4096 -s "$search" --json "$out/tune-cold.json" \
+  timeout ${T_TUNE:-240} "$gf" tune --model llama3-8b --tokens 16,128,4096 -s "$search" --json "$out/tune-cold.json" \
     > "$out/tune-cold.txt" 2>&1 || status=1
   cold=$(awk "BEGIN{print $(date +%s.%N) - $start}")
   start=$(date +%s.%N)
@@ -61,7 +61,7 @@ fi
 
 if [ "$what" = all ] || [ "$what" = bench ]; then
   step "bench llama3-8b"
-  timeout ${T_BENCH:-120} "$gf" bench --model llama3-8b --tokens 16,128,4096 -s "$search" --json "$out/bench-8b.json" \
+  timeout ${T_BENCH:-240} "$gf" bench --model llama3-8b --tokens 16,128,4096 -s "$search" --json "$out/bench-8b.json" \
     > "$out/bench-8b.txt" 2>&1 || status=1
   if [ -n "${BENCH_EXTRA:-}" ]; then
     step "bench $BENCH_EXTRA"

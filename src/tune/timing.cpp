@@ -16,12 +16,19 @@ Timing Timer::time(const std::function<void(int)>& launch, int sets, cudaStream_
     if (o.flush_l2) GF_CUDA_CHECK(cudaMemsetAsync(flush_.get(), set & 0xff, flush_.bytes(), stream));
   };
 
-  // Warm-up, timed as a whole to size the number of repetitions.
-  start.record(stream);
-  for (int i = 0; i < o.warmup; ++i) launch(next_set());
-  stop.record(stream);
-  GF_CUDA_CHECK(cudaStreamSynchronize(stream));
-  double est_ms = std::max(1e-3, double(stop.since(start)) / std::max(o.warmup, 1));
+  // Warm-up in timed batches, until both minimums are met; the last batch sizes the repetitions.
+  double est_ms = 0, warmed_ms = 0;
+  for (int batch = std::max(o.warmup, 1), done = 0; done < o.warmup || warmed_ms < o.warmup_ms;) {
+    start.record(stream);
+    for (int i = 0; i < batch; ++i) launch(next_set());
+    stop.record(stream);
+    GF_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const double ms = stop.since(start);
+    est_ms = std::max(1e-3, ms / batch);
+    warmed_ms += ms;
+    done += batch;
+    batch = std::clamp(int((o.warmup_ms - warmed_ms) / est_ms) + 1, 1, 1 << 16);
+  }
   int reps = std::clamp(int(o.budget_ms / est_ms), o.min_reps, o.max_reps);
 
   std::vector<cuda::Event> begins(static_cast<size_t>(reps)), ends(static_cast<size_t>(reps));

@@ -10,7 +10,12 @@
 namespace gf::tune {
 
 struct TimingOptions {
-  int warmup = 3;
+  int warmup = 3;  // launches at least, and ...
+  // ... this much kernel time at least. An H200 that idled for a moment (while the host verified
+  // the last candidate) runs the first ~100 ms of load at boosted clocks before its power limit
+  // pulls them down: timed in that window, one kernel measured anywhere from 531 to 610 us
+  // depending on its place in the queue (8192x6144x4096, 2026-11-30).
+  double warmup_ms = 100;
   int min_reps = 10;
   int max_reps = 100;
   double budget_ms = 150;  // timed launches stop after about this much kernel time

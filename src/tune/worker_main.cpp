@@ -14,6 +14,7 @@ namespace {
 TimingOptions timing_from(const nlohmann::json& j) {
   TimingOptions o;
   o.warmup = j.value("warmup", o.warmup);
+  o.warmup_ms = j.value("warmup_ms", o.warmup_ms);
   o.min_reps = j.value("min_reps", o.min_reps);
   o.max_reps = j.value("max_reps", o.max_reps);
   o.budget_ms = j.value("budget_ms", o.budget_ms);
