@@ -162,8 +162,10 @@ struct RowOp {
   static constexpr float kLog2e = 1.4426950408889634f;
   static constexpr float kFloatMax = 3.40282347e38f;
   static constexpr u32 kNegInfBf16x2 = 0xff80ff80u;
-  // bf16 softmax keeps a resident row's words as loaded for a max of two lanes at a time.
-  static constexpr bool kPackedMax = Cfg::kOp == kSoftmax && Cfg::kIn == kBf16 && kVec % 8 == 0;
+  // bf16 softmax may keep a resident row's words as loaded for a max of two lanes at a time.
+  static constexpr bool kPackedMax = Cfg::kPairMax;
+  static_assert(!kPackedMax || (Cfg::kOp == kSoftmax && Cfg::kIn == kBf16 && kVec % 8 == 0 && !Cfg::kStream),
+                "The max over bf16 pairs is for bf16 softmax rows in registers, 16-byte vectors.");
   using Words = u32[kIters][kPackedMax ? kVec / 2 : 1];
 
   // Combines v over this CTA's part of the row: the thread's group (shuffles), then the CTA's

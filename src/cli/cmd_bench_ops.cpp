@@ -100,9 +100,9 @@ void add_bench_ops(CLI::App& app) {
   cmd->add_option("--json", a->json, "also write the results as JSON to FILE");
   cmd->add_option("--only", a->only,
                   "only the configs whose names contain TEXT, to study one variant (names end "
-                  "_t<threads>_r<rows per CTA>_v<vector>_x<cluster>[_s | _b<stages> | _p<stages>], e.g. _x8_b2: "
-                  "clusters of 8, bulk "
-                  "copies, 2 stages); ops with none are skipped, --max-configs still applies, nothing is stored in the "
+                  "_t<threads>_r<rows per CTA>_v<vector>_x<cluster>[_s | _b<stages> | _p<stages>][_h2], e.g. _x8_b2: "
+                  "clusters of 8, bulk copies, 2 stages; _h2: bf16 softmax takes the max over bf16 pairs); ops with "
+                  "none are skipped, --max-configs still applies, nothing is stored in the "
                   "DB");
   cmd->callback([a] { run_bench_ops(*a); });
 }

@@ -54,23 +54,24 @@ std::string RowConfig::name(const RowOpSpec& s) const {
   std::string key = s.key();
   for (char& ch : key)
     if (ch == ':' || ch == '+' || ch == '>' || ch == '-') ch = '_';
-  // Bulk copies: _b (two passes over the stages), _p (registers).
-  return fmt::format("rowop_{}_t{}_r{}_v{}_x{}{}", key, threads, rows_per_cta, vec, cluster,
+  // Bulk copies: _b (two passes over the stages), _p (registers); _h2: the max over bf16 pairs.
+  return fmt::format("rowop_{}_t{}_r{}_v{}_x{}{}{}", key, threads, rows_per_cta, vec, cluster,
                      bulk     ? fmt::format("_{}{}", stream ? "b" : "p", stages)
                      : stream ? "_s"
-                              : "");
+                              : "",
+                     pair_max ? "_h2" : "");
 }
 
 nlohmann::json RowConfig::to_json() const {
   return {{"threads", threads}, {"rows_per_cta", rows_per_cta},
           {"vec", vec},         {"cluster", cluster},
           {"stream", stream},   {"bulk", bulk},
-          {"stages", stages}};
+          {"stages", stages},   {"pair_max", pair_max}};
 }
 
 RowConfig RowConfig::from_json(const nlohmann::json& j) {
-  return {j.at("threads"),          j.at("rows_per_cta"),   j.at("vec"),         j.at("cluster"),
-          j.value("stream", false), j.value("bulk", false), j.value("stages", 0)};
+  return {j.at("threads"),          j.at("rows_per_cta"),   j.at("vec"),          j.at("cluster"),
+          j.value("stream", false), j.value("bulk", false), j.value("stages", 0), j.value("pair_max", false)};
 }
 
 int widest_vec(const RowOpSpec& s) {
@@ -108,6 +109,8 @@ std::string illegal_reason(const RowConfig& c, const RowOpSpec& s) {
   } else if (c.stages != 0) {
     return "stages are for bulk copies";
   }
+  if (c.pair_max && (s.kind != RowOpKind::softmax || s.in != DType::bf16 || c.stream || c.vec % 8 != 0))
+    return "the max over bf16 pairs is for bf16 softmax rows held in registers, 16-byte vectors";
   int values = c.values_per_thread(s.cols);
   if (values > 64) return fmt::format("{} values per thread exceed the register budget", values);
   // A CTA's registers: the values (two sets with a residual) plus ~40 of addressing, within 64K
@@ -202,7 +205,15 @@ std::vector<RowConfig> row_configs(const RowOpSpec& s, bool every_width) {
     if (j < second.size()) out.push_back(second[j++].second);
   }
   for (const auto& sc : last) out.push_back(sc.second);
-  return out;
+  // bf16 softmax rows in registers: each config also with the max over bf16 pairs, just ahead.
+  std::vector<RowConfig> both;
+  for (const RowConfig& c : out) {
+    RowConfig pairs = c;
+    pairs.pair_max = true;
+    if (illegal_reason(pairs, s).empty()) both.push_back(pairs);
+    both.push_back(c);
+  }
+  return both;
 }
 
 RowConfig default_config(const RowOpSpec& s) {
@@ -220,6 +231,7 @@ struct Cfg {{
   static constexpr int kCols = {cols}, kVec = {vec}, kThreads = {threads}, kRowsPerCta = {rows}, kCluster = {cluster};
   static constexpr bool kResidual = {residual}, kValidLen = {valid}, kStream = {stream}, kBulk = {bulk};
   static constexpr int kStages = {stages};
+  static constexpr bool kPairMax = {pair_max};
 }};
 
 extern "C" __global__ void __launch_bounds__({threads}) gf_row_op(const __grid_constant__ gf::RowParams p) {{
@@ -230,7 +242,7 @@ extern "C" __global__ void __launch_bounds__({threads}) gf_row_op(const __grid_c
                      fmt::arg("out", elem_enum(s.out)), fmt::arg("cols", s.cols), fmt::arg("vec", c.vec),
                      fmt::arg("threads", c.threads), fmt::arg("rows", c.rows_per_cta), fmt::arg("cluster", c.cluster),
                      fmt::arg("residual", s.residual), fmt::arg("valid", s.valid_len), fmt::arg("stream", c.stream),
-                     fmt::arg("bulk", c.bulk), fmt::arg("stages", c.stages));
+                     fmt::arg("bulk", c.bulk), fmt::arg("stages", c.stages), fmt::arg("pair_max", c.pair_max));
 }
 
 // ---- RowOpSpec ----

@@ -46,6 +46,14 @@ std::vector<double> cpu_row_op(const RowOpSpec& s, const std::vector<double>& x,
   return y;
 }
 
+// x as bf16 (the top halves: exact for values that bf16_exact left alone).
+std::vector<uint16_t> to_bf16(const std::vector<float>& x) {
+  std::vector<uint16_t> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = uint16_t(std::bit_cast<uint32_t>(x[i]) >> 16);
+  return out;
+}
+float bf16_exact(float v) { return std::bit_cast<float>(std::bit_cast<uint32_t>(v) & 0xffff0000u); }
+
 }  // namespace
 
 class RowReferenceTest : public ::testing::TestWithParam<const char*> {};
@@ -105,9 +113,9 @@ INSTANTIATE_TEST_SUITE_P(
 // shapes caught stages refilled before the reads from them had landed (2026-11-30).
 TEST(RowOp, RegisterRowsFromBulkCopiesVerify) {
   DeviceInfo dev = DeviceInfo::query();
-  for (const char* text : {"softmax+valid:700x32768:bf16", "rmsnorm+residual:1000x16384:bf16", "layernorm:3000x8192:f16",
-                           "softmax:64x65536:bf16->f32", "rmsnorm:1024x262144:bf16", "softmax:16384x16384:bf16",
-                           "rmsnorm:4096x65536:bf16"}) {
+  for (const char* text : {"softmax+valid:700x32768:bf16", "rmsnorm+residual:1000x16384:bf16",
+                           "layernorm:3000x8192:f16", "softmax:64x65536:bf16->f32", "rmsnorm:1024x262144:bf16",
+                           "softmax:16384x16384:bf16", "rmsnorm:4096x65536:bf16"}) {
     RowOpSpec s = RowOpSpec::parse(text);
     ops::RowOpBench bench(s, dev, std::random_device{}());
     int tried = 0;
@@ -137,9 +145,8 @@ TEST(RowOp, NanAndInfBehaveLikeTorch) {
     x[7] = NAN;
     x[size_t(n + 9)] = INFINITY;
     for (int64_t c = 0; c < n; ++c) x[size_t(2 * n + c)] = -INFINITY;
-    // bf16 is the top half of a float: 0.5, NaN and the infinities truncate exactly.
-    std::vector<uint16_t> x16(x.size());
-    for (size_t i = 0; i < x.size(); ++i) x16[i] = uint16_t(std::bit_cast<uint32_t>(x[i]) >> 16);
+    // 0.5, NaN and the infinities are bf16-exact.
+    const std::vector<uint16_t> x16 = to_bf16(x);
     const void* host = s.in == DType::f32 ? static_cast<const void*>(x.data()) : x16.data();
     cuda::DeviceBuffer dx(x.size() * size_t(dtype_bytes(s.in))), dy(x.size() * 4);
     GF_CUDA_CHECK(cudaMemcpy(dx.get(), host, dx.bytes(), cudaMemcpyHostToDevice));
@@ -198,12 +205,15 @@ static std::vector<ops::RowConfig> one_of_each_kind(const RowOpSpec& s) {
   return out;
 }
 
-// Runs each kind of kernel on x (f32, on the host) and compares y with want.
+// Runs each kind of kernel on x (on the host; f32 or, for a bf16 spec, bf16-exact values) and
+// compares y (f32) with want.
 static void expect_each_kind(const RowOpSpec& s, const std::vector<float>& x, RowOpArgs a,
                              const std::vector<double>& want, double tolerance) {
   const int64_t n = s.rows * s.cols;
-  cuda::DeviceBuffer dx(x.size() * 4), dy(x.size() * 4);
-  GF_CUDA_CHECK(cudaMemcpy(dx.get(), x.data(), dx.bytes(), cudaMemcpyHostToDevice));
+  const std::vector<uint16_t> x16 = to_bf16(x);
+  const void* host = s.in == DType::bf16 ? static_cast<const void*>(x16.data()) : x.data();
+  cuda::DeviceBuffer dx(x.size() * size_t(dtype_bytes(s.in))), dy(x.size() * 4);
+  GF_CUDA_CHECK(cudaMemcpy(dx.get(), host, dx.bytes(), cudaMemcpyHostToDevice));
   a.x = dx.get();
   a.y = dy.get();
   for (const auto& c : one_of_each_kind(s)) {
@@ -270,25 +280,28 @@ TEST(RowOp, SoftmaxOfLargeLogitsKeepsItsAccuracy) {
 
 TEST(RowOp, SoftmaxTakesAScaleOfEitherSign) {
   // A positive scale folds into the exponentials (the max of x * scale is scale * max x); a zero
-  // or negative one is applied to x first. Each on every kind of kernel.
-  RowOpSpec s = RowOpSpec::parse("softmax:37x65536:f32");
-  std::vector<float> x(static_cast<size_t>(s.rows * s.cols));
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> u(-8.0f, 8.0f);
-  for (auto& v : x) v = u(rng);
-  for (float scale : {0.3f, -0.5f, 0.0f}) {
-    std::vector<double> want(x.size());
-    for (int64_t r = 0; r < s.rows; ++r) {
-      const float* row = &x[size_t(r * s.cols)];
-      double m = -INFINITY, sum = 0;
-      for (int64_t c = 0; c < s.cols; ++c) m = std::max(m, double(row[c]) * scale);
-      for (int64_t c = 0; c < s.cols; ++c) sum += std::exp(double(row[c]) * scale - m);
-      for (int64_t c = 0; c < s.cols; ++c) want[size_t(r * s.cols + c)] = std::exp(double(row[c]) * scale - m) / sum;
+  // or negative one is applied to x first. Each on every kind of kernel, bf16 in for the max over
+  // bf16 pairs.
+  for (const char* text : {"softmax:37x65536:f32", "softmax:37x65536:bf16->f32"}) {
+    RowOpSpec s = RowOpSpec::parse(text);
+    std::vector<float> x(static_cast<size_t>(s.rows * s.cols));
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> u(-8.0f, 8.0f);
+    for (auto& v : x) v = bf16_exact(u(rng));
+    for (float scale : {0.3f, -0.5f, 0.0f}) {
+      std::vector<double> want(x.size());
+      for (int64_t r = 0; r < s.rows; ++r) {
+        const float* row = &x[size_t(r * s.cols)];
+        double m = -INFINITY, sum = 0;
+        for (int64_t c = 0; c < s.cols; ++c) m = std::max(m, double(row[c]) * scale);
+        for (int64_t c = 0; c < s.cols; ++c) sum += std::exp(double(row[c]) * scale - m);
+        for (int64_t c = 0; c < s.cols; ++c) want[size_t(r * s.cols + c)] = std::exp(double(row[c]) * scale - m) / sum;
+      }
+      RowOpArgs a;
+      a.scale = scale;
+      SCOPED_TRACE(fmt::format("{} scale {}", text, scale));
+      expect_each_kind(s, x, a, want, 1e-5);
     }
-    RowOpArgs a;
-    a.scale = scale;
-    SCOPED_TRACE(scale);
-    expect_each_kind(s, x, a, want, 1e-5);
   }
 }
 

@@ -93,6 +93,37 @@ TEST(RowOpSpace, ListsEachConfigOnceWithFewClusterRegisterRowsForLongRows) {
   }
 }
 
+TEST(RowOpSpace, PairMaxIsTriedJustAheadOfEachBf16SoftmaxRegisterRow) {
+  // Faster at 16k and 256k columns, slower over clusters of two at 64k: the tuner picks.
+  auto s = RowOpSpec::parse("softmax:4096x65536:bf16");
+  auto configs = ops::row_configs(s);
+  int pairs = 0;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const auto& c = configs[i];
+    const bool in_registers = !c.stream && c.vec == 8;
+    if (!c.pair_max) {
+      // Its pair twin is just ahead of it.
+      ops::RowConfig twin = c;
+      twin.pair_max = true;
+      EXPECT_EQ(in_registers, i > 0 && configs[i - 1] == twin) << c.name(s);
+      continue;
+    }
+    ++pairs;
+    EXPECT_TRUE(in_registers) << c.name(s);
+    EXPECT_NE(c.name(s).find("_h2"), std::string::npos);
+    EXPECT_EQ(ops::RowConfig::from_json(c.to_json()), c);
+  }
+  EXPECT_GT(pairs, 8);
+  for (const char* text : {"softmax:4096x65536:f16", "softmax:4096x65536:f32", "rmsnorm:4096x65536:bf16"}) {
+    auto other = RowOpSpec::parse(text);
+    for (const auto& c : ops::row_configs(other, true)) EXPECT_FALSE(c.pair_max) << c.name(other);
+  }
+  ops::RowConfig streaming = configs.front();
+  streaming.stream = true;
+  streaming.pair_max = true;
+  EXPECT_NE(ops::illegal_reason(streaming, s), "");
+}
+
 TEST(RowOpSpace, BulkSharedMemoryHoldsStagesAffineAndBarriers) {
   // Mirrors RowOp::bulk_rows: stages, the norms' weight (and LayerNorm's bias) over one part, then
   // stages + 1 mbarriers.
