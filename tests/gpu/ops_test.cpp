@@ -54,6 +54,13 @@ std::vector<uint16_t> to_bf16(const std::vector<float>& x) {
 }
 float bf16_exact(float v) { return std::bit_cast<float>(std::bit_cast<uint32_t>(v) & 0xffff0000u); }
 
+// x * scale, exactly (softmax's t in float64).
+std::vector<double> scaled(const std::vector<float>& x, float scale) {
+  std::vector<double> t(x.size());
+  for (size_t i = 0; i < x.size(); ++i) t[i] = double(x[i]) * scale;
+  return t;
+}
+
 }  // namespace
 
 class RowReferenceTest : public ::testing::TestWithParam<const char*> {};
@@ -263,14 +270,7 @@ TEST(RowOp, SoftmaxOfLargeLogitsKeepsItsAccuracy) {
     std::mt19937 rng(6);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     for (auto& v : x) v = (10000.0f + 3.0f * u(rng)) / scale;
-    std::vector<double> want(x.size());
-    for (int64_t r = 0; r < s.rows; ++r) {
-      const float* row = &x[size_t(r * s.cols)];
-      double m = -INFINITY, sum = 0;
-      for (int64_t c = 0; c < s.cols; ++c) m = std::max(m, double(row[c]) * scale);
-      for (int64_t c = 0; c < s.cols; ++c) sum += std::exp(double(row[c]) * scale - m);
-      for (int64_t c = 0; c < s.cols; ++c) want[size_t(r * s.cols + c)] = std::exp(double(row[c]) * scale - m) / sum;
-    }
+    const auto want = cpu_row_op(s, scaled(x, scale), {}, {}, {});
     RowOpArgs a;
     a.scale = scale;
     SCOPED_TRACE(scale);
@@ -289,14 +289,7 @@ TEST(RowOp, SoftmaxTakesAScaleOfEitherSign) {
     std::uniform_real_distribution<float> u(-8.0f, 8.0f);
     for (auto& v : x) v = bf16_exact(u(rng));
     for (float scale : {0.3f, -0.5f, 0.0f}) {
-      std::vector<double> want(x.size());
-      for (int64_t r = 0; r < s.rows; ++r) {
-        const float* row = &x[size_t(r * s.cols)];
-        double m = -INFINITY, sum = 0;
-        for (int64_t c = 0; c < s.cols; ++c) m = std::max(m, double(row[c]) * scale);
-        for (int64_t c = 0; c < s.cols; ++c) sum += std::exp(double(row[c]) * scale - m);
-        for (int64_t c = 0; c < s.cols; ++c) want[size_t(r * s.cols + c)] = std::exp(double(row[c]) * scale - m) / sum;
-      }
+      const auto want = cpu_row_op(s, scaled(x, scale), {}, {}, {});
       RowOpArgs a;
       a.scale = scale;
       SCOPED_TRACE(fmt::format("{} scale {}", text, scale));
