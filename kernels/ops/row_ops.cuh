@@ -160,7 +160,10 @@ struct RowOp {
   // their accuracy (relative error 3e-4 at |t| = 1e4), and overflow past 2.4e38.
   static __device__ __forceinline__ float exp_approx(float d) { return ptx::exp2_approx(d * kLog2e); }
   static constexpr float kLog2e = 1.4426950408889634f;
-  static constexpr float kFloatMax = 3.40282347e38f;
+  // Below this |t| (or |t| log2 e), x * scale - m is taken exactly. Past it the roundings that the
+  // exact forms carry along (of m, of h: up to half an ulp, 64 at 2^30) could overflow e^() on
+  // their own, so t is rounded first, as torch does, and the max's own term is e^0.
+  static constexpr float kExactLimit = 1073741824.0f;  // 2^30
   static constexpr u32 kNegInfBf16x2 = 0xff80ff80u;
   // bf16 softmax may keep a resident row's words as loaded for a max of two lanes at a time.
   static constexpr bool kPackedMax = Cfg::kPairMax;
@@ -317,7 +320,8 @@ struct RowOp {
         if (Cfg::kBulk) store_vec<Cfg::kIn, kVec>(const_cast<InRaw*>(x) + vec * kVec, v);
       }
       if (Cfg::kOp == kSoftmax) {
-        // m: the max of t = x * fold so far, rounded; the FMA takes x * fold - m exactly.
+        // m: the max of t = x * fold so far, rounded; the FMA takes x * fold - m exactly (below
+        // kExactLimit).
         float vm = -inf();
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
@@ -326,9 +330,14 @@ struct RowOp {
         }
         const float m_new = fmaxf(m, vm * fold);
         if (m_new != -inf()) {
-          float add = 0.0f;
+          float add = 0.0f;  // +inf below: e^(inf - inf), NaN as torch
+          if (fabsf(m_new) < kExactLimit) {
 #pragma unroll
-          for (int e = 0; e < kVec; ++e) add += exp_approx(fmaf(v[e], fold, -m_new));  // +inf: e^(inf - inf), NaN as torch
+            for (int e = 0; e < kVec; ++e) add += exp_approx(fmaf(v[e], fold, -m_new));
+          } else {
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) add += exp_approx(v[e] * fold - m_new);
+          }
           s = (m == -inf() ? 0.0f : s * exp_approx(m - m_new)) + add;
           m = m_new;
         } else {  // nothing above -inf yet: s stays 0, but a NaN must not be lost
@@ -372,15 +381,18 @@ struct RowOp {
       scale_out = rsqrtf(reduce_row(make_float2(ss, 0.0f)).x / kCols + p.eps);
     }
     // Pass 2: read again, write.
+    const bool exact = !prescaled(p) && fabsf(shift) < kExactLimit;
 #pragma unroll 4
     for (int vec = lane_in_group; vec < kPartVecs; vec += kGroup) {
       float v[kVec];
       load_vec<Cfg::kIn, kVec>(src + vec * kVec, v);
       if (Cfg::kOp == kSoftmax) {
+        // t - shift as pass 1 took it: exactly, or from t rounded (prescaled, or past kExactLimit).
 #pragma unroll
-        for (int e = 0; e < kVec; ++e)
-          v[e] =
-              vec * kVec + e < limit ? ptx::exp2_approx(fmaf(fmaf(v[e], p.scale, -shift), kLog2e, log2_scale)) : 0.0f;
+        for (int e = 0; e < kVec; ++e) {
+          const float d = exact ? fmaf(v[e], p.scale, -shift) : v[e] * p.scale - shift;
+          v[e] = vec * kVec + e < limit ? ptx::exp2_approx(fmaf(d, kLog2e, log2_scale)) : 0.0f;
+        }
       } else {
         normalize(v, affine, vec, shift, scale_out);
       }
@@ -510,7 +522,7 @@ struct RowOp {
       } else {
         float sc[kChains] = {};
         const float slope = fold * kLog2e, h = m_x * slope;
-        if (fabsf(h) <= kFloatMax) {
+        if (fabsf(h) < kExactLimit) {
 #pragma unroll
           for (int it = 0; it < kIters; ++it)
 #pragma unroll
@@ -519,12 +531,12 @@ struct RowOp {
               sc[(it * kVec + e) % kChains] += v[it][e];
             }
           corr = ptx::exp2_approx(fmaf(fmaf(m_x, fold, -m), kLog2e, -fmaf(m_x, slope, -h)));
-        } else {  // h overflows (m past 2.4e38, or inf): the subtraction first, as t - m
+        } else {  // past kExactLimit (or inf, NaN): t rounded first, then t - m
 #pragma unroll
           for (int it = 0; it < kIters; ++it)
 #pragma unroll
             for (int e = 0; e < kVec; ++e) {
-              v[it][e] = exp_approx(fmaf(v[it][e], fold, -m));
+              v[it][e] = exp_approx(v[it][e] * fold - m);
               sc[(it * kVec + e) % kChains] += v[it][e];
             }
         }

@@ -16,9 +16,11 @@ Timing Timer::time(const std::function<void(int)>& launch, int sets, cudaStream_
     if (o.flush_l2) GF_CUDA_CHECK(cudaMemsetAsync(flush_.get(), set & 0xff, flush_.bytes(), stream));
   };
 
-  // Warm-up in timed batches, until both minimums are met; the last batch sizes the repetitions.
-  double est_ms = 0, warmed_ms = 0;
-  for (int batch = std::max(o.warmup, 1), done = 0; done < o.warmup || warmed_ms < o.warmup_ms;) {
+  // Warm-up in timed batches (at least one, at most 64), until both minimums are met; the last
+  // batch sizes the repetitions.
+  double est_ms = 1e-3, warmed_ms = 0;
+  for (int batch = std::max(o.warmup, 1), done = 0, batches = 0;
+       batches == 0 || ((done < o.warmup || warmed_ms < o.warmup_ms) && batches < 64); ++batches) {
     start.record(stream);
     for (int i = 0; i < batch; ++i) launch(next_set());
     stop.record(stream);
@@ -27,9 +29,9 @@ Timing Timer::time(const std::function<void(int)>& launch, int sets, cudaStream_
     est_ms = std::max(1e-3, ms / batch);
     warmed_ms += ms;
     done += batch;
-    batch = std::clamp(int((o.warmup_ms - warmed_ms) / est_ms) + 1, 1, 1 << 16);
+    batch = int(std::clamp((o.warmup_ms - warmed_ms) / est_ms + 1, 1.0, 65536.0));
   }
-  int reps = std::clamp(int(o.budget_ms / est_ms), o.min_reps, o.max_reps);
+  const int reps = int(std::clamp(o.budget_ms / est_ms, double(o.min_reps), double(o.max_reps)));
 
   std::vector<cuda::Event> begins(static_cast<size_t>(reps)), ends(static_cast<size_t>(reps));
   for (int i = 0; i < reps; ++i) {

@@ -6,6 +6,7 @@
 
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <thread>
 
@@ -275,6 +276,36 @@ TEST(RowOp, SoftmaxOfLargeLogitsKeepsItsAccuracy) {
     a.scale = scale;
     SCOPED_TRACE(scale);
     expect_each_kind(s, x, a, want, 2e-5);
+  }
+}
+
+TEST(RowOp, SoftmaxOfHugeFiniteLogitsStaysFinite) {
+  // Masks written as a huge negative number (-1e10, the lowest float), also under a scale: the
+  // exact forms of x * scale - m must give way to t rounded first before their own roundings
+  // (half an ulp of m) overflow e^(). A review found NaN rows here (2026-11-30).
+  for (const char* text : {"softmax:6x65536:f32", "softmax:6x65536:bf16->f32"}) {
+    RowOpSpec s = RowOpSpec::parse(text);
+    const int64_t n = s.cols;
+    const float lowest = std::numeric_limits<float>::lowest();
+    std::vector<float> x(size_t(6 * n));
+    std::mt19937 rng(8);
+    std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+    for (int64_t c = 0; c < n; ++c) {
+      x[size_t(c)] = -1e10f;
+      x[size_t(n + c)] = lowest;
+      x[size_t(2 * n + c)] = c < 20 ? u(rng) : -1e10f;
+      x[size_t(3 * n + c)] = c < 9 ? u(rng) : lowest;
+      x[size_t(4 * n + c)] = u(rng);
+      x[size_t(5 * n + c)] = c == 5 ? 2e9f : u(rng);
+    }
+    for (auto& v : x) v = bf16_exact(v);
+    for (float scale : {1.0f, 0.125f}) {
+      const auto want = cpu_row_op(s, scaled(x, scale), {}, {}, {});
+      RowOpArgs a;
+      a.scale = scale;
+      SCOPED_TRACE(fmt::format("{} scale {}", text, scale));
+      expect_each_kind(s, x, a, want, 1e-5);
+    }
   }
 }
 
