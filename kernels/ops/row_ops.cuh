@@ -164,6 +164,10 @@ struct RowOp {
   // exact forms carry along (of m, of h: up to half an ulp, 64 at 2^30) could overflow e^() on
   // their own, so t is rounded first, as torch does, and the max's own term is e^0.
   static constexpr float kExactLimit = 1073741824.0f;  // 2^30
+  // t - m for t = x * fold: exactly (one FMA), or from t rounded first.
+  static __device__ __forceinline__ float t_minus(float x, float fold, float m, bool exact) {
+    return exact ? fmaf(x, fold, -m) : x * fold - m;
+  }
   static constexpr u32 kNegInfBf16x2 = 0xff80ff80u;
   // bf16 softmax may keep a resident row's words as loaded for a max of two lanes at a time.
   static constexpr bool kPackedMax = Cfg::kPairMax;
@@ -330,14 +334,11 @@ struct RowOp {
         }
         const float m_new = fmaxf(m, vm * fold);
         if (m_new != -inf()) {
-          float add = 0.0f;  // +inf below: e^(inf - inf), NaN as torch
-          if (fabsf(m_new) < kExactLimit) {
+          const bool exact = fabsf(m_new) < kExactLimit;
+          float add = 0.0f;
 #pragma unroll
-            for (int e = 0; e < kVec; ++e) add += exp_approx(fmaf(v[e], fold, -m_new));
-          } else {
-#pragma unroll
-            for (int e = 0; e < kVec; ++e) add += exp_approx(v[e] * fold - m_new);
-          }
+          for (int e = 0; e < kVec; ++e)
+            add += exp_approx(t_minus(v[e], fold, m_new, exact));  // +inf: e^(inf - inf), NaN as torch
           s = (m == -inf() ? 0.0f : s * exp_approx(m - m_new)) + add;
           m = m_new;
         } else {  // nothing above -inf yet: s stays 0, but a NaN must not be lost
@@ -390,7 +391,7 @@ struct RowOp {
         // t - shift as pass 1 took it: exactly, or from t rounded (prescaled, or past kExactLimit).
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
-          const float d = exact ? fmaf(v[e], p.scale, -shift) : v[e] * p.scale - shift;
+          const float d = t_minus(v[e], p.scale, shift, exact);
           v[e] = vec * kVec + e < limit ? ptx::exp2_approx(fmaf(d, kLog2e, log2_scale)) : 0.0f;
         }
       } else {
@@ -488,23 +489,23 @@ struct RowOp {
       // rounded (m_x the thread's max of x): one FFMA and one MUFU op an element. The FFMA's
       // product is exact, so the exponent is (x - m_x) * slope + r, with r = m_x * slope - h the
       // same for all of the thread's values; r and the rounding of m = m_x * fold come out once
-      // per thread (corr). Rounding t or t * log2(e) before the subtraction would cost 3e-4 of relative error
-      // at |t| = 1e4.
+      // per thread (corr). Rounding t or t * log2(e) before the subtraction would cost 3e-4 of
+      // relative error at |t| = 1e4.
       const float fold = fold_scale(p);
       float m_x;
-      bool have_max = false;
       if constexpr (kPackedMax) {
-        if (!prescaled(p)) {
-          m_x = max_of_pairs(w, v, live, limit, lane_in_group);
-          have_max = true;
-        } else {
+        if (prescaled(p)) {
 #pragma unroll
           for (int it = 0; it < kIters; ++it)
 #pragma unroll
             for (int i = 0; i < kVec / 2; ++i) unpack_bf16x2(w[it][i], v[it][2 * i], v[it][2 * i + 1]);
+          m_x = max_of_values(p, v, live, limit, lane_in_group);
+        } else {
+          m_x = max_of_pairs(w, v, live, limit, lane_in_group);
         }
+      } else {
+        m_x = max_of_values(p, v, live, limit, lane_in_group);
       }
-      if (!have_max) m_x = max_of_values(p, v, live, limit, lane_in_group);
       loaded(m_x);
       const float m = m_x * fold;
       // e^t against the thread's own max now, rebased to the row's once it is known: one exp per
@@ -536,7 +537,7 @@ struct RowOp {
           for (int it = 0; it < kIters; ++it)
 #pragma unroll
             for (int e = 0; e < kVec; ++e) {
-              v[it][e] = exp_approx(v[it][e] * fold - m);
+              v[it][e] = exp_approx(t_minus(v[it][e], fold, m, false));
               sc[(it * kVec + e) % kChains] += v[it][e];
             }
         }
