@@ -21,6 +21,7 @@ constexpr double kPeakPerSm = 989e12 / 132;
 constexpr double kDramBytesPerSecond = 3.3e12;  // achievable on an H200 (copy measures 4.3 TB/s r+w)
 constexpr double kL2BytesPerSecond = 11e12;     // L2 to SMs, all SMs together (H100/H200, estimate)
 constexpr double kLaunchUs = 3.0;
+constexpr double kL2PowerCost = 4.0;  // relative time per operand byte through L2 a flop (large M)
 
 }  // namespace
 
@@ -141,7 +142,9 @@ double estimate_streaming_us(const NativeConfig& c, const GemmProblem& p, const 
   const double rows = std::min<double>(c.bm, p.m);
   const double epilogue_s = rows * c.bn * 4 / 100e9 / (c.store_tma() ? 4.0 : 1.0);
   const double idle_partner = c.pair_m() > 1 && m_tiles < 2 ? 1.5 : 1.0;
-  const double unproven = c.cluster > 1 ? 1.02 : 1.0;  // as in estimate_us
+  // Pairs rank just behind single CTAs of the same tile: the v12 fit (docs/native-notes.md)
+  // found no consistent gain from them at small M.
+  const double unproven = c.cluster > 1 ? 1.02 : 1.0;
   return idle_partner * unproven *
          (kLaunchUs + 1e6 * (std::hypot(grid_s, dram_s) + epilogue_s + (c.split_k - 1) * kSliceS));
 }
@@ -164,8 +167,9 @@ double estimate_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo
   const double fill_s = c.stages * 0.15e-6;  // filling the pipeline at the start of each unit
   // Storing the tile from registers stalls the tensor cores unless the other consumer is in its
   // main loop meanwhile (ping-pong). Staging in shared memory and TMA stores cost the consumers
-  // a fraction of that (measured 8% faster at 4096^3 on an H200, 2026-11-29).
-  double epilogue_s = c.pingpong ? 0.0 : double(c.bm) * c.bn * 4 / 100e9 / (c.store_tma() ? 4.0 : 1.0);
+  // a tenth of that: the TMA-store kernels measured 5-7% faster than the same tiles storing from
+  // registers at M = 8192 (K = 4096 and 8192; H200 steady state, docs/native-notes.md v14).
+  double epilogue_s = c.pingpong ? 0.0 : double(c.bm) * c.bn * 4 / 40e9 / (c.store_tma() ? 10.0 : 1.0);
   // A C input arrives in the staging boxes: the first store_boxes of them during the main loop,
   // the rest while the tensor cores wait (each SM's share of DRAM, ~25 GB/s).
   if (p.epilogue.has_c() && c.store_tma()) {
@@ -174,11 +178,13 @@ double estimate_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo
   }
   // Ping-pong runs one consumer's tile at a time: each tile has the SM's tensor cores alone.
   const int64_t pp_waves = c.pingpong ? (units + 2 * sms - 1) / (2 * sms) * 2 : waves;
-  // Pairs rank just behind single CTAs of the same tile: they measured 17% faster at
-  // 1000x4096x1000 and ~1% slower at 4096^3 (docs/native-notes.md v8), which the model cannot
-  // tell apart; the short lists carry both.
-  const double unproven = c.cluster > 1 ? 1.02 : 1.0;
-  return unproven *
+  // The H200 runs these under its power limit, where operands moved through L2 cost clock: a
+  // term in bytes a flop (4x). Pairs fetch the operand they share once for both CTAs, so they
+  // rank ~1% ahead of single CTAs of the same tile, and larger tiles ahead of smaller ones. In the
+  // steady state pairs won 11 and 13 of llama3's 20 GEMMs at M = 4096 and 8192 in two benches
+  // (docs/native-notes.md v13, v14); single CTAs won the rest, so the short lists carry both.
+  const double power = 1.0 + kL2PowerCost * unit_bytes / (2.0 * c.bm * c.bn * k_unit);
+  return power *
          (kLaunchUs + 1e6 * std::max(pp_waves * (unit_s + fill_s + epilogue_s), dram_s) + (c.split_k > 1 ? 2.0 : 0.0));
 }
 
