@@ -95,7 +95,7 @@ void add_bench_ops(CLI::App& app) {
   cmd->add_option("-o,--op", a->ops,
                   "OP[+residual|+valid]:ROWSxCOLS[:dtype[->out]], repeatable (default: softmax and rmsnorm, bf16, "
                   "at 262144x1024 ... 1024x262144)");
-  cmd->add_option("--max-configs", a->max_configs, "configs tried per op")->capture_default_str();
+  cmd->add_option("--max-configs", a->max_configs, "configs tried per op (a config's _h2 twin comes with it)")->capture_default_str();
   cmd->add_option("--db", a->db, "tuning DB path");
   cmd->add_option("--json", a->json, "also write the results as JSON to FILE");
   cmd->add_option("--only", a->only,

@@ -101,7 +101,7 @@ std::vector<RowMeasurement> tune_row_op(const RowOpSpec& spec, const DeviceInfo&
   GF_CHECK(!configs.empty(), "no row-op configuration fits {}", spec.key());
   std::erase_if(configs, [&](const RowConfig& c) { return c.name(spec).find(only) == std::string::npos; });
   if (configs.empty()) return {};
-  if (max_configs > 0 && int(configs.size()) > max_configs) configs.resize(size_t(max_configs));
+  configs = first_configs(std::move(configs), max_configs);
   std::vector<jit::Compiled> compiled(configs.size());
   std::atomic<size_t> next{0};
   std::vector<std::thread> threads;

@@ -216,6 +216,22 @@ std::vector<RowConfig> row_configs(const RowOpSpec& s, bool every_width) {
   return both;
 }
 
+std::vector<RowConfig> first_configs(std::vector<RowConfig> configs, int n) {
+  if (n <= 0) return configs;
+  auto base = [](RowConfig c) {
+    c.pair_max = false;
+    return c;
+  };
+  int bases = 0;
+  size_t keep = 0;
+  for (; keep < configs.size(); ++keep) {
+    const bool twin_of_previous = keep > 0 && base(configs[keep]) == base(configs[keep - 1]);
+    if (!twin_of_previous && ++bases > n) break;
+  }
+  configs.resize(keep);
+  return configs;
+}
+
 RowConfig default_config(const RowOpSpec& s) {
   auto configs = row_configs(s);
   GF_CHECK(!configs.empty(), "no row-op configuration fits {}", s.key());

@@ -47,6 +47,9 @@ std::string illegal_reason(const RowConfig& c, const RowOpSpec& s);
 // Legal configs, most promising first (the widest vector, one or two 16-byte vectors per thread).
 // Narrower vectors only where the widest cannot work, or with every_width.
 std::vector<RowConfig> row_configs(const RowOpSpec& s, bool every_width = false);
+// The first n of configs (all for n <= 0), a config and its pair-max twin counting as one: the
+// knob is tried beside the configs it applies to, not in place of half of them.
+std::vector<RowConfig> first_configs(std::vector<RowConfig> configs, int n);
 // The configuration used when the DB has none: the first of row_configs.
 RowConfig default_config(const RowOpSpec& s);
 // The largest vector width (elements) that divides the row and fits 16 bytes of the input.

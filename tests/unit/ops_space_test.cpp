@@ -1,6 +1,7 @@
 // Row-op specs and their config space on the CPU; every config of the benchmark shapes compiles.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <set>
 #include <thread>
@@ -122,6 +123,24 @@ TEST(RowOpSpace, PairMaxIsTriedJustAheadOfEachBf16SoftmaxRegisterRow) {
   streaming.stream = true;
   streaming.pair_max = true;
   EXPECT_NE(ops::illegal_reason(streaming, s), "");
+}
+
+TEST(RowOpSpace, FirstConfigsCountAConfigAndItsPairTwinAsOne) {
+  auto s = RowOpSpec::parse("softmax:1024x262144:bf16");
+  auto all = ops::row_configs(s);
+  auto first = ops::first_configs(all, 4);
+  ASSERT_GT(first.size(), 4u);
+  ASSERT_LE(first.size(), 8u);
+  EXPECT_TRUE(std::equal(first.begin(), first.end(), all.begin())) << "a prefix of the list";
+  EXPECT_FALSE(first.back().pair_max) << "no twin cut from its config";
+  int plain = 0;
+  for (const auto& c : first) plain += !c.pair_max;
+  EXPECT_EQ(plain, 4);
+  EXPECT_EQ(ops::first_configs(all, 0).size(), all.size());
+  EXPECT_EQ(ops::first_configs(all, 100000).size(), all.size());
+  // Without twins it is a plain cut.
+  auto norm = ops::row_configs(RowOpSpec::parse("rmsnorm:1024x262144:bf16"));
+  EXPECT_EQ(ops::first_configs(norm, 3).size(), 3u);
 }
 
 TEST(RowOpSpace, BulkSharedMemoryHoldsStagesAffineAndBarriers) {
