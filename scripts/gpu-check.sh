@@ -8,9 +8,10 @@
 #   triton: the Triton backend beside torch.compile max-autotune; search: --search fast against the
 #   exhaustive best in one run (SEARCH_PROBLEMS). "all" is tests, tune, bench.
 # Knobs: GPU_TESTS_FILTER (gtest filter), SEARCH (fast|default|exhaustive, default fast),
+#        SEARCH_PROBLEMS and SEARCH_ONLY (a name filter for the exhaustive side of "search"),
 #        BENCH_EXTRA (extra problems for the second bench, e.g. "--model llama3-70b --tokens 4096,8192").
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 what=${1:-all}
 out=${OUT:-/tmp/gf-out}
 mkdir -p "$out"
@@ -27,7 +28,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,
 
 if [ "$what" = all ] || [ "$what" = tests ]; then
   step "GPU tests"
-  GF_TEST_TIMEOUT=90 timeout ${T_TESTS:-320} build/tests/gf_gpu_tests --gtest_brief=1 --gtest_filter="${GPU_TESTS_FILTER:-*}" \
+  GF_TEST_TIMEOUT=90 timeout "${T_TESTS:-320}" build/tests/gf_gpu_tests --gtest_brief=1 --gtest_filter="${GPU_TESTS_FILTER:-*}" \
     > "$out/gpu-tests.log" 2>&1 || status=1
   grep -E "FAILED|TIMEOUT|PASSED|tests ran" "$out/gpu-tests.log" | tail -25
 fi
@@ -48,7 +49,7 @@ if [ "$what" = all ] || [ "$what" = tune ]; then
   step "tune llama3-8b (cold), then again (DB hits)"
   "$gf" db clear >/dev/null
   start=$(date +%s.%N)
-  timeout ${T_TUNE:-240} "$gf" tune --model llama3-8b --tokens 16,128,4096 -s "$search" --json "$out/tune-cold.json" \
+  timeout "${T_TUNE:-240}" "$gf" tune --model llama3-8b --tokens 16,128,4096 -s "$search" --json "$out/tune-cold.json" \
     > "$out/tune-cold.txt" 2>&1 || status=1
   cold=$(awk "BEGIN{print $(date +%s.%N) - $start}")
   start=$(date +%s.%N)
@@ -61,12 +62,12 @@ fi
 
 if [ "$what" = all ] || [ "$what" = bench ]; then
   step "bench llama3-8b"
-  timeout ${T_BENCH:-240} "$gf" bench --model llama3-8b --tokens 16,128,4096 -s "$search" --json "$out/bench-8b.json" \
+  timeout "${T_BENCH:-240}" "$gf" bench --model llama3-8b --tokens 16,128,4096 -s "$search" --json "$out/bench-8b.json" \
     > "$out/bench-8b.txt" 2>&1 || status=1
   if [ -n "${BENCH_EXTRA:-}" ]; then
     step "bench $BENCH_EXTRA"
     # shellcheck disable=SC2086
-    timeout ${T_EXTRA:-110} "$gf" bench $BENCH_EXTRA -s "$search" --json "$out/bench-extra.json" > "$out/bench-extra.txt" 2>&1 \
+    timeout "${T_EXTRA:-110}" "$gf" bench $BENCH_EXTRA -s "$search" --json "$out/bench-extra.json" > "$out/bench-extra.txt" 2>&1 \
       || status=1
   fi
   step "summary (us; native and cuBLASLt best, ratio = cuBLASLt / native)"
@@ -74,7 +75,7 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
 fi
 if [ "$what" = epilogue ]; then
   step "epilogues: bias+gelu_tanh (qkv, gate_up at M=128, 4096), SwiGLU (gate_up), residual (o, down)"
-  timeout ${T_EPI:-300} "$gf" bench -s "$search" --json "$out/bench-epilogue.json" \
+  timeout "${T_EPI:-300}" "$gf" bench -s "$search" --json "$out/bench-epilogue.json" \
     -p 128x6144x4096:bf16:bias+gelu_tanh -p 4096x6144x4096:bf16:bias+gelu_tanh \
     -p 128x28672x4096:bf16:bias+gelu_tanh -p 4096x28672x4096:bf16:bias+gelu_tanh \
     -p 4096x28672x4096:bf16:swiglu -p 4096x57344x8192:bf16:swiglu \
@@ -88,21 +89,24 @@ if [ "$what" = search ]; then
   probs=${SEARCH_PROBLEMS:-"-p 4096x4096x4096:bf16 -p 128x28672x4096:bf16 -p 16x4096x14336:bf16"}
   # shellcheck disable=SC2086
   "$gf" candidates $probs -b native -s fast --json "$out/fast-candidates.json" >/dev/null 2>&1
+  # SEARCH_ONLY (e.g. _g8m_) keeps the candidates whose names contain it: at M <= 1000 raster
+  # groups hardly matter (one or two rows of tiles), and dropping them cuts the run threefold.
   # shellcheck disable=SC2086
-  timeout ${T_SEARCH:-400} "$gf" tune -f $probs -b native -s exhaustive --json "$out/tune-exhaustive.json" \
+  timeout "${T_SEARCH:-400}" "$gf" tune -f $probs -b native -s exhaustive ${SEARCH_ONLY:+--only "$SEARCH_ONLY"} \
+    --json "$out/tune-exhaustive.json" \
     > "$out/tune-exhaustive.txt" 2>&1 || status=1
   python3 scripts/search_gap.py "$out/fast-candidates.json" "$out/tune-exhaustive.json"
 fi
 
 if [ "$what" = ops ]; then
   step "memory-bound ops beside torch eager and torch.compile"
-  timeout ${T_OPS:-400} python3 bench/ops_vs_torch.py --gemmforge "$gf" --json "$out/ops.json" > "$out/ops.txt" 2>&1 || status=1
+  timeout "${T_OPS:-400}" python3 bench/ops_vs_torch.py --gemmforge "$gf" --json "$out/ops.json" > "$out/ops.txt" 2>&1 || status=1
   tail -14 "$out/ops.txt"
 fi
 
 if [ "$what" = triton ]; then
   step "Triton backend beside torch.compile max-autotune (Triton templates)"
-  timeout ${T_TRITON:-500} python3 bench/triton_vs_inductor.py --gemmforge "$gf" --json "$out/triton.json" \
+  timeout "${T_TRITON:-500}" python3 bench/triton_vs_inductor.py --gemmforge "$gf" --json "$out/triton.json" \
     > "$out/triton.txt" 2>&1 || status=1
   tail -14 "$out/triton.txt"
 fi
