@@ -106,12 +106,13 @@ TuningDb::TuningDb(const std::filesystem::path& path, std::string device) : devi
   sqlite3_busy_timeout(db_, 10000);  // other processes may hold the write lock briefly
   // The switch to WAL can fail BUSY at once, without the busy handler, while other connections
   // open the same new file (CI: four threads, "database is locked"): retry it within the timeout.
-  for (int tries = 0;; ++tries) {
-    const int wal = sqlite3_exec(db_, "PRAGMA journal_mode=WAL;", nullptr, nullptr, nullptr);
-    if (wal != SQLITE_BUSY || tries == 1000) break;
+  int wal = SQLITE_BUSY;
+  for (int tries = 0; tries <= 1000; ++tries) {
+    wal = sqlite3_exec(db_, "PRAGMA journal_mode=WAL;", nullptr, nullptr, nullptr);
+    if (wal != SQLITE_BUSY) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  exec(db_, "PRAGMA journal_mode=WAL;");
+  if (wal != SQLITE_OK) exec(db_, "PRAGMA journal_mode=WAL;");  // once more, for its error message
   exec(db_, "PRAGMA synchronous=NORMAL;");
   exec(db_, kSchema);
 }
