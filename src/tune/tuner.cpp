@@ -64,6 +64,9 @@ const Measurement* best_of(const std::vector<Measurement>& ms, const std::string
 
 Candidate candidate_of(const Measurement& m) { return {m.backend, m.candidate, m.config}; }
 
+// A backend's own default (rank 0 of cuBLASLt's heuristic list), from its candidate's config.
+bool is_default_pick(const nlohmann::json& config) { return config.is_object() && config.value("rank", -1) == 0; }
+
 }  // namespace
 
 std::string tuning_fingerprint(const DeviceInfo& device) { return device.fingerprint() + "|" + backend_versions(); }
@@ -198,7 +201,7 @@ TuneResult Tuner::tune(const GemmProblem& problem) {
       for (auto& m : result.measurements)
         if (m.verified && m.backend == b->name() && m.us <= first->us * 1.10) {
           mine.push_back(&m);
-          if (m.config.is_object() && m.config.value("rank", -1) == 0) default_pick = &m;
+          if (is_default_pick(m.config)) default_pick = &m;
         }
       std::sort(mine.begin(), mine.end(), [](auto* x, auto* y) { return x->us < y->us; });
       if (mine.size() > 3) mine.resize(3);
@@ -240,10 +243,10 @@ std::vector<BenchRow> Tuner::bench(const GemmProblem& problem) {
   // Baselines: cuBLASLt's own pick (with its fused epilogue where it has one), and eager: cuBLASLt's
   // pick for the plain GEMM followed by the epilogue as a separate kernel.
   for (const auto& m : stored) {
-    if (m.backend == "cublaslt" && m.config.value("rank", -1) == 0)
+    if (m.backend == "cublaslt" && is_default_pick(m.config))
       rows.push_back({"cublaslt-default", candidate_of(m), {}, false});
     if (m.backend == "unfused" && m.config["gemm"].value("backend", "") == "cublaslt" &&
-        m.config["gemm"]["config"].value("rank", -1) == 0)
+        is_default_pick(m.config["gemm"]["config"]))
       rows.push_back({"eager", candidate_of(m), {}, false});
   }
 
