@@ -39,12 +39,11 @@ for key, times in rows.items():
     lt = times.get("cublaslt")
     # Speed relative to the tuned cuBLASLt kernel: above 1 is faster.
     rel = {b: lt / times[b] for b in ratio_of if lt and times.get(b)}
-    for b, r in rel.items():
-        ratios[(b, int(key.split("x")[0]))].append(r)
+    m = int(key.split("x")[0])
     best = min(t for t in (lt, times.get("cublaslt-default")) if t) if lt else None
-    for b in ratio_of:
-        if best and times.get(b):
-            ratios_best[(b, int(key.split("x")[0]))].append(best / times[b])
+    for b, r in rel.items():
+        ratios[(b, m)].append(r)
+        ratios_best[(b, m)].append(best / times[b])
     if markdown:
         cells = [f"{times[b]:.1f}" if b in times else "-" for b in backends]
         cells += [f"{rel[b]:.3f}" if b in rel else "-" for b in ratio_of]
