@@ -124,7 +124,11 @@ double unit_compute_s(const NativeConfig& c, double k) {
 // 2026-11-30, docs/native-notes.md v12), where the large-M model ranked split-K slices and narrow
 // tiles too high (fast lists 3-9% behind the best). Per unit: each k-block waits about a DRAM
 // round trip under load (kRoundTripS), `stages` of them in flight, narrow B boxes streaming
-// worse; each wave past the first costs a whole unit. The grid cannot beat DRAM either; the two
+// worse; each wave past the first costs a whole unit. The pipeline overlaps the loads with the
+// tensor-core work only once it is full: the first trip's loads (or the last trip's work) are
+// exposed, the smaller of the two over the number of trips. With K = 1000 (two trips) that is
+// most of it: at 77x1000x1000 the time followed the tile's area, and the max alone ranked 64x128
+// (10.1 us) over 64x64 (8.3; docs/native-notes.md v15). The grid cannot beat DRAM either; the two
 // bounds blend (as a 2-norm) since neither is reached alone. A split-K slice past the first costs
 // its partials' traffic and ~1.5 us, and a pair along M with one M-tile leaves the partner idle.
 double estimate_streaming_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo& d) {
@@ -135,8 +139,10 @@ double estimate_streaming_us(const NativeConfig& c, const GemmProblem& p, const 
   const int64_t waves = (units + sms - 1) / sms;
   const double k_blocks = std::ceil(double(p.k) / c.split_k / 64);
   const double narrow = 0.7 + 0.3 * 64.0 / c.bn;
-  const double unit_stream_s = std::ceil(k_blocks / c.stages) * kRoundTripS * narrow;
-  const double grid_s = waves * std::max(unit_compute_s(c, k_blocks * 64), unit_stream_s);
+  const double trips = std::ceil(k_blocks / c.stages);
+  const double unit_stream_s = trips * kRoundTripS * narrow;
+  const double unit_compute = unit_compute_s(c, k_blocks * 64);
+  const double grid_s = waves * (std::max(unit_compute, unit_stream_s) + std::min(unit_compute, unit_stream_s) / trips);
   const double partial_bytes = c.split_k > 1 ? 2.0 * units * c.bm * c.bn * 4 : 0.0;
   const double dram_s = (p.min_bytes() + partial_bytes) / kDramBytesPerSecond;
   const double rows = std::min<double>(c.bm, p.m);
