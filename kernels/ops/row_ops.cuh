@@ -597,6 +597,14 @@ struct RowOp {
     }
   }
 
+  // The L2 lines of a part at src (each 128-byte line that holds some of it) back to normal
+  // eviction priority, a line a thread.
+  static __device__ __forceinline__ void normal_priority(const void* src) {
+    const u64 begin = reinterpret_cast<u64>(src), end = begin + kPartBytes;
+    for (u64 line = (begin & ~u64(127)) + threadIdx.x * 128; line < end; line += kThreads * 128)
+      ptx::l2_priority_normal(reinterpret_cast<const void*>(line));
+  }
+
   // kBulk: persistent clusters, cluster c taking rows c, c + stride, ... Thread 0 keeps the next
   // kStages parts of x (and of the residual) in flight into a ring of shared-memory stages, each
   // completing on its mbarrier. A stage is refilled once every thread is done with it: after both
@@ -611,17 +619,23 @@ struct RowOp {
     u8* affine_smem = stage_smem + Cfg::kStages * kStageBytes;
     u64* full = reinterpret_cast<u64*>(affine_smem + kAffineBytes);  // the stages', then the affine's
     const long long first = blockIdx.x / kCluster, stride = gridDim.x / kCluster;
-    // One part's bytes from global memory to dst, completing on bar.
-    auto copy_part = [&](u8* dst, const void* src, u64* bar) {
-      for (int off = 0; off < kPartBytes; off += kBulkChunk)
-        ptx::bulk_load(dst + off, static_cast<const u8*>(src) + off, u32(min(kBulkChunk, kPartBytes - off)), bar);
+    // One part's bytes from global memory to dst, completing on bar: a row's parts held last in
+    // L2 until the row is done (hand_back), the affine parameters as usual.
+    auto copy_part = [&](u8* dst, const void* src, u64* bar, bool row) {
+      for (int off = 0; off < kPartBytes; off += kBulkChunk) {
+        const u32 bytes = u32(min(kBulkChunk, kPartBytes - off));
+        if (row)
+          ptx::bulk_load_evict_last(dst + off, static_cast<const u8*>(src) + off, bytes, bar);
+        else
+          ptx::bulk_load(dst + off, static_cast<const u8*>(src) + off, bytes, bar);
+      }
     };
     auto issue = [&](long long row, int stage) {
       const long long base = part_base(row, part);
       u8* dst = stage_smem + stage * kStageBytes;
       ptx::mbar_arrive_expect_tx(&full[stage], kStageBytes);
-      copy_part(dst, static_cast<const InRaw*>(p.x) + base, &full[stage]);
-      if (Cfg::kResidual) copy_part(dst + kPartBytes, static_cast<const InRaw*>(p.residual) + base, &full[stage]);
+      copy_part(dst, static_cast<const InRaw*>(p.x) + base, &full[stage], true);
+      if (Cfg::kResidual) copy_part(dst + kPartBytes, static_cast<const InRaw*>(p.residual) + base, &full[stage], true);
     };
     const Affine from_global = global_affine(p, part);
     if (threadIdx.x == 0) {
@@ -629,8 +643,8 @@ struct RowOp {
       ptx::mbar_fence_init();
       if (kAffineBytes > 0) {
         ptx::mbar_arrive_expect_tx(&full[Cfg::kStages], kAffineBytes);
-        copy_part(affine_smem, from_global.w, &full[Cfg::kStages]);
-        if (Cfg::kOp == kLayerNorm) copy_part(affine_smem + kPartBytes, from_global.b, &full[Cfg::kStages]);
+        copy_part(affine_smem, from_global.w, &full[Cfg::kStages], false);
+        if (Cfg::kOp == kLayerNorm) copy_part(affine_smem + kPartBytes, from_global.b, &full[Cfg::kStages], false);
       }
       for (int i = 0; i < Cfg::kStages && first + i * stride < p.rows; ++i) issue(first + i * stride, i);
     }
@@ -643,8 +657,16 @@ struct RowOp {
       const int stage = it % Cfg::kStages;
       ptx::mbar_wait(&full[stage], u32(it / Cfg::kStages) & 1);
       const InRaw* x = reinterpret_cast<const InRaw*>(stage_smem + stage * kStageBytes);
+      // The stage is free again: the next part goes into it.
       auto refill = [&] {
         if (threadIdx.x == 0 && row + Cfg::kStages * stride < p.rows) issue(row + Cfg::kStages * stride, stage);
+      };
+      // This part's lines in L2 back to normal priority (a 128-byte line a thread), so that they do
+      // not outlive the kernel there. Done once the row is written, where few registers are live
+      // (inside a register row's `read`, the addresses spilled).
+      auto hand_back = [&] {
+        normal_priority(static_cast<const InRaw*>(p.x) + part_base(row, part));
+        if (Cfg::kResidual) normal_priority(static_cast<const InRaw*>(p.residual) + part_base(row, part));
       };
       if constexpr (Cfg::kStream) {
         two_passes(p, reduce_row, lane_in_group, part, part_base(row, part), row, x, x + kPartCols, affine);
@@ -665,6 +687,7 @@ struct RowOp {
         resident_row(p, reduce_row, read, lane_in_group, part, true, part_base(row, part), row, x, x + kPartCols,
                      affine);
       }
+      hand_back();
     }
   }
 
