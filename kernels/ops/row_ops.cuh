@@ -179,6 +179,7 @@ struct RowOp {
   // (ncu, 1024x262144: 16% of the warp samples).
   template <int kWidth>
   static __device__ __forceinline__ float2 butterfly(float2 v) {
+    static_assert(kWidth >= 1 && kWidth <= 32 && (kWidth & (kWidth - 1)) == 0, "Lane groups are powers of two.");
     const unsigned mask = 0xffffffffu;
     if (Cfg::kOp != kSoftmax) {
 #pragma unroll

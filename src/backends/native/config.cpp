@@ -126,11 +126,12 @@ double unit_compute_s(const NativeConfig& c, double k) {
 // round trip under load (kRoundTripS), `stages` of them in flight, narrow B boxes streaming
 // worse; each wave past the first costs a whole unit. The pipeline overlaps the loads with the
 // tensor-core work only once it is full: the first trip's loads (or the last trip's work) are
-// exposed, the smaller of the two over the number of trips. With K = 1000 (two trips) that is
-// most of it: at 77x1000x1000 the time followed the tile's area, and the max alone ranked 64x128
-// (10.1 us) over 64x64 (8.3; docs/native-notes.md v15). The grid cannot beat DRAM either; the two
-// bounds blend (as a 2-norm) since neither is reached alone. A split-K slice past the first costs
-// its partials' traffic and ~1.5 us, and a pair along M with one M-tile leaves the partner idle.
+// exposed, the smaller of the two over the number of trips. With K = 1000 and 8 stages (two
+// trips) that is most of it: at 77x1000x1000 the time followed the tile's area, and the max alone
+// ranked 64x128 (10.1 us) over 64x64 (8.3; docs/native-notes.md v15). The grid cannot beat DRAM
+// either; the two bounds blend (as a 2-norm) since neither is reached alone. A split-K slice past
+// the first costs its partials' traffic and ~1.5 us, and a pair along M with one M-tile leaves
+// the partner idle.
 double estimate_streaming_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo& d) {
   constexpr double kRoundTripS = 2e-6, kSliceS = 1.5e-6;
   const int sms = std::max(d.sm_count, 1);
