@@ -32,8 +32,9 @@ struct RowParams {
   void* residual_out;    // ... and the sum written here (x's dtype)
   const int* valid_len;  // softmax with kValidLen: elements at or past valid_len[row] are masked (output 0)
   long long rows;
-  float scale;  // softmax: x * scale
-  float eps;    // norms
+  long long hand_back_from;  // bulk kernels: the rows from here on hand their L2 lines back (see bulk_rows)
+  float scale;               // softmax: x * scale
+  float eps;                 // norms
 };
 
 template <int kType>
@@ -663,9 +664,11 @@ struct RowOp {
         if (threadIdx.x == 0 && row + Cfg::kStages * stride < p.rows) issue(row + Cfg::kStages * stride, stage);
       };
       // This part's lines in L2 back to normal priority (a 128-byte line a thread), so that they do
-      // not outlive the kernel there. Done once the row is written, where few registers are live
-      // (inside a register row's `read`, the addresses spilled).
+      // not outlive the kernel there. Only the last rows can still be in L2 at the end (the host
+      // picks hand_back_from); done once the row is written, where few registers are live (inside
+      // a register row's `read`, the addresses spilled).
       auto hand_back = [&] {
+        if (row < p.hand_back_from) return;
         normal_priority(static_cast<const InRaw*>(p.x) + part_base(row, part));
         if (Cfg::kResidual) normal_priority(static_cast<const InRaw*>(p.residual) + part_base(row, part));
       };

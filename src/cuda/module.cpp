@@ -70,6 +70,13 @@ int max_active_clusters(CUfunction fn, const LaunchConfig& cfg) {
   return n;
 }
 
+int64_t l2_bytes() {
+  int device = 0, bytes = 0;
+  GF_CUDA_CHECK(cudaGetDevice(&device));
+  GF_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, device));
+  return bytes;
+}
+
 void launch(CUfunction fn, const LaunchConfig& cfg, void** args, CUstream stream) {
   CUlaunchAttribute attr;
   CUlaunchConfig lc = to_driver(cfg, &attr, stream);

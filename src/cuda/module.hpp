@@ -3,6 +3,7 @@
 #include <cuda.h>
 #include <vector_types.h>
 
+#include <cstdint>
 #include <string>
 
 namespace gf::cuda {
@@ -34,6 +35,8 @@ void allow_large_clusters(CUfunction fn);
 // How many clusters of cfg's shape (CTAs, for clusters of one) can be resident at once: the size
 // of a persistent grid, in clusters.
 int max_active_clusters(CUfunction fn, const LaunchConfig& cfg);
+// The current device's L2 cache size in bytes.
+int64_t l2_bytes();
 // cuLaunchKernelEx with the cluster dimensions as a launch attribute.
 void launch(CUfunction fn, const LaunchConfig& cfg, void** args, CUstream stream);
 

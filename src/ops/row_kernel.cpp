@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "gemmforge/error.hpp"
 
 namespace gf::ops {
@@ -17,10 +19,11 @@ struct HostRowParams {
   void* residual_out;
   const int* valid_len;
   long long rows;
+  long long hand_back_from;
   float scale;
   float eps;
 };
-static_assert(sizeof(HostRowParams) == 72, "HostRowParams must match the device struct RowParams.");
+static_assert(sizeof(HostRowParams) == 80, "HostRowParams must match the device struct RowParams.");
 
 }  // namespace
 
@@ -75,6 +78,14 @@ RowKernel::RowKernel(const RowOpSpec& spec, const RowConfig& config, const std::
     grid_ = clusters * config.cluster;
   }
   GF_CHECK(grid_ < (int64_t(1) << 31), "{}: too many rows for one launch", spec.key());
+  if (config.bulk) {
+    // A bulk kernel's row copies hold their lines last in L2 (evict_last), and lines of one
+    // priority leave oldest first: once twice the L2's size has been read after a row, that row's
+    // lines are gone. Only the rows read later can outlive the kernel there, so only they hand
+    // their lines back to normal priority, at a fraction of the cost of every row doing so.
+    const int64_t row_bytes = spec.cols * dtype_bytes(spec.in) * (spec.residual ? 2 : 1);
+    hand_back_from_ = std::max<int64_t>(0, spec.rows - (2 * cuda::l2_bytes() + row_bytes - 1) / row_bytes);
+  }
 }
 
 cuda::LaunchConfig RowKernel::launch_config(int64_t ctas) const {
@@ -88,7 +99,8 @@ void RowKernel::launch(const RowOpArgs& a, cudaStream_t stream) const {
   check_args(spec_, a);
   std::string why = misaligned(spec_, config_, a);
   GF_CHECK(why.empty(), "{}: {}", spec_.key(), why);
-  HostRowParams p{a.x, a.y, a.weight, a.bias, a.residual, a.residual_out, a.valid_len, spec_.rows, a.scale, a.eps};
+  HostRowParams p{a.x, a.y, a.weight, a.bias, a.residual, a.residual_out, a.valid_len, spec_.rows, hand_back_from_,
+                  a.scale, a.eps};
   void* args[] = {&p};
   cuda::launch(fn_, launch_config(grid_), args, stream);
 }

@@ -25,7 +25,8 @@ class RowKernel {
   RowConfig config_;
   cuda::Module module_;
   CUfunction fn_;
-  int64_t grid_ = 0;  // CTAs
+  int64_t grid_ = 0;           // CTAs
+  int64_t hand_back_from_ = 0;  // bulk kernels: the first row that hands its L2 lines back
 };
 
 jit::Compiled compile_row_kernel(const RowOpSpec& s, const RowConfig& c, bool use_cache);
