@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
 """Summarizes `gemmforge bench --json` files: one line per problem with every backend's median
-microseconds and native's and Triton's ratio to the best cuBLASLt kernel, then geomeans per M.
+microseconds and native's and Triton's ratio to the best cuBLASLt kernel, then geomeans per M
+(also paired by round, where the files carry every round's time).
 
     scripts/summarize.py [--markdown] bench-*.json
 """
 import json
 import math
+import statistics
 import sys
 from collections import defaultdict
 
 markdown = "--markdown" in sys.argv
 paths = [a for a in sys.argv[1:] if a != "--markdown"]
 rows = defaultdict(dict)
+rounds = defaultdict(dict)  # problem -> backend -> every round's us (bench --json since --rounds)
 labels = {}
 for path in paths:
     try:
@@ -21,6 +24,8 @@ for path in paths:
     for r in records:
         if r.get("verified"):
             rows[r["problem"]][r["backend"]] = r["us"]
+            if all(r.get("round_us") or [0]):
+                rounds[r["problem"]][r["backend"]] = r["round_us"]
             labels[r["problem"]] = r.get("label", r["problem"])
 
 backends = sorted({b for times in rows.values() for b in times})
@@ -35,6 +40,9 @@ ratios = defaultdict(list)
 # The same against the faster of cuBLASLt's tuned and rank-0 (default) kernels in this run: the
 # tuned pick comes from single timings and is sometimes the slower of the two in the bench.
 ratios_best = defaultdict(list)
+# And paired by round: the median over rounds of cuBLASLt's time / native's in the same round.
+# Rounds interleave the rows, so a pair ran seconds apart; drift over the run cancels.
+ratios_paired = defaultdict(list)
 for key, times in rows.items():
     lt = times.get("cublaslt")
     # Speed relative to the tuned cuBLASLt kernel: above 1 is faster.
@@ -44,6 +52,9 @@ for key, times in rows.items():
     for b, r in rel.items():
         ratios[(b, m)].append(r)
         ratios_best[(b, m)].append(best / times[b])
+        rb, rl = rounds[key].get(b), rounds[key].get("cublaslt")
+        if rb and rl and len(rb) == len(rl):
+            ratios_paired[(b, m)].append(statistics.median(l / x for l, x in zip(rl, rb)))
     if markdown:
         cells = [f"{times[b]:.1f}" if b in times else "-" for b in backends]
         cells += [f"{rel[b]:.3f}" if b in rel else "-" for b in ratio_of]
@@ -61,3 +72,6 @@ for (b, m), rs in sorted(ratios.items()):
     best = ratios_best[(b, m)]
     print(f"{'- ' if markdown else ''}{b} vs cuBLASLt at M={m}: geomean {geomean(rs):.3f} (min {min(rs):.3f}) "
           f"over {len(rs)} GEMMs; against the faster of tuned and default {geomean(best):.3f} (min {min(best):.3f})")
+    paired = ratios_paired.get((b, m))
+    if paired and len(paired) == len(rs):
+        print(f"{'  ' if markdown else ''}  paired by round: geomean {geomean(paired):.3f} (min {min(paired):.3f})")

@@ -24,6 +24,7 @@ struct TuneOptions {
   std::filesystem::path db_path;    // empty: TuningDb::default_path()
   std::string worker_exe;           // empty: this program (/proc/self/exe)
   uint64_t seed = 0;                // input data seed; 0: fresh each run
+  int bench_rounds = 3;             // bench: interleaved rounds, each row keeping its median (odd)
   // Called as work advances: (what, done, total).
   std::function<void(const std::string&, int, int)> progress;
 };
@@ -41,8 +42,9 @@ struct TuneResult {
 struct BenchRow {
   std::string backend;  // "cublaslt-default" for cuBLASLt's own pick
   Candidate candidate;
-  Measurement measurement;
+  Measurement measurement;  // the median round's
   bool chosen = false;
+  std::vector<double> round_us;  // every round's time, in order (0: not verified)
 };
 
 class Tuner {

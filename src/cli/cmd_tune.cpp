@@ -22,6 +22,7 @@ struct TuneArgs {
   bool force = false;
   std::string only;
   double timeout_s = 60;
+  int rounds = 3;
   std::string db;
   std::string json;
 };
@@ -43,6 +44,7 @@ std::unique_ptr<Tuner> make_tuner(const TuneArgs& a, Progress& progress) {
   o.force = a.force;
   o.only = a.only;
   o.candidate_timeout_s = a.timeout_s;
+  o.bench_rounds = a.rounds;
   o.db_path = a.db;
   o.progress = [&progress](const std::string& what, int done, int total) { progress.update(what, done, total); };
   DeviceInfo device = DeviceInfo::query();
@@ -134,6 +136,7 @@ void run_bench(const TuneArgs& a) {
                      {"backend", r.backend},
                      {"candidate", r.candidate.name},
                      {"us", m.us},
+                     {"round_us", r.round_us},
                      {"tflops", m.tflops},
                      {"chosen", r.chosen},
                      {"verified", m.verified},
@@ -169,6 +172,10 @@ void add_bench(CLI::App& app) {
   auto a = std::make_shared<TuneArgs>();
   auto* cmd = app.add_subcommand("bench", "time each backend's best, the choice and cuBLASLt's default side by side");
   add_common(cmd, *a);
+  cmd->add_option("--rounds", a->rounds, "interleaved timing rounds; each row reports its median (odd, 1-15)")
+      ->check(CLI::Range(1, 15))
+      ->check([](const std::string& v) { return std::stoi(v) % 2 ? "" : "--rounds must be odd"; })
+      ->capture_default_str();
   cmd->callback([a] { run_bench(*a); });
 }
 

@@ -250,18 +250,22 @@ std::vector<BenchRow> Tuner::bench(const GemmProblem& problem) {
       rows.push_back({"eager", candidate_of(m), {}, false});
   }
 
-  // Three interleaved rounds, each row keeping its median: clock drift over the run hits all alike.
+  // Interleaved rounds, each row keeping its median: clock drift over the run hits all alike.
   tune::MeasureSession session(I.worker_exe(), problem, I.seed(), I.opt.candidate_timeout_s);
+  const int n = std::max(1, I.opt.bench_rounds);
   std::vector<std::vector<Measurement>> rounds(rows.size());
-  for (int round = 0; round < 3; ++round)
-    for (size_t i = 0; i < rows.size(); ++i) rounds[i].push_back(session.measure(rows[i].candidate));
+  for (int round = 0; round < n; ++round)
+    for (size_t i = 0; i < rows.size(); ++i) {
+      rounds[i].push_back(session.measure(rows[i].candidate));
+      rows[i].round_us.push_back(rounds[i].back().verified ? rounds[i].back().us : 0.0);
+    }
   for (size_t i = 0; i < rows.size(); ++i) {
     auto& r = rounds[i];
     std::sort(r.begin(), r.end(), [](const Measurement& a, const Measurement& b) {
       return a.verified != b.verified ? a.verified : a.us < b.us;
     });
-    rows[i].measurement = r[1].verified ? r[1] : r[0];  // the median of three verified timings
-    if (!r[2].verified) rows[i].measurement = r[2];     // any failure shows
+    rows[i].measurement = r[size_t(n / 2)].verified ? r[size_t(n / 2)] : r[0];  // the median verified timing
+    if (!r.back().verified) rows[i].measurement = r.back();                   // any failure shows
   }
   return rows;
 }

@@ -95,7 +95,9 @@ INSTANTIATE_TEST_SUITE_P(Epilogues, NativeShapes,
                                            "130x512x256:bf16:swiglu", "130x512x256:bf16:bias+swiglu_split",
                                            "1000x1000x1000:bf16:residual", "129x1000x512:bf16:bias+relu",
                                            "77x136x64:bf16:bias+residual+gelu", "300x384x512:f16:alpha=0.5+beta=2",
-                                           "16x6144x4096:bf16:bias+swiglu"));
+                                           "16x6144x4096:bf16:bias+swiglu",
+                                           // Several tiles a CTA: each tile's D stored during the next's main loop.
+                                           "2000x4096x256:bf16:bias+gelu_tanh", "1500x3000x192:f16:alpha=0.5+rowbias+silu"));
 
 TEST(Native, DeclinesWhatTmaCannotAddress) {
   EXPECT_NE(native::unsupported_reason(GemmProblem::parse("64x64x77:bf16")), "");

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <vector>
 
 #include "gemmforge/runtime.hpp"
 #include "gpu_test_util.hpp"
@@ -58,11 +60,16 @@ TEST(Tuner, ChoosesNoSlowerThanDefaultAndBenchReportsAll) {
   TuneOptions o;
   o.backends = {"cublaslt"};
   o.db_path = fresh_db("bench");
+  o.bench_rounds = 5;
   Tuner tuner(o);
   auto rows = tuner.bench(GemmProblem::parse("2048x2048x2048:bf16"));
   const BenchRow *chosen = nullptr, *deflt = nullptr;
   for (const auto& r : rows) {
     EXPECT_TRUE(r.measurement.verified) << r.backend << ": " << r.measurement.error;
+    ASSERT_EQ(r.round_us.size(), 5u) << r.backend;
+    std::vector<double> sorted = r.round_us;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(r.measurement.us, sorted[2]) << r.backend << ": the median round";
     if (r.chosen) chosen = &r;
     if (r.backend == "cublaslt-default") deflt = &r;
   }
