@@ -9,7 +9,8 @@
 #   exhaustive best in one run (SEARCH_PROBLEMS). "all" is tests, tune, bench.
 # Knobs: GPU_TESTS_FILTER (gtest filter), SEARCH (fast|default|exhaustive, default fast),
 #        SEARCH_PROBLEMS and SEARCH_ONLY (a name filter for the exhaustive side of "search"),
-#        BENCH_EXTRA (extra problems for the second bench, e.g. "--model llama3-70b --tokens 4096,8192").
+#        BENCH_EXTRA (extra problems for the second bench, e.g. "--model llama3-70b --tokens 4096,8192"),
+#        BENCH_ROUNDS (interleaved rounds of each bench, odd; default 3).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 what=${1:-all}
@@ -62,13 +63,14 @@ fi
 
 if [ "$what" = all ] || [ "$what" = bench ]; then
   step "bench llama3-8b"
-  timeout "${T_BENCH:-240}" "$gf" bench --model llama3-8b --tokens 16,128,4096 -s "$search" --json "$out/bench-8b.json" \
+  timeout "${T_BENCH:-240}" "$gf" bench --model llama3-8b --tokens 16,128,4096 -s "$search" --rounds "${BENCH_ROUNDS:-3}" \
+    --json "$out/bench-8b.json" \
     > "$out/bench-8b.txt" 2>&1 || status=1
   if [ -n "${BENCH_EXTRA:-}" ]; then
     step "bench $BENCH_EXTRA"
     # shellcheck disable=SC2086
-    timeout "${T_EXTRA:-110}" "$gf" bench $BENCH_EXTRA -s "$search" --json "$out/bench-extra.json" > "$out/bench-extra.txt" 2>&1 \
-      || status=1
+    timeout "${T_EXTRA:-110}" "$gf" bench $BENCH_EXTRA -s "$search" --rounds "${BENCH_ROUNDS:-3}" --json "$out/bench-extra.json" \
+      > "$out/bench-extra.txt" 2>&1 || status=1
   fi
   step "summary (us; native and cuBLASLt best, ratio = cuBLASLt / native)"
   python3 scripts/summarize.py "$out"/bench-*.json
