@@ -88,10 +88,12 @@ struct Gemm {
   // The TMA-store epilogue stages kStoreBoxes 64-column boxes of a consumer's rows of D at a time:
   // fewer than the tile's kOutN/64 leaves shared memory for a deeper pipeline.
   static constexpr int kOutN = Cfg::kGate == kGateNone ? BN : BN / 2;  // D columns of a tile
+  static constexpr int kOutBoxes = (kOutN + 63) / 64;                   // 64-column boxes covering them
   static constexpr int kStoreBoxes = Cfg::kStoreBoxes;
   static constexpr bool kStoreTma = kStoreBoxes > 0;
-  static_assert(!kStoreTma || (Cfg::kOut != kOutF32 && kOutN % 64 == 0 && kOutN / 64 % kStoreBoxes == 0),
-                "The TMA-store epilogue stages 16-bit tiles in whole 64-column boxes.");
+  static_assert(!kStoreTma || (Cfg::kOut != kOutF32 && kOutN >= 64 && kOutBoxes % kStoreBoxes == 0 &&
+                               (kOutN % 64 == 0 || Cfg::kGate == kGateNone)),
+                "The TMA-store epilogue stages 16-bit tiles in 64-column boxes (whole ones when gated).");
   static constexpr u32 kBoxBytes = kWgRows * 128;                        // one consumer's rows of one box
   static constexpr u32 kStaging = kConsumers * kStoreBoxes * kBoxBytes;  // per consumer: its rows
   static constexpr bool kLoadC = kStoreTma && Cfg::kHasC;
@@ -339,6 +341,11 @@ struct Gemm {
   // The epilogue through shared memory: each consumer writes its rows of kStoreBoxes 64-column
   // boxes at a time, 128-byte swizzled (conflict-free for the accumulator layout), into its
   // staging buffer, and one thread stores them with TMA, which clips the tile at M and N.
+  // The tile's first 8-column group in box b. A tile of width kOutN % 64 != 0 (chosen to fill the
+  // last wave) ends in a box shifted left to end at its last column: the columns it shares with
+  // the box before are stored twice, with the same values, and none past the tile is touched.
+  static __device__ __forceinline__ int box_group(int b) { return min(8 * b, kOutN / 8 - 8); }
+
   static __device__ __forceinline__ u8* staging_of(u8* staging, int consumer) {
     return staging + consumer * (kStoreBoxes * kBoxBytes);
   }
@@ -350,8 +357,8 @@ struct Gemm {
     ptx::mbar_arrive_expect_tx(c_full, kStoreBoxes * kBoxBytes);
 #pragma unroll
     for (int box = 0; box < kStoreBoxes; ++box)
-      ptx::tma_load_3d(staging_of(staging, consumer) + box * kBoxBytes, &p.c_tile, c_full, u.n0 + (box0 + box) * 64,
-                       u.m0 + part(consumer) * kWgRows, u.b);
+      ptx::tma_load_3d(staging_of(staging, consumer) + box * kBoxBytes, &p.c_tile, c_full,
+                       u.n0 + box_group(box0 + box) * 8, u.m0 + part(consumer) * kWgRows, u.b);
   }
 
   // One round of the ungated TMA-store epilogue: boxes box0.. of this consumer's rows, from the
@@ -371,7 +378,7 @@ struct Gemm {
     for (int g = 0; g < kBoxGroups; ++g)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const int col = u.n0 + 8 * (box0 * 8 + g) + 2 * (lane % 4) + e;
+        const int col = u.n0 + 8 * (box_group(box0 + g / 8) + g % 8) + 2 * (lane % 4) + e;
         col_add[g][e] = Cfg::kBias == kBiasCol && col < p.n ? to_float(bias[col]) : 0.0f;
       }
   }
@@ -392,9 +399,10 @@ struct Gemm {
       }
       const int r = mm * 64 + warp * 16 + lane / 8 % 2 * 8 + lane % 8;  // the row this lane addresses
 #pragma unroll
-      for (int i = box0 * 8; i < (box0 + kStoreBoxes) * 8; i += 2) {
-        const int g = i + lane / 16;  // the 8-column group this lane addresses
-        u8* row_addr = st + (g / 8 - box0) * kBoxBytes + r * 128 + ((g % 8) ^ (r % 8)) * 16;
+      for (int j = 0; j < kStoreBoxes * 8; j += 2) {
+        const int i = box_group(box0 + j / 8) + j % 8;  // the tile's 8-column group of this step
+        const int g = j % 8 + lane / 16;                // the group this lane addresses, in its box
+        u8* row_addr = st + j / 8 * kBoxBytes + r * 128 + (g ^ (r % 8)) * 16;
         u32 c[4] = {0u, 0u, 0u, 0u};
         if (kLoadC) ptx::ldmatrix_x4(row_addr, c);
         u32 d[4];
@@ -407,7 +415,7 @@ struct Gemm {
             float x = p.alpha * acc[mm][4 * group + 2 * half + e];
             if (Cfg::kBias == kBiasRow) x += row_add[half];
             if (kLoadC) x += p.beta * to_float(u16(e ? c[q] >> 16 : c[q] & 0xffff));
-            if (Cfg::kBias == kBiasCol) x += col_add[group - box0 * 8][e];
+            if (Cfg::kBias == kBiasCol) x += col_add[j + q / 2][e];
             v[e] = activate(x);
           }
           d[q] = pack2(v[0], v[1]);
@@ -426,7 +434,7 @@ struct Gemm {
     const int out0 = Cfg::kGate == kGateNone ? u.n0 : u.n0 / 2;  // the tile's first column of D
     const Out* bias = static_cast<const Out*>(p.bias);
 #pragma unroll
-    for (int box0 = 0; box0 < kOutN / 64; box0 += kStoreBoxes) {
+    for (int box0 = 0; box0 < kOutBoxes; box0 += kStoreBoxes) {
       float col_add[kBoxGroups][2];
       if constexpr (Cfg::kGate == kGateNone) load_col_bias(p, u, box0, col_add);
       if (kLoadC) {
@@ -498,7 +506,7 @@ struct Gemm {
       if (leader) {
 #pragma unroll
         for (int box = 0; box < kStoreBoxes; ++box)
-          ptx::tma_store_3d(&p.d, st + box * kBoxBytes, out0 + (box0 + box) * 64, row0, u.b);
+          ptx::tma_store_3d(&p.d, st + box * kBoxBytes, out0 + box_group(box0 + box) * 8, row0, u.b);
         ptx::bulk_commit();
       }
     }

@@ -1,6 +1,6 @@
 // The native templates against the reference on fresh random data of awkward sizes, over a set of
 // configs that covers every code path (1 and 2 consumers, cooperative and ping-pong, 64/128-row
-// warpgroups, split-K, 2-CTA clusters, the TMA-store epilogue,
+// warpgroups, split-K, 2-CTA clusters, the TMA-store epilogue (tiles of whole and partial boxes),
 // both raster orders, N-major B, batch, every epilogue).
 #include <gtest/gtest.h>
 
@@ -26,7 +26,12 @@ std::vector<NativeConfig> covering_configs() {
   NativeConfig tma_split{64, 128, 6, 1, false, 3, 1, false, 8, true, 2};
   NativeConfig tma_whole{128, 256, 3, 2, false, 1, 1, false, 8, false, 4};
   NativeConfig tma_whole_pair{256, 128, 3, 2, false, 1, 2, false, 8, false, 2};
+  // Widths that are not whole 64-column boxes: the last box shifted to end at the tile's edge.
+  NativeConfig tma_176_pair_m{128, 176, 5, 2, false, 1, 2, true, 8, false, 1};
+  NativeConfig tma_112_whole_pair_n{256, 112, 4, 2, false, 1, 2, false, 8, false, 2};
   return {
+      tma_176_pair_m,
+      tma_112_whole_pair_n,
       tma_co,
       tma_pp,
       tma_split,

@@ -15,6 +15,8 @@ int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
 
 // D columns of a tile BN wide: half of them with a SwiGLU gate.
 int tile_out_cols(int bn, const GemmProblem& p) { return p.epilogue.gate == GateKind::none ? bn : bn / 2; }
+// The TMA-store epilogue's 64-column boxes over a tile's D columns (the last one may overlap).
+int tile_out_boxes(int bn, const GemmProblem& p) { return ceil_div(tile_out_cols(bn, p), 64); }
 
 // Peak dense bf16/f16 tensor-core rate of one SM (H100/H200 SXM: ~989 TFLOP/s over 132 SMs).
 constexpr double kPeakPerSm = 989e12 / 132;
@@ -99,9 +101,10 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   if (c.store_boxes < 0) return "store_boxes must be >= 0";
   if (c.store_tma()) {
     const int out_n = tile_out_cols(c.bn, p);
-    if (p.out == DType::f32 || out_n % 64 != 0)
-      return "the TMA-store epilogue takes 16-bit outputs in whole 64-column boxes (BN % 128 == 0 when gated)";
-    if ((out_n / 64) % c.store_boxes != 0)
+    if (p.out == DType::f32) return "the TMA-store epilogue takes 16-bit outputs";
+    if (out_n < 64 || (p.epilogue.gate != GateKind::none && out_n % 64 != 0))
+      return "the TMA-store epilogue stores 64-column boxes (whole ones when gated: BN % 128 == 0)";
+    if (tile_out_boxes(c.bn, p) % c.store_boxes != 0)
       return "the TMA-store epilogue stages a divisor of the tile's 64-column boxes at a time";
     if (p.out_cols() % 8 != 0) return "a TMA store needs D rows of a multiple of 16 bytes";
   }
@@ -180,7 +183,7 @@ double estimate_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo
   // A C input arrives in the staging boxes: the first store_boxes of them during the main loop,
   // the rest while the tensor cores wait (each SM's share of DRAM, ~25 GB/s).
   if (p.epilogue.has_c() && c.store_tma()) {
-    const int out_boxes = tile_out_cols(c.bn, p) / 64;
+    const int out_boxes = tile_out_boxes(c.bn, p);
     epilogue_s += double(out_boxes - c.store_boxes) / out_boxes * c.bm * tile_out_cols(c.bn, p) * 2 / 25e9;
   }
   // Ping-pong runs one consumer's tile at a time: each tile has the SM's tensor cores alone.
@@ -207,9 +210,14 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   auto deepest_pipeline = [&](NativeConfig& c) {
     while (c.stages > 2 && c.smem_bytes() > d.smem_per_block_optin) --c.stages;
   };
+  // At large M, widths between these let a grid of many tiles fill its last wave: at
+  // 8192x6144x4096 128x176 tiles make 16.97 waves where 256x128 make 11.6 (cuBLASLt's pick there is
+  // 176 wide). The small-M lists were fitted without them (docs/native-notes.md v12, v15).
+  std::vector<int> widths = {64, 96, 128, 192, 256};
+  if (p.m > 256) widths.insert(widths.end(), {112, 144, 176, 208, 240});
   std::vector<std::pair<double, NativeConfig>> scored;
   for (const Family& f : families)
-    for (int bn : {64, 96, 128, 192, 256})
+    for (int bn : widths)
       for (int split : {1, 2, 3, 4, 6, 8})
         for (int pairing : {0, 1, 2})  // no cluster, a pair along N (shares A), a pair along M (shares B)
           for (bool store_tma : {false, true})
@@ -222,7 +230,7 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                 c.store_boxes = store_tma ? 1 : 0;
                 c.stages = 8;
                 deepest_pipeline(c);
-                const int out_boxes = tile_out_cols(bn, p) / 64;
+                const int out_boxes = tile_out_boxes(bn, p);
                 if (store_tma)
                   for (int boxes = out_boxes; boxes > 1; --boxes) {
                     NativeConfig wider = c;
