@@ -86,7 +86,7 @@ struct Gemm {
   static_assert(kMmaM * kAcc <= 128, "More than 128 accumulators per thread would spill.");
 
   // The TMA-store epilogue stages kStoreBoxes 64-column boxes of a consumer's rows of D at a time:
-  // fewer than the tile's kOutN/64 leaves shared memory for a deeper pipeline.
+  // fewer than the tile's kOutBoxes leaves shared memory for a deeper pipeline.
   static constexpr int kOutN = Cfg::kGate == kGateNone ? BN : BN / 2;  // D columns of a tile
   static constexpr int kOutBoxes = (kOutN + 63) / 64;                   // 64-column boxes covering them
   static constexpr int kStoreBoxes = Cfg::kStoreBoxes;
@@ -341,14 +341,14 @@ struct Gemm {
   // The epilogue through shared memory: each consumer writes its rows of kStoreBoxes 64-column
   // boxes at a time, 128-byte swizzled (conflict-free for the accumulator layout), into its
   // staging buffer, and one thread stores them with TMA, which clips the tile at M and N.
+  static __device__ __forceinline__ u8* staging_of(u8* staging, int consumer) {
+    return staging + consumer * (kStoreBoxes * kBoxBytes);
+  }
+
   // The tile's first 8-column group in box b. A tile of width kOutN % 64 != 0 (chosen to fill the
   // last wave) ends in a box shifted left to end at its last column: the columns it shares with
   // the box before are stored twice, with the same values, and none past the tile is touched.
   static __device__ __forceinline__ int box_group(int b) { return min(8 * b, kOutN / 8 - 8); }
-
-  static __device__ __forceinline__ u8* staging_of(u8* staging, int consumer) {
-    return staging + consumer * (kStoreBoxes * kBoxBytes);
-  }
 
   // C's boxes box0.. of this consumer's rows into its staging buffer (zeros past M and N). The
   // caller has waited for the previous store to finish reading the buffer.
