@@ -24,8 +24,9 @@ for path in paths:
     for r in records:
         if r.get("verified"):
             rows[r["problem"]][r["backend"]] = r["us"]
-            if all(r.get("round_us") or [0]):
-                rounds[r["problem"]][r["backend"]] = r["round_us"]
+            every = r.get("round_us")
+            if every and all(every):  # every round verified (a failed round is 0)
+                rounds[r["problem"]][r["backend"]] = every
             labels[r["problem"]] = r.get("label", r["problem"])
 
 backends = sorted({b for times in rows.values() for b in times})

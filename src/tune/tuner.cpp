@@ -264,8 +264,8 @@ std::vector<BenchRow> Tuner::bench(const GemmProblem& problem) {
     std::sort(r.begin(), r.end(), [](const Measurement& a, const Measurement& b) {
       return a.verified != b.verified ? a.verified : a.us < b.us;
     });
-    rows[i].measurement = r[size_t(n / 2)].verified ? r[size_t(n / 2)] : r[0];  // the median verified timing
-    if (!r.back().verified) rows[i].measurement = r.back();                   // any failure shows
+    // The median timing, or (sorted verified first) a failure where any round failed.
+    rows[i].measurement = r.back().verified ? r[size_t(n / 2)] : r.back();
   }
   return rows;
 }
