@@ -83,7 +83,7 @@ struct Gemm {
   static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "wgmma takes N in [16, 256], a multiple of 16 here.");
   static_assert(!Cfg::kNN || BN % 64 == 0, "N-major B is loaded in 64-column boxes.");
   static_assert(Cfg::kGate != kGateSplit || BN % 32 == 0, "A split gate needs whole 8-column groups per half.");
-  static_assert(kMmaM * kAcc <= 128, "More than 128 accumulators per thread would spill.");
+  static_assert(kMmaM * kAcc <= (kConsumers == 2 ? 192 : 128), "More accumulators per thread would spill.");
 
   // The TMA-store epilogue stages kStoreBoxes 64-column boxes of a consumer's rows of D at a time:
   // fewer than the tile's kOutBoxes leaves shared memory for a deeper pipeline.

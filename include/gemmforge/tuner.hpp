@@ -16,8 +16,8 @@ struct TuneOptions {
   std::vector<std::string> backends;  // empty: every available backend
   SearchOptions search;
   bool force = false;               // tune again even when the DB has a decision
-  // Only candidates whose names contain this, to study one variant; the DB is neither read nor
-  // written, since the winner of a cut space is no decision.
+  // Only candidates whose names contain one of these comma-separated texts, to study a few
+  // variants; the DB is neither read nor written, since the winner of a cut space is no decision.
   std::string only;
   double candidate_timeout_s = 60;  // per candidate (build, verify, time) in the worker
   int compile_jobs = 0;             // parallel compiles; 0: one per core

@@ -21,6 +21,7 @@ struct CandidateArgs {
   bool no_cache = false;
   int jobs = 0;
   std::string json;
+  std::string only;
 };
 
 std::vector<std::shared_ptr<Backend>> selected(const std::string& list) {
@@ -45,7 +46,9 @@ std::vector<std::pair<std::shared_ptr<Backend>, std::vector<Candidate>>> enumera
     if (why.empty()) why = b->supports(p);
     if (why.empty()) {
       try {
-        out.emplace_back(b, b->candidates(p, device, {parse_search(a.search), a.top_k}));
+        std::vector<Candidate> cands = b->candidates(p, device, {parse_search(a.search), a.top_k});
+        std::erase_if(cands, [&](const Candidate& c) { return !c.matches(a.only); });
+        out.emplace_back(b, std::move(cands));
         continue;
       } catch (const Error& e) {
         why = e.what();
@@ -142,6 +145,7 @@ void add_options(CLI::App* cmd, CandidateArgs& a) {
   cmd->add_option("-s,--search", a.search, "search effort: fast, default, exhaustive")->capture_default_str();
   cmd->add_option("--top-k", a.top_k, "cuBLASLt heuristic algorithms to list");
   cmd->add_option("--json", a.json, "also write the list as JSON to FILE");
+  cmd->add_option("--only", a.only, "only the candidates (of the --search level) whose names contain one of the comma-separated TEXTs");
 }
 
 }  // namespace

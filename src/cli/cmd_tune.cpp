@@ -163,8 +163,8 @@ void add_tune(CLI::App& app) {
   add_common(cmd, *a);
   cmd->add_flag("-f,--force", a->force, "tune again even when the DB has a decision");
   cmd->add_option("--only", a->only,
-                  "only the candidates (of the --search level) whose names contain TEXT, to study one variant; "
-                  "the DB is left alone");
+                  "only the candidates (of the --search level) whose names contain one of the comma-separated TEXTs, to "
+                  "study a few variants; the DB is left alone");
   cmd->callback([a] { run_tune(*a); });
 }
 

@@ -154,13 +154,13 @@ TuneResult Tuner::tune(const GemmProblem& problem) {
     try {
       auto cs = b->candidates(problem, I.device, I.opt.search);
       std::copy_if(cs.begin(), cs.end(), std::back_inserter(cands),
-                   [&](const Candidate& c) { return c.name.find(I.opt.only) != std::string::npos; });
+                   [&](const Candidate& c) { return c.matches(I.opt.only); });
     } catch (const Error& e) {
       result.skipped[b->name()] = e.what();
     }
   }
   GF_CHECK(!cands.empty(), "no backend offers a candidate for {}{}", key,
-           I.opt.only.empty() ? "" : fmt::format(" whose name contains '{}'", I.opt.only));
+           I.opt.only.empty() ? "" : fmt::format(" whose name contains one of '{}'", I.opt.only));
 
   // Compile in parallel (threads; NVRTC is thread-safe), then measure one by one in the worker.
   std::vector<CompileReport> compiled(cands.size());

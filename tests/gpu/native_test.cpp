@@ -1,6 +1,6 @@
 // The native templates against the reference on fresh random data of awkward sizes, over a set of
 // configs that covers every code path (1 and 2 consumers, cooperative and ping-pong, 64/128-row
-// warpgroups, split-K, 2-CTA clusters, the TMA-store epilogue (tiles of whole and partial boxes),
+// warpgroups, up to 192 accumulators a thread, split-K, 2-CTA clusters, the TMA-store epilogue (tiles of whole and partial boxes),
 // both raster orders, N-major B, batch, every epilogue).
 #include <gtest/gtest.h>
 
@@ -29,7 +29,15 @@ std::vector<NativeConfig> covering_configs() {
   // Widths that are not whole 64-column boxes: the last box shifted to end at the tile's edge.
   NativeConfig tma_176_pair_m{128, 176, 5, 2, false, 1, 2, true, 8, false, 1};
   NativeConfig tma_112_whole_pair_n{256, 112, 4, 2, false, 1, 2, false, 8, false, 2};
+  // Past 128 accumulators a thread (consumers of 128 x 160-192): partial boxes, stores from
+  // registers in a pair, ping-pong.
+  NativeConfig tma_160{256, 160, 3, 2, false, 1, 1, false, 8, true, 1};
+  NativeConfig wide_192_pair_n{256, 192, 4, 2, false, 1, 2, false, 8, false};
+  NativeConfig tma_pp_192_pair_m{128, 192, 4, 2, true, 1, 2, true, 8, false, 1};
   return {
+      tma_160,
+      wide_192_pair_n,
+      tma_pp_192_pair_m,
       tma_176_pair_m,
       tma_112_whole_pair_n,
       tma_co,

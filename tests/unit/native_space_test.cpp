@@ -82,6 +82,23 @@ TEST(NativeSpace, PrunesWhatCannotFit) {
       native::illegal_reason({128, 128, 4, 2, false, 4, 1, false, 8, false}, GemmProblem::parse("64x64x128:bf16"), d),
       "");
   EXPECT_EQ(native::illegal_reason({128, 256, 4, 2, false, 1, 1, false, 8, false}, p, d), "");
+  // 192 accumulators a thread fit two consumers' 232 registers, not beside what spills (ptxas).
+  const NativeConfig wide{256, 192, 3, 2, false, 1, 1, false, 8, false, 1};
+  EXPECT_EQ(native::illegal_reason(wide, p, d), "");
+  EXPECT_NE(native::illegal_reason(wide, GemmProblem::parse("4096x4096x4096:bf16:bias+gelu_tanh"), d), "");
+  EXPECT_NE(native::illegal_reason({256, 192, 3, 2, false, 2, 1, false, 8, false}, p, d), "");  // split-K
+  EXPECT_NE(native::illegal_reason({256, 192, 2, 2, false, 1, 1, false, 8, false, 3}, p, d), "");  // 3 boxes
+  EXPECT_NE(native::illegal_reason({256, 192, 3, 1, false, 1, 1, false, 8, false}, p, d), "");  // one consumer
+}
+
+TEST(NativeSpace, OnlyMatchesAnyOfItsParts) {
+  Candidate c{"native", "sm90_bf16_bf16_tn_256x192x64_co_s3_c2_k1_x2n_g8m_plain_tma1", {}};
+  EXPECT_TRUE(c.matches(""));
+  EXPECT_TRUE(c.matches("256x192"));
+  EXPECT_TRUE(c.matches("128x256,256x192x64_co_s3"));
+  EXPECT_TRUE(c.matches(",_tma1"));
+  EXPECT_FALSE(c.matches("128x256,_tma2"));
+  EXPECT_FALSE(c.matches(","));
 }
 
 TEST(NativeSpace, SmallMPrefersSplitK) {
@@ -115,7 +132,8 @@ TEST(NativeSpace, SmallMFastListsHoldMeasuredWinners) {
 TEST(NativeSpace, DefaultSpaceCompilesWithoutSpills) {
   DeviceInfo d = DeviceInfo::assumed_hopper();
   for (const char* spec : {"4096x6144x4096:bf16", "16x28672x4096:f16->f32", "4096x4096x4096:bf16:nn",
-                           "4096x28672x4096:bf16:bias+swiglu_split", "128x4096x4096:bf16:bias+gelu_tanh+residual"}) {
+                           "4096x28672x4096:bf16:bias+swiglu_split", "128x4096x4096:bf16:bias+gelu_tanh+residual",
+                           "8192x8192x4096:bf16:bias+gelu_tanh+residual"}) {
     GemmProblem p = GemmProblem::parse(spec);
     auto configs = native::ranked_configs(p, d, Search::normal);
     std::vector<native::Compiled> out(configs.size());

@@ -83,7 +83,15 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   if (c.pingpong && c.consumers != 2) return "ping-pong alternates two consumers";
   if (c.bm % c.consumers != 0 || (c.wg_rows() != 64 && c.wg_rows() != 128)) return "each consumer owns 64 or 128 rows";
   if (c.bn % 16 != 0 || c.bn < 16 || c.bn > 256) return "BN must be a multiple of 16 in [16, 256]";
-  if (c.acc_per_thread() > 128) return "more than 128 accumulators per thread";
+  if (c.acc_per_thread() > c.max_acc_per_thread())
+    return fmt::format("more than {} accumulators per thread", c.max_acc_per_thread());
+  // Past 128 accumulators a consumer keeps ~40 of its 232 registers for the rest: the split-K
+  // reduction, staging several boxes at once (a column bias per box) and, at 192, a column bias
+  // with an activation spill (ptxas, CUDA 13.0).
+  if (c.acc_per_thread() > 128 &&
+      (c.split_k > 1 || c.store_boxes > 1 ||
+       (c.acc_per_thread() > 176 && p.epilogue.bias == BiasKind::per_col && p.epilogue.act != Activation::none)))
+    return "past 128 accumulators, split-K, staging several boxes or (at 192) a bias with an activation spill";
   // Without setmaxnreg a lone consumer has 255 registers; the split-K reduction on top of 128
   // accumulators spills (ptxas, CUDA 13.0).
   if (c.consumers == 1 && c.split_k > 1 && c.acc_per_thread() > 96) return "split-K with 128 accumulators spills";
@@ -214,7 +222,7 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   // 8192x6144x4096 128x176 tiles make 16.97 waves where 256x128 make 11.6 (cuBLASLt's pick there is
   // 176 wide). The small-M lists were fitted without them (docs/native-notes.md v12, v15).
   std::vector<int> widths = {64, 96, 128, 192, 256};
-  if (p.m > 256) widths.insert(widths.end(), {112, 144, 176, 208, 240});
+  if (p.m > 256) widths.insert(widths.end(), {112, 144, 160, 176, 208, 240});
   std::vector<std::pair<double, NativeConfig>> scored;
   for (const Family& f : families)
     for (int bn : widths)

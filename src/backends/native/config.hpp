@@ -28,6 +28,9 @@ struct NativeConfig {
   int pair_n() const { return cluster > 1 && !cluster_m ? 2 : 1; }
   int wg_rows() const { return pingpong ? bm : bm / consumers; }
   int acc_per_thread() const { return (wg_rows() / 64) * (bn / 2); }
+  // Two consumers raise their register budget to 232 (setmaxnreg); a lone one keeps what the
+  // launch gives it.
+  int max_acc_per_thread() const { return consumers == 2 ? 192 : 128; }
   bool store_tma() const { return store_boxes > 0; }
   int staging_bytes() const { return consumers * wg_rows() * 128 * store_boxes; }
   // Mirrors Gemm::smem_bytes() in kernels/gemm_sm90.cuh.
