@@ -145,7 +145,8 @@ void add_options(CLI::App* cmd, CandidateArgs& a) {
   cmd->add_option("-s,--search", a.search, "search effort: fast, default, exhaustive")->capture_default_str();
   cmd->add_option("--top-k", a.top_k, "cuBLASLt heuristic algorithms to list");
   cmd->add_option("--json", a.json, "also write the list as JSON to FILE");
-  cmd->add_option("--only", a.only, "only the candidates (of the --search level) whose names contain one of the comma-separated TEXTs");
+  cmd->add_option("--only", a.only,
+                  "only the candidates (of the --search level) whose names contain one of the comma-separated TEXTs");
 }
 
 }  // namespace

@@ -162,9 +162,10 @@ void add_tune(CLI::App& app) {
   auto* cmd = app.add_subcommand("tune", "tune problems (default: llama3-8b at 16, 128, 4096 tokens) into the DB");
   add_common(cmd, *a);
   cmd->add_flag("-f,--force", a->force, "tune again even when the DB has a decision");
-  cmd->add_option("--only", a->only,
-                  "only the candidates (of the --search level) whose names contain one of the comma-separated TEXTs, to "
-                  "study a few variants; the DB is left alone");
+  cmd->add_option(
+      "--only", a->only,
+      "only the candidates (of the --search level) whose names contain one of the comma-separated TEXTs, to "
+      "study a few variants; the DB is left alone");
   cmd->callback([a] { run_tune(*a); });
 }
 

@@ -1,7 +1,7 @@
 // The native templates against the reference on fresh random data of awkward sizes, over a set of
 // configs that covers every code path (1 and 2 consumers, cooperative and ping-pong, 64/128-row
-// warpgroups, up to 192 accumulators a thread, split-K, 2-CTA clusters, the TMA-store epilogue (tiles of whole and partial boxes),
-// both raster orders, N-major B, batch, every epilogue).
+// warpgroups, up to 192 accumulators a thread, split-K, 2-CTA clusters, the TMA-store epilogue
+// (tiles of whole and partial boxes), both raster orders, N-major B, batch, every epilogue).
 #include <gtest/gtest.h>
 
 #include <random>

@@ -86,9 +86,9 @@ TEST(NativeSpace, PrunesWhatCannotFit) {
   const NativeConfig wide{256, 192, 3, 2, false, 1, 1, false, 8, false, 1};
   EXPECT_EQ(native::illegal_reason(wide, p, d), "");
   EXPECT_NE(native::illegal_reason(wide, GemmProblem::parse("4096x4096x4096:bf16:bias+gelu_tanh"), d), "");
-  EXPECT_NE(native::illegal_reason({256, 192, 3, 2, false, 2, 1, false, 8, false}, p, d), "");  // split-K
+  EXPECT_NE(native::illegal_reason({256, 192, 3, 2, false, 2, 1, false, 8, false}, p, d), "");     // split-K
   EXPECT_NE(native::illegal_reason({256, 192, 2, 2, false, 1, 1, false, 8, false, 3}, p, d), "");  // 3 boxes
-  EXPECT_NE(native::illegal_reason({256, 192, 3, 1, false, 1, 1, false, 8, false}, p, d), "");  // one consumer
+  EXPECT_NE(native::illegal_reason({256, 192, 3, 1, false, 1, 1, false, 8, false}, p, d), "");     // one consumer
 }
 
 TEST(NativeSpace, OnlyMatchesAnyOfItsParts) {
