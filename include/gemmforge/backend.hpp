@@ -5,11 +5,9 @@
 // tuning DB.
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "gemmforge/device.hpp"
@@ -37,17 +35,6 @@ struct Candidate {
   std::string name;  // encodes every parameter in a fixed order; unique within the backend
   nlohmann::json config;
   std::string id() const { return backend + ":" + name; }
-  // Whether the name contains one of the comma-separated texts of `only` (empty: every name), so
-  // that one study can time a few variants side by side.
-  bool matches(std::string_view only) const {
-    if (only.empty()) return true;
-    for (size_t begin = 0; begin <= only.size();) {
-      const size_t end = std::min(only.find(',', begin), only.size());
-      if (end > begin && name.find(only.substr(begin, end - begin)) != std::string::npos) return true;
-      begin = end + 1;
-    }
-    return false;
-  }
 };
 inline void to_json(nlohmann::json& j, const Candidate& c) {
   j = {{"backend", c.backend}, {"name", c.name}, {"config", c.config}};

@@ -95,15 +95,17 @@ void add_bench_ops(CLI::App& app) {
   cmd->add_option("-o,--op", a->ops,
                   "OP[+residual|+valid]:ROWSxCOLS[:dtype[->out]], repeatable (default: softmax and rmsnorm, bf16, "
                   "at 262144x1024 ... 1024x262144)");
-  cmd->add_option("--max-configs", a->max_configs, "configs tried per op (a config's _h2 twin comes with it)")->capture_default_str();
+  cmd->add_option("--max-configs", a->max_configs, "configs tried per op (a config's _h2 twin comes with it)")
+      ->capture_default_str();
   cmd->add_option("--db", a->db, "tuning DB path");
   cmd->add_option("--json", a->json, "also write the results as JSON to FILE");
-  cmd->add_option("--only", a->only,
-                  "only the configs whose names contain TEXT, to study one variant (names end "
-                  "_t<threads>_r<rows per CTA>_v<vector>_x<cluster>[_s | _b<stages> | _p<stages>][_h2], e.g. _x8_b2: "
-                  "clusters of 8, bulk copies, 2 stages; _h2: bf16 softmax takes the max over bf16 pairs); ops with "
-                  "none are skipped, --max-configs still applies, nothing is stored in the "
-                  "DB");
+  cmd->add_option(
+      "--only", a->only,
+      "only the configs whose names contain one of the comma-separated TEXTs, to study a few variants (names end "
+      "_t<threads>_r<rows per CTA>_v<vector>_x<cluster>[_s | _b<stages> | _p<stages>][_h2], e.g. _x8_b2: "
+      "clusters of 8, bulk copies, 2 stages; _h2: bf16 softmax takes the max over bf16 pairs); ops with "
+      "none are skipped, --max-configs still applies, nothing is stored in the "
+      "DB");
   cmd->callback([a] { run_bench_ops(*a); });
 }
 

@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "core/ranking.hpp"
 #include "gemmforge/error.hpp"
 
 namespace gf::cli {
@@ -47,7 +48,7 @@ std::vector<std::pair<std::shared_ptr<Backend>, std::vector<Candidate>>> enumera
     if (why.empty()) {
       try {
         std::vector<Candidate> cands = b->candidates(p, device, {parse_search(a.search), a.top_k});
-        std::erase_if(cands, [&](const Candidate& c) { return !c.matches(a.only); });
+        std::erase_if(cands, [&](const Candidate& c) { return !name_matches(c.name, a.only); });
         out.emplace_back(b, std::move(cands));
         continue;
       } catch (const Error& e) {

@@ -3,10 +3,12 @@
 // short lists explore: first the best-ranked config of each family (e.g. tile shape), then of
 // each finer family (e.g. tile shape and variant), each tier in model order, then the rest. The
 // first tier may be capped (first_tier_max) so that the finer ones still get a share of the list.
+// Also the --only filter on candidates' names.
 #include <algorithm>
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -35,6 +37,19 @@ std::vector<Config> diverse_head(std::vector<std::pair<double, Config>> scored, 
   for (size_t i = 0; i < scored.size() && out.size() < keep; ++i)
     if (!taken[i]) out.push_back(scored[i].second);
   return out;
+}
+
+// Whether a candidate's name contains one of the comma-separated texts of `only` (empty: every
+// name): the --only filter of tune, compile, candidates and bench-ops, for timing a few variants
+// side by side.
+inline bool name_matches(std::string_view name, std::string_view only) {
+  if (only.empty()) return true;
+  for (size_t begin = 0; begin <= only.size();) {
+    const size_t end = std::min(only.find(',', begin), only.size());
+    if (end > begin && name.find(only.substr(begin, end - begin)) != std::string_view::npos) return true;
+    begin = end + 1;
+  }
+  return false;
 }
 
 }  // namespace gf

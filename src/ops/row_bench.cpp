@@ -5,6 +5,7 @@
 #include <random>
 #include <thread>
 
+#include "core/ranking.hpp"
 #include "ops/row_reference.hpp"
 #include "tune/device_utils.hpp"
 
@@ -99,7 +100,7 @@ std::vector<RowMeasurement> tune_row_op(const RowOpSpec& spec, const DeviceInfo&
                                         const std::function<void(int, int)>& progress, const std::string& only) {
   auto configs = row_configs(spec);
   GF_CHECK(!configs.empty(), "no row-op configuration fits {}", spec.key());
-  std::erase_if(configs, [&](const RowConfig& c) { return c.name(spec).find(only) == std::string::npos; });
+  std::erase_if(configs, [&](const RowConfig& c) { return !name_matches(c.name(spec), only); });
   if (configs.empty()) return {};
   configs = first_configs(std::move(configs), max_configs);
   std::vector<jit::Compiled> compiled(configs.size());

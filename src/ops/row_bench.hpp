@@ -43,10 +43,10 @@ class RowOpBench {
   tune::Timer timer_;
 };
 
-// Compiles the spec's configs (of those whose names contain `only`, the first max_configs, a
-// config and its pair-max twin counting as one) in parallel and measures each; the result is
-// sorted, fastest verified first (empty when no name contains `only`). progress(done, total) is
-// called as configs finish.
+// Compiles the spec's configs (of those whose names contain one of the comma-separated texts of
+// `only`, the first max_configs, a config and its pair-max twin counting as one) in parallel and
+// measures each; the result is sorted, fastest verified first (empty when no name matches).
+// progress(done, total) is called as configs finish.
 std::vector<RowMeasurement> tune_row_op(const RowOpSpec& spec, const DeviceInfo& device, int max_configs,
                                         const std::function<void(int, int)>& progress = {},
                                         const std::string& only = "");

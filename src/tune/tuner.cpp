@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/log.hpp"
+#include "core/ranking.hpp"
 #include "gemmforge/error.hpp"
 #include "tune/measure_session.hpp"
 
@@ -154,7 +155,7 @@ TuneResult Tuner::tune(const GemmProblem& problem) {
     try {
       auto cs = b->candidates(problem, I.device, I.opt.search);
       std::copy_if(cs.begin(), cs.end(), std::back_inserter(cands),
-                   [&](const Candidate& c) { return c.matches(I.opt.only); });
+                   [&](const Candidate& c) { return name_matches(c.name, I.opt.only); });
     } catch (const Error& e) {
       result.skipped[b->name()] = e.what();
     }

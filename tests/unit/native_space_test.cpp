@@ -102,16 +102,6 @@ TEST(NativeSpace, PrunesWhatCannotFit) {
   EXPECT_NE(native::illegal_reason({256, 192, 3, 1, false, 1, 1, false, 8, false}, p, d), "");     // one consumer
 }
 
-TEST(NativeSpace, OnlyMatchesAnyOfItsParts) {
-  Candidate c{"native", "sm90_bf16_bf16_tn_256x192x64_co_s3_c2_k1_x2n_g8m_plain_tma1", {}};
-  EXPECT_TRUE(c.matches(""));
-  EXPECT_TRUE(c.matches("256x192"));
-  EXPECT_TRUE(c.matches("128x256,256x192x64_co_s3"));
-  EXPECT_TRUE(c.matches(",_tma1"));
-  EXPECT_FALSE(c.matches("128x256,_tma2"));
-  EXPECT_FALSE(c.matches(","));
-}
-
 TEST(NativeSpace, SmallMPrefersSplitK) {
   DeviceInfo d = DeviceInfo::assumed_hopper();
   auto best = native::ranked_configs(GemmProblem::parse("16x4096x14336:bf16"), d, Search::fast).front();

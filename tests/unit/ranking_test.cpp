@@ -1,4 +1,4 @@
-// Cutting a model-ranked list to a search level's size (core/ranking.hpp).
+// Cutting a model-ranked list to a search level's size, and the --only name filter (core/ranking.hpp).
 #include "core/ranking.hpp"
 
 #include <gtest/gtest.h>
@@ -18,4 +18,14 @@ TEST(DiverseHead, CappedFirstTierThenFinerFamiliesThenModelOrder) {
   // A finer tier skips families an earlier tier already holds.
   auto same = [](const int&) { return std::string("x"); };
   EXPECT_EQ(diverse_head<int>(scored, 3, {coarse, same}, 1), (std::vector<int>{0, 1, 2}));
+}
+
+TEST(NameMatches, AnyOfItsCommaSeparatedParts) {
+  const char* name = "sm90_bf16_bf16_tn_256x192x64_co_s3_c2_k1_x2n_g8m_plain_tma1";
+  EXPECT_TRUE(name_matches(name, ""));
+  EXPECT_TRUE(name_matches(name, "256x192"));
+  EXPECT_TRUE(name_matches(name, "128x256,256x192x64_co_s3"));
+  EXPECT_TRUE(name_matches(name, ",_tma1"));
+  EXPECT_FALSE(name_matches(name, "128x256,_tma2"));
+  EXPECT_FALSE(name_matches(name, ","));
 }
