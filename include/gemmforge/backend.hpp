@@ -10,25 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "gemmforge/compile_report.hpp"
 #include "gemmforge/device.hpp"
 #include "gemmforge/problem.hpp"
 
 namespace gf {
 
-// Device pointers for one launch. All matrices are dense and row-major as GemmProblem describes.
-// bias has D's dtype (length N, or M for a per-row bias); C has D's shape and dtype.
-struct GemmArgs {
-  const void* a = nullptr;
-  const void* b = nullptr;
-  void* d = nullptr;
-  const void* c = nullptr;
-  const void* bias = nullptr;
-  size_t bias_len = 0;  // elements of bias, where the caller knows it (0: unknown); checked
-  const float* scale_a = nullptr;  // fp8: one float (tensor) or M floats (rowcol)
-  const float* scale_b = nullptr;  // fp8: one float (tensor) or N floats (rowcol)
-  void* workspace = nullptr;
-  size_t workspace_bytes = 0;
-};
 
 struct Candidate {
   std::string backend;
@@ -61,14 +48,6 @@ class Kernel {
   virtual size_t workspace_bytes() const { return 0; }
 };
 
-struct CompileReport {
-  bool ok = true;
-  bool cached = false;
-  double seconds = 0;
-  int registers = -1;
-  int spill_bytes = -1;
-  std::string log;
-};
 
 class Backend {
  public:
@@ -98,5 +77,7 @@ const std::vector<std::shared_ptr<Backend>>& all_backends();
 std::shared_ptr<Backend> find_backend(const std::string& name);
 // "cublaslt=13.1.0.3,native=0.1.0+1a2b3c4d": joined with the device fingerprint, the DB key.
 std::string backend_versions();
+// The device fingerprint joined with the backends' versions: the tuning DB's device key.
+std::string tuning_fingerprint(const DeviceInfo& device);
 
 }  // namespace gf

@@ -6,6 +6,7 @@
 //
 // A is row-major M x K. B ("W") is row-major N x K for layout TN (y = x W^T, the nn.Linear case)
 // or row-major K x N for layout NN. C and D are row-major M x N (M x N/2 when gated).
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -76,5 +77,25 @@ struct GemmProblem {
            epilogue == o.epilogue;
   }
 };
+
+// Device pointers for one launch. All matrices are dense and row-major as GemmProblem describes.
+// bias has D's dtype (length N, or M for a per-row bias); C has D's shape and dtype.
+struct GemmArgs {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* d = nullptr;
+  const void* c = nullptr;
+  const void* bias = nullptr;
+  size_t bias_len = 0;  // elements of bias, where the caller knows it (0: unknown); checked
+  const float* scale_a = nullptr;  // fp8: one float (tensor) or M floats (rowcol)
+  const float* scale_b = nullptr;  // fp8: one float (tensor) or N floats (rowcol)
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+};
+
+// Throws gf::Error naming the operand the problem needs that args lack, or one of the wrong size.
+void check_gemm_args(const GemmProblem& problem, const GemmArgs& args);
+// The epilogue's part of that (C, bias), for whatever applies it; messages start "WHO KEY: ".
+void check_epilogue_args(const GemmProblem& problem, const GemmArgs& args, std::string_view who);
 
 }  // namespace gf

@@ -13,11 +13,6 @@
 
 namespace gf {
 
-// Throws gf::Error naming the operand the problem needs that args lack, or one of the wrong size.
-void check_gemm_args(const GemmProblem& problem, const GemmArgs& args);
-// The epilogue's part of that (C, bias), for whatever applies it; messages start "WHO KEY: ".
-void check_epilogue_args(const GemmProblem& problem, const GemmArgs& args, std::string_view who);
-
 struct RuntimeOptions {
   std::filesystem::path db_path;  // empty: TuningDb::default_path()
 };

@@ -65,7 +65,4 @@ class Tuner {
   std::unique_ptr<Impl> impl_;
 };
 
-// The device fingerprint joined with the backends' versions: the tuning DB's device key.
-std::string tuning_fingerprint(const DeviceInfo& device);
-
 }  // namespace gf

@@ -51,4 +51,6 @@ std::string backend_versions() {
   return fmt::format("{}", fmt::join(parts, ","));
 }
 
+std::string tuning_fingerprint(const DeviceInfo& device) { return device.fingerprint() + "|" + backend_versions(); }
+
 }  // namespace gf

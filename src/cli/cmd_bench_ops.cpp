@@ -6,7 +6,7 @@
 #include "cli/common.hpp"
 #include "gemmforge/error.hpp"
 #include "gemmforge/tuner.hpp"
-#include "ops/row_bench.hpp"
+#include "harness/rowop_bench.hpp"
 
 namespace gf::cli {
 namespace {

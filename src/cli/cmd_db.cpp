@@ -5,7 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "gemmforge/tuner.hpp"
+#include "gemmforge/backend.hpp"
 #include "gemmforge/tuning_db.hpp"
 
 namespace gf::cli {

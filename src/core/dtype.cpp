@@ -1,10 +1,6 @@
 #include "gemmforge/dtype.hpp"
 
-#include "gemmforge/error.hpp"
-
 namespace gf {
-
-std::string Error::where() const { return fmt::format("{} ({}:{})", what(), file_, line_); }
 
 std::string_view to_string(DType t) {
   switch (t) {

@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "gemmforge/backend.hpp"
+#include "gemmforge/compile_report.hpp"
 
 namespace gf::jit {
 

@@ -6,7 +6,6 @@
 #include "core/log.hpp"
 #include "cuda/memory.hpp"
 #include "gemmforge/error.hpp"
-#include "gemmforge/tuner.hpp"
 #include "gemmforge/tuning_db.hpp"
 
 namespace gf {
@@ -52,22 +51,6 @@ Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
 }
 
 Runtime::~Runtime() = default;
-
-void check_epilogue_args(const GemmProblem& problem, const GemmArgs& args, std::string_view who) {
-  GF_CHECK(!problem.epilogue.has_c() || args.c, "{} {}: the epilogue reads C but C is null", who, problem.key());
-  if (problem.epilogue.bias == BiasKind::none) return;
-  GF_CHECK(args.bias, "{} {}: the epilogue adds a bias but bias is null", who, problem.key());
-  const bool per_row = problem.epilogue.bias == BiasKind::per_row;
-  const int64_t want = per_row ? problem.m : problem.n;
-  GF_CHECK(args.bias_len == 0 || int64_t(args.bias_len) == want, "{} {}: bias has {} elements; a per-{} bias needs {}",
-           who, problem.key(), args.bias_len, per_row ? "row" : "column", want);
-}
-
-void check_gemm_args(const GemmProblem& problem, const GemmArgs& args) {
-  problem.validate();
-  GF_CHECK(args.a && args.b && args.d, "gemm {}: A, B and D must be non-null", problem.key());
-  check_epilogue_args(problem, args, "gemm");
-}
 
 void Runtime::gemm(const GemmProblem& problem, const GemmArgs& args, cudaStream_t stream) {
   check_gemm_args(problem, args);

@@ -6,7 +6,7 @@
 
 #include "gemmforge/backend.hpp"
 #include "gemmforge/tuning_db.hpp"
-#include "tune/worker.hpp"
+#include "process/worker_process.hpp"
 
 namespace gf::tune {
 

@@ -70,8 +70,6 @@ bool is_default_pick(const nlohmann::json& config) { return config.is_object() &
 
 }  // namespace
 
-std::string tuning_fingerprint(const DeviceInfo& device) { return device.fingerprint() + "|" + backend_versions(); }
-
 struct Tuner::Impl {
   TuneOptions opt;
   DeviceInfo device = DeviceInfo::query();

@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "gemmforge/error.hpp"
-#include "tune/problem_bench.hpp"
+#include "harness/gemm_bench.hpp"
 #include "tune/worker.hpp"
 
 namespace gf::tune {

@@ -7,10 +7,10 @@
 #include <random>
 #include <thread>
 
-#include "backends/native/compile.hpp"
-#include "backends/native/config.hpp"
-#include "backends/native/kernel.hpp"
-#include "tune/problem_bench.hpp"
+#include "backends/gemm/native/compile.hpp"
+#include "backends/gemm/native/config.hpp"
+#include "backends/gemm/native/kernel.hpp"
+#include "harness/gemm_bench.hpp"
 
 using namespace gf;
 using native::NativeConfig;

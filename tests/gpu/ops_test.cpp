@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "gpu_test_util.hpp"
-#include "ops/row_bench.hpp"
-#include "ops/row_reference.hpp"
-#include "tune/device_utils.hpp"
+#include "harness/rowop_bench.hpp"
+#include "harness/rowop_reference.hpp"
+#include "harness/verify.hpp"
 
 using namespace gf;
 

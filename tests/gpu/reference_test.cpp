@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "gpu_test_util.hpp"
-#include "tune/problem_bench.hpp"
+#include "harness/gemm_bench.hpp"
 
 using namespace gf;
 

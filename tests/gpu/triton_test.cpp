@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "backends/triton/config.hpp"
+#include "backends/gemm/triton/config.hpp"
 #include "gemmforge/backend.hpp"
-#include "tune/problem_bench.hpp"
+#include "harness/gemm_bench.hpp"
 
 using namespace gf;
 

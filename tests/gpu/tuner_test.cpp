@@ -10,7 +10,7 @@
 
 #include "gemmforge/runtime.hpp"
 #include "gpu_test_util.hpp"
-#include "tune/problem_bench.hpp"
+#include "harness/gemm_bench.hpp"
 
 using namespace gf;
 

@@ -5,7 +5,7 @@
 #include <random>
 
 #include "gemmforge/backend.hpp"
-#include "tune/problem_bench.hpp"
+#include "harness/gemm_bench.hpp"
 
 using namespace gf;
 

@@ -6,9 +6,9 @@
 #include <set>
 #include <thread>
 
-#include "backends/native/codegen.hpp"
-#include "backends/native/compile.hpp"
-#include "backends/native/config.hpp"
+#include "backends/gemm/native/codegen.hpp"
+#include "backends/gemm/native/compile.hpp"
+#include "backends/gemm/native/config.hpp"
 
 using namespace gf;
 using native::NativeConfig;

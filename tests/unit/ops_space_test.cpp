@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "gemmforge/error.hpp"
-#include "ops/row_kernel.hpp"
+#include "backends/rowop/native/kernel.hpp"
 
 using namespace gf;
 

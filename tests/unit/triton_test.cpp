@@ -4,8 +4,8 @@
 
 #include <set>
 
-#include "backends/triton/config.hpp"
-#include "backends/triton/python_env.hpp"
+#include "backends/gemm/triton/config.hpp"
+#include "backends/gemm/triton/python_env.hpp"
 #include "gemmforge/backend.hpp"
 
 using namespace gf;

@@ -9,9 +9,9 @@
 #include <cstring>
 #include <string>
 
-#include "tune/worker.hpp"
+#include "process/worker_process.hpp"
 
-using gf::tune::WorkerProcess;
+using gf::WorkerProcess;
 
 TEST(WorkerProcess, AnswersLineByLine) {
   WorkerProcess w({"/bin/sh", "-c",

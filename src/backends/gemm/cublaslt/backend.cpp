@@ -1,0 +1,126 @@
+// The cuBLASLt backend: each algorithm cublasLtMatmulAlgoGetHeuristic returns is a candidate.
+// The algorithm travels as its opaque bytes (hex) in the candidate's config; rank 0 is what
+// cuBLASLt would pick by itself ("cuBLASLt's default").
+#include <fmt/format.h>
+
+#include "backends/gemm/cublaslt/matmul_plan.hpp"
+#include "backends/registry.hpp"
+
+namespace gf::cublaslt {
+namespace {
+
+std::string to_hex(const cublasLtMatmulAlgo_t& algo) {
+  std::string s;
+  for (uint64_t word : algo.data) s += fmt::format("{:016x}", word);
+  return s;
+}
+
+cublasLtMatmulAlgo_t from_hex(const std::string& s) {
+  GF_CHECK(s.size() == 8 * 16, "bad cuBLASLt algo in candidate config ({} hex digits)", s.size());
+  cublasLtMatmulAlgo_t algo{};
+  for (int i = 0; i < 8; ++i) algo.data[i] = std::stoull(s.substr(size_t(i) * 16, 16), nullptr, 16);
+  return algo;
+}
+
+template <class T>
+int64_t algo_attr(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
+  T value{};
+  size_t written = 0;
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &value, sizeof value, &written);
+  return int64_t(value);
+}
+
+class CublasLtKernel final : public Kernel {
+ public:
+  CublasLtKernel(const GemmProblem& p, const cublasLtMatmulAlgo_t& algo, size_t workspace)
+      : plan_(p), algo_(algo), workspace_(workspace) {}
+
+  void launch(const GemmArgs& args, cudaStream_t stream) override {
+    if (plan_.has_bias) {
+      GF_CHECK(args.bias, "problem has a bias epilogue but no bias pointer was given");
+      GF_CUBLAS_CHECK(
+          cublasLtMatmulDescSetAttribute(plan_.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &args.bias, sizeof(args.bias)));
+    }
+    GF_CHECK(args.workspace_bytes >= workspace_, "cuBLASLt kernel needs {} bytes of workspace, got {}", workspace_,
+             args.workspace_bytes);
+    const void* c = plan_.beta != 0.0f ? args.c : args.d;
+    GF_CHECK(c, "problem has a residual (beta != 0) but no C pointer was given");
+    GF_CUBLAS_CHECK(cublasLtMatmul(handle(), plan_.desc, &plan_.alpha, args.b, plan_.a, args.a, plan_.b, &plan_.beta, c,
+                                   plan_.c, args.d, plan_.d, &algo_, args.workspace, args.workspace_bytes, stream));
+  }
+  size_t workspace_bytes() const override { return workspace_; }
+
+ private:
+  MatmulPlan plan_;
+  cublasLtMatmulAlgo_t algo_;
+  size_t workspace_;
+};
+
+class CublasLtBackend final : public Backend {
+ public:
+  std::string name() const override { return "cublaslt"; }
+  std::string version() const override {
+    size_t v = cublasLtGetVersion();
+    return fmt::format("{}.{}.{}", v / 10000, v / 100 % 100, v % 100);
+  }
+  std::string supports(const GemmProblem& p) const override { return unsupported_reason(p); }
+
+  std::vector<Candidate> candidates(const GemmProblem& p, const DeviceInfo& device,
+                                    const SearchOptions& search) const override {
+    GF_CHECK(device.present, "cuBLASLt lists its algorithms only on a GPU ({})", device.absent_reason);
+    int top_k = search.top_k > 0                 ? search.top_k
+                : search.level == Search::fast   ? 4
+                : search.level == Search::normal ? 16
+                                                 : 64;
+    MatmulPlan plan(p);
+    cublasLtMatmulPreference_t pref = nullptr;
+    GF_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    size_t ws = kWorkspaceBytes;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(top_k));
+    int found = 0;
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle(), plan.desc, plan.a, plan.b, plan.c, plan.d, pref, top_k,
+                                                       results.data(), &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    GF_CUBLAS_CHECK(st);
+    std::vector<Candidate> out;
+    for (int i = 0; i < found; ++i) {
+      const auto& r = results[size_t(i)];
+      if (r.state != CUBLAS_STATUS_SUCCESS) continue;
+      const cublasLtMatmulAlgo_t& a = r.algo;
+      nlohmann::json cfg = {
+          {"rank", i},
+          {"algo_id", algo_attr<int32_t>(a, CUBLASLT_ALGO_CONFIG_ID)},
+          {"tile", algo_attr<uint32_t>(a, CUBLASLT_ALGO_CONFIG_TILE_ID)},
+          {"stages", algo_attr<uint32_t>(a, CUBLASLT_ALGO_CONFIG_STAGES_ID)},
+          {"splitk", algo_attr<int32_t>(a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM)},
+          {"reduction", algo_attr<uint32_t>(a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME)},
+          {"swizzle", algo_attr<uint32_t>(a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING)},
+          {"custom", algo_attr<uint32_t>(a, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION)},
+          {"cluster", algo_attr<uint16_t>(a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID)},
+          {"workspace", r.workspaceSize},
+          {"waves", r.wavesCount},
+          {"algo", to_hex(a)},
+      };
+      std::string name =
+          fmt::format("r{:02}_algo{}_tile{}_st{}_sk{}_red{}_sw{}_cu{}_cl{}", i, cfg["algo_id"].get<int64_t>(),
+                      cfg["tile"].get<int64_t>(), cfg["stages"].get<int64_t>(), cfg["splitk"].get<int64_t>(),
+                      cfg["reduction"].get<int64_t>(), cfg["swizzle"].get<int64_t>(), cfg["custom"].get<int64_t>(),
+                      cfg["cluster"].get<int64_t>());
+      out.push_back({this->name(), name, std::move(cfg)});
+    }
+    GF_CHECK(!out.empty(), "cuBLASLt found no algorithm for {}", p.key());
+    return out;
+  }
+
+  std::unique_ptr<Kernel> build(const GemmProblem& p, const Candidate& c) const override {
+    return std::make_unique<CublasLtKernel>(p, from_hex(c.config.at("algo").get<std::string>()),
+                                            c.config.value("workspace", size_t(0)));
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Backend> make_backend() { return std::make_shared<CublasLtBackend>(); }
+
+}  // namespace gf::cublaslt

@@ -1,0 +1,106 @@
+#include "backends/gemm/cublaslt/matmul_plan.hpp"
+
+#include <mutex>
+
+#include "gemmforge/error.hpp"
+
+namespace gf::cublaslt {
+namespace {
+
+cudaDataType_t cuda_type(DType t) {
+  switch (t) {
+    case DType::f32:
+      return CUDA_R_32F;
+    case DType::f16:
+      return CUDA_R_16F;
+    case DType::bf16:
+      return CUDA_R_16BF;
+    case DType::e4m3:
+      return CUDA_R_8F_E4M3;
+    case DType::e5m2:
+      return CUDA_R_8F_E5M2;
+  }
+  return CUDA_R_32F;
+}
+
+template <class T>
+void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const T& value) {
+  GF_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof(value)));
+}
+
+cublasLtMatrixLayout_t make_layout(DType t, int64_t rows, int64_t cols, int64_t ld, int64_t batch) {
+  cublasLtMatrixLayout_t layout = nullptr;
+  GF_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, cuda_type(t), uint64_t(rows), uint64_t(cols), ld));
+  if (batch > 1) {
+    int32_t count = int32_t(batch);
+    int64_t stride = rows * cols;
+    GF_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+    GF_CUBLAS_CHECK(
+        cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+  }
+  return layout;
+}
+
+cublasLtEpilogue_t epilogue_of(const Epilogue& e) {
+  bool bias = e.bias == BiasKind::per_col;
+  switch (e.act) {
+    case Activation::relu:
+      return bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+    case Activation::gelu_tanh:
+      return bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+    default:
+      return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  }
+}
+
+}  // namespace
+
+cublasLtHandle_t handle() {
+  static cublasLtHandle_t h = nullptr;
+  static std::once_flag once;
+  static std::string failure;
+  std::call_once(once, [] {
+    cublasStatus_t st = cublasLtCreate(&h);
+    if (st != CUBLAS_STATUS_SUCCESS) failure = cublasLtGetStatusString(st);
+  });
+  GF_CHECK(failure.empty(), "cuBLASLt could not start: {}", failure);
+  return h;
+}
+
+std::string unsupported_reason(const GemmProblem& p) {
+  const Epilogue& e = p.epilogue;
+  if (is_fp8(p.a)) return "fp8 through cuBLASLt is not wired up yet";
+  if (e.gate != GateKind::none) return "cuBLASLt has no SwiGLU epilogue";
+  if (e.bias == BiasKind::per_row) return "cuBLASLt's bias runs along N only (no per-row bias)";
+  if (e.act == Activation::gelu_erf) return "cuBLASLt's GELU is the tanh approximation; erf GELU is not offered";
+  if (e.act == Activation::silu) return "cuBLASLt has no SiLU epilogue";
+  return "";
+}
+
+MatmulPlan::MatmulPlan(const GemmProblem& p) {
+  std::string why = unsupported_reason(p);
+  GF_CHECK(why.empty(), "cuBLASLt cannot run {}: {}", p.key(), why);
+  alpha = p.epilogue.alpha;
+  beta = p.epilogue.beta;
+  has_bias = p.epilogue.bias == BiasKind::per_col;
+  GF_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  bool tn = p.layout == Layout::tn;
+  cublasOperation_t op_a = tn ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = CUBLAS_OP_N;
+  set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSA, op_a);
+  set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSB, op_b);
+  set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue_of(p.epilogue));
+  if (has_bias) set_desc(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, cuda_type(p.out));
+  // cuBLASLt's A is W: K x N column-major (ld K) read transposed for TN; N x K (ld N) for NN.
+  a = tn ? make_layout(p.a, p.k, p.n, p.k, p.batch) : make_layout(p.a, p.n, p.k, p.n, p.batch);
+  b = make_layout(p.a, p.k, p.m, p.k, p.batch);
+  c = make_layout(p.out, p.n, p.m, p.n, p.batch);
+  d = make_layout(p.out, p.n, p.m, p.n, p.batch);
+}
+
+MatmulPlan::~MatmulPlan() {
+  if (desc) cublasLtMatmulDescDestroy(desc);
+  for (auto l : {a, b, c, d})
+    if (l) cublasLtMatrixLayoutDestroy(l);
+}
+
+}  // namespace gf::cublaslt

@@ -1,0 +1,282 @@
+#include "backends/gemm/native/config.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include "core/ranking.hpp"
+
+namespace gf::native {
+namespace {
+
+int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
+
+// D columns of a tile BN wide: half of them with a SwiGLU gate.
+int tile_out_cols(int bn, const GemmProblem& p) { return p.epilogue.gate == GateKind::none ? bn : bn / 2; }
+// The TMA-store epilogue's 64-column boxes over a tile's D columns (the last one may overlap).
+int tile_out_boxes(int bn, const GemmProblem& p) { return ceil_div(tile_out_cols(bn, p), 64); }
+
+// Peak dense bf16/f16 tensor-core rate of one SM (H100/H200 SXM: ~989 TFLOP/s over 132 SMs).
+constexpr double kPeakPerSm = 989e12 / 132;
+constexpr double kDramBytesPerSecond = 3.3e12;  // achievable on an H200 (copy measures 4.3 TB/s r+w)
+constexpr double kL2BytesPerSecond = 11e12;     // L2 to SMs, all SMs together (H100/H200, estimate)
+constexpr double kLaunchUs = 3.0;
+constexpr double kL2PowerCost = 4.0;  // relative time per operand byte through L2 a flop (large M)
+
+}  // namespace
+
+std::string NativeConfig::name(const GemmProblem& p) const {
+  std::string epi;
+  for (char ch : p.epilogue.is_identity() ? std::string("plain") : p.epilogue.to_string())
+    if (ch != '=') epi += ch == '+' ? '_' : ch;
+  return fmt::format("sm90_{}_{}_{}_{}x{}x64_{}_s{}_c{}_k{}_x{}{}_g{}{}_{}", to_string(p.a), to_string(p.out),
+                     to_string(p.layout), bm, bn, pingpong ? "pp" : "co", stages, consumers, split_k, cluster,
+                     cluster > 1 ? (cluster_m ? "m" : "n") : "", group, raster_n ? "n" : "m", epi) +
+         (store_tma() ? fmt::format("_tma{}", store_boxes) : "");
+}
+
+nlohmann::json NativeConfig::to_json() const {
+  return {{"bm", bm},
+          {"bn", bn},
+          {"stages", stages},
+          {"consumers", consumers},
+          {"pingpong", pingpong},
+          {"split_k", split_k},
+          {"cluster", cluster},
+          {"cluster_m", cluster_m},
+          {"group", group},
+          {"raster_n", raster_n},
+          {"store_boxes", store_boxes}};
+}
+
+NativeConfig NativeConfig::from_json(const nlohmann::json& j) {
+  NativeConfig c;
+  c.bm = j.at("bm");
+  c.bn = j.at("bn");
+  c.stages = j.at("stages");
+  c.consumers = j.at("consumers");
+  c.pingpong = j.at("pingpong");
+  c.split_k = j.at("split_k");
+  c.cluster = j.at("cluster");
+  c.cluster_m = j.value("cluster_m", false);
+  c.store_boxes = j.value("store_boxes", 0);
+  c.group = j.at("group");
+  c.raster_n = j.at("raster_n");
+  return c;
+}
+
+std::string unsupported_reason(const GemmProblem& p) {
+  if (p.a != DType::bf16 && p.a != DType::f16)
+    return fmt::format("{} inputs are not in the native templates yet", to_string(p.a));
+  if (p.k % 8 != 0)
+    return fmt::format("rows of A are K*2 = {} bytes; TMA needs a multiple of 16 (K % 8 == 0)", p.k * 2);
+  if (p.layout == Layout::nn && p.n % 8 != 0)
+    return fmt::format("rows of B (K x N) are N*2 = {} bytes; TMA needs a multiple of 16 (N % 8 == 0)", p.n * 2);
+  if (p.layout == Layout::nn && p.epilogue.gate != GateKind::none) return "SwiGLU needs layout tn (W row-major N x K)";
+  return "";
+}
+
+std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const DeviceInfo& d) {
+  if (c.consumers < 1 || c.consumers > 2) return "consumers must be 1 or 2";
+  if (c.pingpong && c.consumers != 2) return "ping-pong alternates two consumers";
+  if (c.bm % c.consumers != 0 || (c.wg_rows() != 64 && c.wg_rows() != 128)) return "each consumer owns 64 or 128 rows";
+  if (c.bn % 16 != 0 || c.bn < 16 || c.bn > 256) return "BN must be a multiple of 16 in [16, 256]";
+  if (c.acc_per_thread() > c.max_acc_per_thread())
+    return fmt::format("more than {} accumulators per thread", c.max_acc_per_thread());
+  // Past 128 accumulators a consumer keeps ~40 of its 232 registers for the rest: the split-K
+  // reduction, staging several boxes at once (a column bias per box) and, at 192, a column bias
+  // with an activation spill (ptxas, CUDA 13.0).
+  if (c.acc_per_thread() > 128 &&
+      (c.split_k > 1 || c.store_boxes > 1 ||
+       (c.acc_per_thread() > 176 && p.epilogue.bias == BiasKind::per_col && p.epilogue.act != Activation::none)))
+    return "past 128 accumulators, split-K, staging several boxes or (at 192) a bias with an activation spill";
+  // Without setmaxnreg a lone consumer has 255 registers; the split-K reduction on top of 128
+  // accumulators spills (ptxas, CUDA 13.0).
+  if (c.consumers == 1 && c.split_k > 1 && c.acc_per_thread() > 96) return "split-K with 128 accumulators spills";
+  if (p.layout == Layout::nn && c.bn % 64 != 0) return "N-major B needs BN % 64 == 0";
+  if (p.epilogue.gate == GateKind::split && c.bn % 32 != 0) return "a split gate needs BN % 32 == 0";
+  if (c.stages < 2) return "at least two pipeline stages";
+  if (c.smem_bytes() > d.smem_per_block_optin)
+    return fmt::format("needs {} bytes of shared memory, the device allows {}", c.smem_bytes(), d.smem_per_block_optin);
+  int k_blocks = ceil_div(p.k, 64);
+  if (c.split_k < 1 || c.split_k > k_blocks) return "split-K needs at least one K-block per slice";
+  if (c.group < 1) return "group must be >= 1";
+  if (c.cluster != 1 && c.cluster != 2) return "clusters are 1 or 2 CTAs";
+  if (c.cluster > 1 && c.split_k > 1) return "clusters do not combine with split-K";
+  if (c.cluster == 1 && c.cluster_m) return "cluster_m needs a cluster";
+  if (c.store_boxes < 0) return "store_boxes must be >= 0";
+  if (c.store_tma()) {
+    const int out_n = tile_out_cols(c.bn, p);
+    if (p.out == DType::f32) return "the TMA-store epilogue takes 16-bit outputs";
+    if (out_n < 64 || (p.epilogue.gate != GateKind::none && out_n % 64 != 0))
+      return "the TMA-store epilogue stores 64-column boxes (whole ones when gated: BN % 128 == 0)";
+    if (tile_out_boxes(c.bn, p) % c.store_boxes != 0)
+      return "the TMA-store epilogue stages a divisor of the tile's 64-column boxes at a time";
+    if (p.out_cols() % 8 != 0) return "a TMA store needs D rows of a multiple of 16 bytes";
+  }
+  if (c.pair_m() > 1 && p.layout == Layout::nn && c.bn % 128 != 0) return "sharing N-major B needs BN % 128 == 0";
+  return "";
+}
+
+namespace {
+
+// Tensor-core time of a tile over k columns. Shared-memory operand traffic per flop falls as the
+// tile grows: intensity BM*BN/(BM+BN).
+double unit_compute_s(const NativeConfig& c, double k) {
+  const double intensity = double(c.bm) * c.bn / (c.bm + c.bn);
+  const double efficiency = intensity / (intensity + 12.0) * (c.consumers == 2 ? 1.0 : 0.9);
+  return 2.0 * c.bm * c.bn * k / (kPeakPerSm * efficiency);
+}
+
+// Small M: the weights stream from DRAM, shared by few tiles, and the tensor cores mostly wait.
+// The terms were fitted to an exhaustive search of llama3-8b's GEMMs at M = 16 and 128 (H200,
+// 2026-11-30, docs/native-notes.md v12), where the large-M model ranked split-K slices and narrow
+// tiles too high (fast lists 3-9% behind the best). Per unit: each k-block waits about a DRAM
+// round trip under load (kRoundTripS), `stages` of them in flight, narrow B boxes streaming
+// worse; each wave past the first costs a whole unit. The pipeline overlaps the loads with the
+// tensor-core work only once it is full: the first trip's loads (or the last trip's work) are
+// exposed, the smaller of the two over the number of trips. With K = 1000 and 8 stages (two
+// trips) that is most of it: at 77x1000x1000 the time followed the tile's area, and the max alone
+// ranked 64x128 (10.1 us) over 64x64 (8.3; docs/native-notes.md v15). The grid cannot beat DRAM
+// either; the two bounds blend (as a 2-norm) since neither is reached alone. A split-K slice past
+// the first costs its partials' traffic and ~1.5 us, and a pair along M with one M-tile leaves
+// the partner idle.
+double estimate_streaming_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo& d) {
+  constexpr double kRoundTripS = 2e-6, kSliceS = 1.5e-6;
+  const int sms = std::max(d.sm_count, 1);
+  const int64_t m_tiles = ceil_div(p.m, c.bm);
+  const int64_t units = p.batch * m_tiles * ceil_div(p.n, c.bn) * c.split_k;
+  const int64_t waves = (units + sms - 1) / sms;
+  const double k_blocks = std::ceil(double(p.k) / c.split_k / 64);
+  const double narrow = 0.7 + 0.3 * 64.0 / c.bn;
+  const double trips = std::ceil(k_blocks / c.stages);
+  const double unit_stream_s = trips * kRoundTripS * narrow;
+  const double unit_compute = unit_compute_s(c, k_blocks * 64);
+  const double grid_s = waves * (std::max(unit_compute, unit_stream_s) + std::min(unit_compute, unit_stream_s) / trips);
+  const double partial_bytes = c.split_k > 1 ? 2.0 * units * c.bm * c.bn * 4 : 0.0;
+  const double dram_s = (p.min_bytes() + partial_bytes) / kDramBytesPerSecond;
+  const double rows = std::min<double>(c.bm, p.m);
+  const double epilogue_s = rows * c.bn * 4 / 100e9 / (c.store_tma() ? 4.0 : 1.0);
+  const double idle_partner = c.pair_m() > 1 && m_tiles < 2 ? 1.5 : 1.0;
+  // Pairs rank just behind single CTAs of the same tile: the v12 fit (docs/native-notes.md)
+  // found no consistent gain from them at small M.
+  const double unproven = c.cluster > 1 ? 1.02 : 1.0;
+  return idle_partner * unproven *
+         (kLaunchUs + 1e6 * (std::hypot(grid_s, dram_s) + epilogue_s + (c.split_k - 1) * kSliceS));
+}
+
+}  // namespace
+
+double estimate_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo& d) {
+  if (p.m <= 256) return estimate_streaming_us(c, p, d);
+  const int sms = std::max(d.sm_count, 1);
+  const int64_t tiles = p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, c.bn);
+  const int64_t units = tiles * c.split_k;
+  const int64_t waves = (units + sms - 1) / sms;
+  const double k_unit = std::ceil(double(p.k) / c.split_k / 64) * 64;
+  // Each SM streams its units' operands; DRAM bounds the whole grid.
+  const double unit_bytes = (double(c.bm) / c.pair_n() + double(c.bn) / c.pair_m()) * k_unit * dtype_bytes(p.a);
+  // Operands come mostly from L2 at large M (many tiles share them).
+  const double unit_s = std::max(unit_compute_s(c, k_unit), unit_bytes / (kL2BytesPerSecond / sms));
+  const double partial_bytes = c.split_k > 1 ? 2.0 * units * c.bm * c.bn * 4 : 0.0;
+  const double dram_s = (p.min_bytes() + partial_bytes) / kDramBytesPerSecond;
+  const double fill_s = c.stages * 0.15e-6;  // filling the pipeline at the start of each unit
+  // Storing the tile from registers stalls the tensor cores unless the other consumer is in its
+  // main loop meanwhile (ping-pong). Staging in shared memory and TMA stores cost the consumers
+  // a tenth of that: the TMA-store kernels measured 5-7% faster than the same tiles storing from
+  // registers at M = 8192 (K = 4096 and 8192; H200 steady state, docs/native-notes.md v14).
+  double epilogue_s = c.pingpong ? 0.0 : double(c.bm) * c.bn * 4 / 40e9 / (c.store_tma() ? 10.0 : 1.0);
+  // A C input arrives in the staging boxes: the first store_boxes of them during the main loop,
+  // the rest while the tensor cores wait (each SM's share of DRAM, ~25 GB/s).
+  if (p.epilogue.has_c() && c.store_tma()) {
+    const int out_boxes = tile_out_boxes(c.bn, p);
+    epilogue_s += double(out_boxes - c.store_boxes) / out_boxes * c.bm * tile_out_cols(c.bn, p) * 2 / 25e9;
+  }
+  // Ping-pong runs one consumer's tile at a time: each tile has the SM's tensor cores alone.
+  const int64_t pp_waves = c.pingpong ? (units + 2 * sms - 1) / (2 * sms) * 2 : waves;
+  // The H200 runs these under its power limit, where operands moved through L2 cost clock: a
+  // term in bytes a flop (4x). Pairs fetch the operand they share once for both CTAs, so they
+  // rank ~1% ahead of single CTAs of the same tile, and larger tiles ahead of smaller ones. In the
+  // steady state pairs won 11 and 13 of llama3's 20 GEMMs at M = 4096 and 8192 in two benches
+  // (docs/native-notes.md v13, v14); single CTAs won the rest, so the short lists carry both.
+  const double power = 1.0 + kL2PowerCost * unit_bytes / (2.0 * c.bm * c.bn * k_unit);
+  return power *
+         (kLaunchUs + 1e6 * std::max(pp_waves * (unit_s + fill_s + epilogue_s), dram_s) + (c.split_k > 1 ? 2.0 : 0.0));
+}
+
+std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d, Search level) {
+  struct Family {
+    int bm, consumers;
+    bool pingpong;
+  };
+  const Family families[] = {{64, 1, false}, {128, 2, false}, {256, 2, false}, {64, 2, true}, {128, 2, true}};
+  const std::vector<int> groups = level == Search::exhaustive ? std::vector<int>{4, 8, 16} : std::vector<int>{8};
+  const int sms = std::max(d.sm_count, 1);
+  // Drops stages (down to 2) until the config fits the device's shared memory.
+  auto deepest_pipeline = [&](NativeConfig& c) {
+    while (c.stages > 2 && c.smem_bytes() > d.smem_per_block_optin) --c.stages;
+  };
+  // At large M, widths between these let a grid of many tiles fill its last wave: at
+  // 8192x6144x4096 128x176 tiles make 16.97 waves where 256x128 make 11.6 (cuBLASLt's pick there is
+  // 176 wide). The small-M lists were fitted without them (docs/native-notes.md v12, v15).
+  std::vector<int> widths = {64, 96, 128, 192, 256};
+  if (p.m > 256) widths.insert(widths.end(), {112, 144, 160, 176, 208, 240});
+  std::vector<std::pair<double, NativeConfig>> scored;
+  for (const Family& f : families)
+    for (int bn : widths)
+      for (int split : {1, 2, 3, 4, 6, 8})
+        for (int pairing : {0, 1, 2})  // no cluster, a pair along N (shares A), a pair along M (shares B)
+          for (bool store_tma : {false, true})
+            for (int group : groups)
+              for (bool raster_n : {false, true}) {
+                NativeConfig c{f.bm,         bn,    2,       f.consumers, f.pingpong, split, pairing ? 2 : 1,
+                               pairing == 2, group, raster_n};
+                // The deepest pipeline that fits (capped at 8) beside one staging box, then as
+                // many staging boxes as still fit.
+                c.store_boxes = store_tma ? 1 : 0;
+                c.stages = 8;
+                deepest_pipeline(c);
+                const int out_boxes = tile_out_boxes(bn, p);
+                if (store_tma)
+                  for (int boxes = out_boxes; boxes > 1; --boxes) {
+                    NativeConfig wider = c;
+                    wider.store_boxes = boxes;
+                    if (out_boxes % boxes == 0 && wider.smem_bytes() <= d.smem_per_block_optin) {
+                      c = wider;
+                      break;
+                    }
+                  }
+                // Split-K only where whole tiles leave SMs idle.
+                int64_t tiles = p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, bn);
+                if (split > 1 && tiles >= sms) continue;
+                // With a C input, staging the whole tile (C then lands during the main loop) is
+                // offered beside the deepest pipeline. The large-M model charges nothing for the
+                // stage it gives up, so there it ranks first; the two measured alike at 4096^3
+                // (docs/native-notes.md v9). The small-M model charges for it.
+                if (store_tma && p.epilogue.has_c() && c.store_boxes < out_boxes) {
+                  NativeConfig whole = c;
+                  whole.store_boxes = out_boxes;
+                  deepest_pipeline(whole);
+                  if (illegal_reason(whole, p, d).empty()) scored.emplace_back(estimate_us(whole, p, d), whole);
+                }
+                if (!illegal_reason(c, p, d).empty()) continue;
+                scored.emplace_back(estimate_us(c, p, d), c);
+              }
+  if (scored.empty()) return {};
+  const size_t keep = level == Search::fast ? 8 : level == Search::normal ? 30 : scored.size();
+  // Four distinct tiles first, then variants (pairs, TMA store) of the best ones, so that each
+  // short list starts the next (fast is the head of default):
+  // pairs of the best tile were 17% faster than its single CTAs at 1000x4096x1000 and within 1%
+  // at 4096^3 (exhaustive search, H200, 2026-11-30), which the model does not capture.
+  return diverse_head<NativeConfig>(
+      std::move(scored), keep,
+      {[](const NativeConfig& c) { return fmt::format("{}x{}{}", c.bm, c.bn, c.pingpong); },
+       [](const NativeConfig& c) {
+         return fmt::format("{}x{}{}/{}{}{}", c.bm, c.bn, c.pingpong, c.pair_m(), c.pair_n(), c.store_boxes);
+       }},
+      4);
+}
+
+}  // namespace gf::native

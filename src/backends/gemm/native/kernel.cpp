@@ -1,0 +1,154 @@
+// Loading and launching a native kernel: tensor maps for A and B, the persistent grid, and the
+// split-K scratch the kernel owns.
+#include "backends/gemm/native/kernel.hpp"
+
+#include <cuda.h>
+
+#include <cstring>
+
+#include "backends/gemm/native/codegen.hpp"
+#include "core/log.hpp"
+#include "cuda/check.hpp"
+#include "cuda/driver.hpp"
+#include "cuda/memory.hpp"
+#include "cuda/module.hpp"
+
+namespace gf::native {
+namespace {
+
+// Mirrors gf::GemmParams in kernels/gemm_sm90.cuh field for field.
+struct alignas(64) HostParams {
+  CUtensorMap a, b, d, c_tile;
+  void* out;
+  const void* c;
+  const void* bias;
+  float* partials;
+  int* counters;
+  int m, n, k, batch;
+  int out_cols;
+  int tiles_m, tiles_n;
+  float alpha, beta;
+  int pairs_aligned;
+};
+static_assert(sizeof(CUtensorMap) == 128 && offsetof(HostParams, out) == 512 && sizeof(HostParams) == 640,
+              "HostParams must match the device struct GemmParams.");
+
+int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
+
+// A 3-D tensor map {inner, outer, batch} of 16-bit elements, 128-byte swizzled boxes.
+CUtensorMap tensor_map(const void* ptr, DType t, int64_t inner, int64_t outer, int64_t batch, uint32_t box_inner,
+                       uint32_t box_outer) {
+  GF_CHECK(reinterpret_cast<uintptr_t>(ptr) % 16 == 0,
+           "TMA needs 16-byte aligned operands (A, B, and D and C with a TMA-store epilogue); got {}", ptr);
+  CUtensorMap map;
+  const uint64_t es = uint64_t(dtype_bytes(t));
+  cuuint64_t dims[3] = {cuuint64_t(inner), cuuint64_t(outer), cuuint64_t(batch)};
+  cuuint64_t strides[2] = {cuuint64_t(inner) * es, cuuint64_t(inner * outer) * es};
+  cuuint32_t box[3] = {box_inner, box_outer, 1};
+  cuuint32_t elem_strides[3] = {1, 1, 1};
+  GF_CU_CHECK(cuda::driver().cuTensorMapEncodeTiled(
+      &map, t == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3,
+      const_cast<void*>(ptr), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+  return map;
+}
+
+class NativeKernel final : public Kernel {
+ public:
+  NativeKernel(const NativeConfig& c, const GemmProblem& p, const std::string& cubin)
+      : cfg_(c), problem_(p), module_(cubin), fn_(module_.function(kernel_symbol(c, p).c_str())) {
+    cuda::set_max_dynamic_smem(fn_, unsigned(c.smem_bytes()));
+    int device = 0, sms = 0;
+    GF_CUDA_CHECK(cudaGetDevice(&device));
+    GF_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    tiles_m_ = ceil_div(p.m, c.bm);
+    tiles_n_ = ceil_div(p.n, c.bn);
+    const int64_t tiles = p.batch * tiles_m_ * tiles_n_;
+    const int64_t units = p.batch * ceil_div(tiles_m_, c.pair_m()) * ceil_div(tiles_n_, c.pair_n()) * c.split_k;
+    // Persistent: as many clusters as can be resident at once (fewer than SMs / 2 for pairs
+    // where GPCs have odd SM counts), none idle.
+    int resident = sms / c.cluster;
+    if (c.cluster > 1) resident = cuda::max_active_clusters(fn_, launch_config(unsigned(c.cluster)));
+    GF_CHECK(resident > 0, "native {}: no cluster of {} fits on the device", c.name(p), c.cluster);
+    grid_ = unsigned(std::min<int64_t>(units, resident) * c.cluster);
+    log().debug("native {}: {} units, {} resident clusters of {}, grid {}", c.name(p), units, resident, c.cluster,
+                grid_);
+    if (c.split_k > 1) {
+      partials_ = cuda::DeviceBuffer(size_t(units) * size_t(c.bm) * size_t(c.bn) * 4);
+      counters_ = cuda::DeviceBuffer(size_t(tiles) * 4);
+      GF_CUDA_CHECK(cudaMemset(counters_.get(), 0, counters_.bytes()));
+    }
+  }
+
+  void launch(const GemmArgs& args, cudaStream_t stream) override {
+    const GemmProblem& p = problem_;
+    const Epilogue& e = p.epilogue;
+    GF_CHECK(args.a && args.b && args.d, "native {}: A, B and D must be non-null", p.key());
+    GF_CHECK(!e.has_c() || args.c, "native {}: the epilogue reads C but C is null", p.key());
+    GF_CHECK(e.bias == BiasKind::none || args.bias, "native {}: the epilogue adds a bias but bias is null", p.key());
+    if (args.a != last_a_) {
+      params_.a = tensor_map(args.a, p.a, p.k, p.m, p.batch, 64, uint32_t(cfg_.bm / cfg_.pair_n()));
+      last_a_ = args.a;
+    }
+    if (args.b != last_b_) {
+      if (p.layout == Layout::nn)
+        params_.b = tensor_map(args.b, p.a, p.n, p.k, p.batch, 64, 64);
+      else {
+        // Half-height boxes when the tile's B comes in halves (a split gate, or a pair sharing B).
+        uint32_t rows = uint32_t(e.gate == GateKind::split || cfg_.pair_m() > 1 ? cfg_.bn / 2 : cfg_.bn);
+        params_.b = tensor_map(args.b, p.a, p.k, p.n, p.batch, 64, rows);
+      }
+      last_b_ = args.b;
+    }
+    if (cfg_.store_tma() && args.d != last_d_) {
+      params_.d = tensor_map(args.d, p.out, p.out_cols(), p.m, p.batch, 64, uint32_t(cfg_.wg_rows()));
+      last_d_ = args.d;
+    }
+    if (cfg_.store_tma() && e.has_c() && args.c != last_c_) {
+      params_.c_tile = tensor_map(args.c, p.out, p.out_cols(), p.m, p.batch, 64, uint32_t(cfg_.wg_rows()));
+      last_c_ = args.c;
+    }
+    params_.out = args.d;
+    params_.c = args.c;
+    params_.bias = args.bias;
+    params_.partials = partials_.as<float>();
+    params_.counters = counters_.as<int>();
+    params_.m = int(p.m), params_.n = int(p.n), params_.k = int(p.k), params_.batch = int(p.batch);
+    params_.out_cols = int(p.out_cols());
+    params_.tiles_m = tiles_m_, params_.tiles_n = tiles_n_;
+    params_.alpha = e.alpha, params_.beta = e.beta;
+    const unsigned pair_bytes = 2u * unsigned(dtype_bytes(p.out));
+    params_.pairs_aligned = p.out_cols() % 2 == 0 && reinterpret_cast<uintptr_t>(args.d) % pair_bytes == 0;
+    void* kernel_args[] = {&params_};
+    cuda::launch(fn_, launch_config(grid_), kernel_args, stream);
+  }
+
+  cuda::LaunchConfig launch_config(unsigned grid) const {
+    return {.grid = {grid, 1, 1},
+            .block = {unsigned(cfg_.threads()), 1, 1},
+            .smem_bytes = unsigned(cfg_.smem_bytes()),
+            .cluster = {unsigned(cfg_.cluster), 1, 1}};
+  }
+
+ private:
+  NativeConfig cfg_;
+  GemmProblem problem_;
+  cuda::Module module_;
+  CUfunction fn_;
+  int tiles_m_ = 0, tiles_n_ = 0;
+  unsigned grid_ = 0;
+  cuda::DeviceBuffer partials_, counters_;
+  HostParams params_{};
+  const void* last_a_ = nullptr;
+  const void* last_b_ = nullptr;
+  const void* last_d_ = nullptr;
+  const void* last_c_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> load_kernel(const NativeConfig& c, const GemmProblem& p, const std::string& cubin) {
+  return std::make_unique<NativeKernel>(c, p, cubin);
+}
+
+}  // namespace gf::native

@@ -1,0 +1,140 @@
+#include "backends/gemm/triton/config.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include "core/ranking.hpp"
+
+namespace gf::triton_backend {
+namespace {
+
+struct Entry {
+  int bm, bn, bk, stages, warps;
+};
+// torch/_inductor/template_heuristics/triton.py: mm_configs and persistent_mm_configs.
+constexpr Entry kInductorMm[] = {
+    {32, 32, 16, 1, 2},   {32, 32, 128, 2, 4},  {32, 64, 32, 5, 8},   {64, 32, 32, 5, 8},   {64, 32, 128, 5, 4},
+    {64, 64, 16, 2, 4},   {64, 64, 32, 2, 4},   {64, 64, 64, 3, 8},   {64, 64, 128, 5, 4},  {64, 128, 32, 3, 4},
+    {64, 128, 32, 4, 8},  {64, 128, 64, 3, 4},  {64, 128, 128, 4, 4}, {128, 64, 32, 3, 4},  {128, 64, 32, 4, 8},
+    {128, 128, 32, 2, 8}, {128, 128, 32, 3, 4}, {128, 128, 64, 3, 4}, {128, 128, 64, 5, 8}, {128, 128, 128, 4, 8},
+};
+constexpr Entry kInductorPersistent[] = {
+    {128, 256, 64, 3, 8}, {128, 128, 64, 3, 8}, {128, 128, 128, 3, 8}, {128, 128, 128, 3, 4},
+    {128, 128, 64, 4, 8}, {128, 128, 64, 5, 8}, {256, 128, 64, 4, 8},  {128, 128, 64, 5, 4},
+};
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int epilogue_code(Activation a) { return int(a); }  // 0 none, 1 relu, 2 gelu erf, 3 gelu tanh, 4 silu
+
+}  // namespace
+
+std::string TritonConfig::name() const {
+  return fmt::format("{}_{}x{}x{}_s{}_w{}_g{}{}", tmpl == "mm" ? "mm" : "tma", bm, bn, bk, stages, warps, group,
+                     tmpl == "mm" ? "" : fmt::format("_p{}", num_sms));
+}
+
+nlohmann::json TritonConfig::to_json() const {
+  return {{"template", tmpl}, {"bm", bm},       {"bn", bn},       {"bk", bk},
+          {"stages", stages}, {"warps", warps}, {"group", group}, {"num_sms", num_sms}};
+}
+
+TritonConfig TritonConfig::from_json(const nlohmann::json& j) {
+  return {j.at("template"), j.at("bm"),    j.at("bn"),    j.at("bk"),
+          j.at("stages"),   j.at("warps"), j.at("group"), j.at("num_sms")};
+}
+
+std::string unsupported_reason(const GemmProblem& p) {
+  if (p.a != DType::bf16 && p.a != DType::f16)
+    return fmt::format("{} inputs are not in the Triton templates", to_string(p.a));
+  if (p.batch != 1) return "batched GEMMs are not in the Triton templates";
+  if (p.epilogue.scale != ScaleKind::none) return "scales are not in the Triton templates";
+  if (p.epilogue.gate != GateKind::none && p.layout == Layout::nn) return "SwiGLU needs layout tn";
+  return "";
+}
+
+std::string illegal_reason(const TritonConfig& c, const GemmProblem& p) {
+  for (int v : {c.bm, c.bn, c.bk})
+    if (v < 16 || v > 256 || (v & (v - 1)) != 0) return "blocks are powers of two in [16, 256]";
+  if (c.warps != 2 && c.warps != 4 && c.warps != 8) return "2, 4 or 8 warps";
+  if (c.stages < 1 || c.stages > 6) return "1 to 6 stages";
+  const int tiles = p.epilogue.gate == GateKind::split ? 2 : 1;
+  const int64_t smem = int64_t(c.stages) * (c.bm * c.bk + tiles * c.bk * c.bn) * dtype_bytes(p.a);
+  if (smem > 227 * 1024) return fmt::format("{} bytes of shared memory", smem);
+  if (c.tmpl == "mm_persistent_tma") {
+    if (p.k % 8 != 0 || (p.layout == Layout::nn && p.n % 8 != 0)) return "TMA needs 16-byte row pitches";
+    if (p.epilogue.gate == GateKind::split) return "the persistent template has no split gate";
+  } else if (c.tmpl != "mm") {
+    return "unknown template";
+  }
+  return "";
+}
+
+int64_t num_tiles(const TritonConfig& c, const GemmProblem& p) {
+  const int64_t cols = p.epilogue.gate == GateKind::split ? p.n / 2 : p.n;
+  return cdiv(p.m, c.bm) * cdiv(cols, c.bn);
+}
+
+std::vector<TritonConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d, Search level) {
+  std::vector<TritonConfig> all;
+  const int sms = std::max(d.sm_count, 1);
+  for (const Entry& e : kInductorMm) all.push_back({"mm", e.bm, e.bn, e.bk, e.stages, e.warps, 8, sms});
+  for (const Entry& e : kInductorPersistent)
+    all.push_back({"mm_persistent_tma", e.bm, e.bn, e.bk, e.stages, e.warps, 8, sms});
+  if (level == Search::exhaustive)
+    for (int bm : {16, 32, 64, 128, 256})
+      for (int bn : {16, 32, 64, 128, 256})
+        for (int bk : {16, 32, 64, 128, 256})
+          for (int stages : {1, 2, 3, 4, 5})
+            for (int warps : {2, 4, 8}) {
+              TritonConfig c{"mm", bm, bn, bk, stages, warps, 8, sms};
+              if (std::find(all.begin(), all.end(), c) == all.end()) all.push_back(c);
+            }
+  // Model: tiles in waves over the SMs, each tile's time falling with its arithmetic intensity.
+  std::vector<std::pair<double, TritonConfig>> scored;
+  for (const auto& c : all) {
+    if (!illegal_reason(c, p).empty()) continue;
+    const double tiles = double(num_tiles(c, p));
+    const double intensity = double(c.bm) * c.bn / (c.bm + c.bn);
+    const double tile_s = 2.0 * c.bm * c.bn * p.k / (989e12 / sms * intensity / (intensity + 16.0));
+    const double waves = std::ceil(tiles / sms);
+    const double dram_s = p.min_bytes() / 3.3e12;
+    const double persistent_bonus = c.tmpl == "mm" ? 1.0 : 0.92;  // TMA loads, no per-tile launch
+    scored.emplace_back(std::max(waves * tile_s * persistent_bonus, dram_s), c);
+  }
+  if (scored.empty()) return {};
+  const size_t keep = level == Search::fast ? 8 : level == Search::normal ? 30 : scored.size();
+  return diverse_head<TritonConfig>(std::move(scored), keep,
+                                    {[](const TritonConfig& c) { return fmt::format("{}{}x{}", c.tmpl, c.bm, c.bn); }});
+}
+
+nlohmann::json compile_request(const TritonConfig& c, const GemmProblem& p) {
+  const Epilogue& e = p.epilogue;
+  nlohmann::json ce = {{"ACT", epilogue_code(e.act)},
+                       {"BIAS", e.bias == BiasKind::per_col   ? 1
+                                : e.bias == BiasKind::per_row ? 2
+                                                              : 0},
+                       {"HAS_C", e.has_c()},
+                       {"GATE", e.gate == GateKind::interleaved ? 1
+                                : e.gate == GateKind::split     ? 2
+                                                                : 0},
+                       {"NN", p.layout == Layout::nn},
+                       {"BLOCK_M", c.bm},
+                       {"BLOCK_N", c.bn},
+                       {"BLOCK_K", c.bk},
+                       {"GROUP_M", c.group},
+                       {"NUM_STAGES", c.stages}};
+  if (c.tmpl == "mm_persistent_tma") ce["NUM_SMS"] = c.num_sms;
+  // Pointers are checked 16-byte aligned at launch; sizes get the hint where the problem has it.
+  nlohmann::json divisible = {0, 1, 2, 3, 4};
+  const int64_t sizes[] = {p.m, p.n, p.k, p.out_cols()};
+  for (int i = 0; i < 4; ++i)
+    if (sizes[i] % 16 == 0) divisible.push_back(5 + i);
+  return {{"op", "compile"},  {"template", c.tmpl},   {"dtype", to_string(p.a)}, {"out", to_string(p.out)},
+          {"constexprs", ce}, {"num_warps", c.warps}, {"num_stages", c.stages},  {"divisible", divisible}};
+}
+
+}  // namespace gf::triton_backend

@@ -1,0 +1,97 @@
+// The unfused plan: a plain GEMM from another backend into a scratch buffer, then the epilogue as
+// a separate elementwise kernel (what eager frameworks run). Its candidates wrap the first few
+// candidates of each other backend for the plain problem; the one wrapping cuBLASLt's rank-0
+// algorithm is "eager".
+#include "backends/registry.hpp"
+#include "cuda/memory.hpp"
+#include "gemmforge/error.hpp"
+#include "backends/gemm/unfused/epilogue_kernel.hpp"
+
+namespace gf::unfused {
+namespace {
+
+constexpr int kPerBackend = 2;
+const char* const kInner[] = {"cublaslt", "native"};
+
+GemmProblem plain_of(const GemmProblem& p) {
+  GemmProblem plain = p;
+  plain.epilogue = {};
+  return plain;
+}
+
+Candidate inner_of(const Candidate& c) { return c.config.at("gemm").get<Candidate>(); }
+
+class UnfusedKernel final : public Kernel {
+ public:
+  UnfusedKernel(const GemmProblem& p, std::unique_ptr<Kernel> gemm)
+      : problem_(p), gemm_(std::move(gemm)), g_(size_t(p.batch * p.m * p.n) * size_t(dtype_bytes(p.out))) {}
+
+  void launch(const GemmArgs& args, cudaStream_t stream) override {
+    GemmArgs plain = args;
+    plain.d = g_.get();
+    plain.c = nullptr;
+    plain.bias = nullptr;
+    gemm_->launch(plain, stream);
+    ops::apply_epilogue(problem_, g_.get(), args, stream);
+  }
+  size_t workspace_bytes() const override { return gemm_->workspace_bytes(); }
+
+ private:
+  GemmProblem problem_;
+  std::unique_ptr<Kernel> gemm_;
+  cuda::DeviceBuffer g_;  // A B^T before the epilogue
+};
+
+class UnfusedBackend final : public Backend {
+ public:
+  std::string name() const override { return "unfused"; }
+  std::string version() const override { return "1"; }
+  std::string supports(const GemmProblem& p) const override {
+    if (p.epilogue.is_identity()) return "the epilogue is the identity: nothing to unfuse";
+    if (is_fp8(p.a)) return "fp8 is not wired up yet";
+    return "";
+  }
+
+  std::vector<Candidate> candidates(const GemmProblem& p, const DeviceInfo& device,
+                                    const SearchOptions& search) const override {
+    const GemmProblem plain = plain_of(p);
+    std::vector<Candidate> out;
+    std::string why_none;
+    for (const char* inner_name : kInner) {
+      auto inner = find_backend(inner_name);
+      if (!inner || !inner->unavailable().empty() || !inner->supports(plain).empty()) continue;
+      try {
+        auto cs = inner->candidates(plain, device, search);
+        for (size_t i = 0; i < cs.size() && i < kPerBackend; ++i)
+          out.push_back({name(), cs[i].id(), {{"gemm", cs[i]}}});
+      } catch (const Error& e) {
+        why_none += std::string(inner_name) + ": " + e.what() + "; ";
+      }
+    }
+    GF_CHECK(!out.empty(), "no backend offers the plain GEMM of {} ({})", p.key(), why_none);
+    return out;
+  }
+
+  CompileReport compile(const GemmProblem& p, const Candidate& c, bool use_cache) const override {
+    Candidate inner = inner_of(c);
+    return backend(inner)->compile(plain_of(p), inner, use_cache);
+  }
+
+  std::unique_ptr<Kernel> build(const GemmProblem& p, const Candidate& c) const override {
+    Candidate inner = inner_of(c);
+    return std::make_unique<UnfusedKernel>(p, backend(inner)->build(plain_of(p), inner));
+  }
+
+ private:
+  static std::shared_ptr<Backend> backend(const Candidate& inner) {
+    auto b = find_backend(inner.backend);
+    GF_CHECK(b, "unfused candidate names backend '{}', which this build lacks", inner.backend);
+    return b;
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Backend> make_backend() { return std::make_shared<UnfusedBackend>(); }
+
+}  // namespace gf::unfused

@@ -1,0 +1,101 @@
+#include "harness/gemm_bench.hpp"
+
+#include <algorithm>
+
+namespace gf::tune {
+namespace {
+
+constexpr size_t kMaxWorkspace = 64u << 20;
+
+int64_t elems_a(const GemmProblem& p) { return p.batch * p.m * p.k; }
+int64_t elems_b(const GemmProblem& p) { return p.batch * p.n * p.k; }
+int64_t elems_d(const GemmProblem& p) { return p.batch * p.m * p.out_cols(); }
+
+}  // namespace
+
+ProblemBench::ProblemBench(const GemmProblem& p, const DeviceInfo& device, uint64_t seed)
+    : problem_(p), timer_(device.l2_bytes) {
+  p.validate();
+  const Epilogue& e = p.epilogue;
+  const int in = dtype_bytes(p.a), out = dtype_bytes(p.out);
+  const int64_t bias_len = e.bias == BiasKind::per_row ? p.m : p.n;
+  double set_bytes = double(elems_a(p) + elems_b(p)) * in + (e.has_c() ? double(elems_d(p)) * out : 0.0);
+  // Enough input sets that one rotation overflows the L2 three times, within a memory budget.
+  int count = int(std::clamp(std::ceil(3.0 * double(device.l2_bytes) / set_bytes), 1.0, 16.0));
+  count = std::max(1, std::min(count, int(0.25 * double(device.global_mem_bytes) / set_bytes)));
+  for (int s = 0; s < count; ++s) {
+    InputSet set;
+    uint64_t sd = seed * 1000003 + uint64_t(s) * 16;
+    set.a = cuda::DeviceBuffer(size_t(elems_a(p)) * in);
+    set.b = cuda::DeviceBuffer(size_t(elems_b(p)) * in);
+    fill_uniform(set.a.get(), p.a, elems_a(p), sd + 1, -1.0f, 1.0f, stream());
+    fill_uniform(set.b.get(), p.a, elems_b(p), sd + 2, -1.0f, 1.0f, stream());
+    if (e.has_c()) {
+      set.c = cuda::DeviceBuffer(size_t(elems_d(p)) * out);
+      fill_uniform(set.c.get(), p.out, elems_d(p), sd + 3, -1.0f, 1.0f, stream());
+    }
+    if (e.bias != BiasKind::none) {
+      set.bias = cuda::DeviceBuffer(size_t(bias_len) * out);
+      fill_uniform(set.bias.get(), p.out, bias_len, sd + 4, -1.0f, 1.0f, stream());
+    }
+    if (e.scale != ScaleKind::none) {
+      int64_t na = e.scale == ScaleKind::tensor ? 1 : p.m, nb = e.scale == ScaleKind::tensor ? 1 : p.n;
+      set.scale_a = cuda::DeviceBuffer(size_t(na) * 4);
+      set.scale_b = cuda::DeviceBuffer(size_t(nb) * 4);
+      fill_uniform(set.scale_a.get(), DType::f32, na, sd + 5, 0.5f, 2.0f, stream());
+      fill_uniform(set.scale_b.get(), DType::f32, nb, sd + 6, 0.5f, 2.0f, stream());
+    }
+    sets_.push_back(std::move(set));
+  }
+  d_ = cuda::DeviceBuffer(size_t(elems_d(p)) * out);
+  workspace_ = cuda::DeviceBuffer(kMaxWorkspace);
+
+  // The reference: pre-activation G in fp32, then the activation or gate when there is one.
+  g_ = cuda::DeviceBuffer(size_t(p.batch * p.m * p.n) * 4);
+  reference_gemm(p, args(0), g_.as<float>(), stream());
+  if (e.act == Activation::none && e.gate == GateKind::none) {
+    ref_ = std::move(g_);
+  } else {
+    ref_ = cuda::DeviceBuffer(size_t(elems_d(p)) * 4);
+    reference_epilogue(p, g_.as<float>(), ref_.as<float>(), stream());
+    stream_.sync();
+    g_ = cuda::DeviceBuffer();
+  }
+  stream_.sync();
+}
+
+GemmArgs ProblemBench::args(int set) const {
+  const InputSet& s = sets_[size_t(set) % sets_.size()];
+  GemmArgs a;
+  a.a = s.a.get();
+  a.b = s.b.get();
+  a.c = s.c.get();
+  a.bias = s.bias.get();
+  a.scale_a = s.scale_a.as<float>();
+  a.scale_b = s.scale_b.as<float>();
+  a.d = d_.get();
+  a.workspace = workspace_.get();
+  a.workspace_bytes = workspace_.bytes();
+  return a;
+}
+
+MeasureResult ProblemBench::measure(Kernel& kernel, bool time, const TimingOptions& timing) {
+  MeasureResult r;
+  GF_CHECK(kernel.workspace_bytes() <= workspace_.bytes(), "kernel wants {} bytes of workspace, more than {}",
+           kernel.workspace_bytes(), workspace_.bytes());
+  fill_nan(d_.get(), problem_.out, elems_d(problem_), stream());
+  kernel.launch(args(0), stream());
+  GF_CUDA_CHECK(cudaGetLastError());
+  GF_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  Comparison c = compare(d_.get(), problem_.out, ref_.as<float>(), elems_d(problem_), stream());
+  r.rel_err = c.rel_err();
+  r.error = verdict(c, problem_.out);
+  r.verified = r.error.empty();
+  if (!r.verified || !time) return r;
+  Timing t = timer_.time([&](int set) { kernel.launch(args(set), stream()); }, sets(), stream(), timing);
+  r.us = t.median_us;
+  r.reps = t.reps;
+  return r;
+}
+
+}  // namespace gf::tune
