@@ -1,11 +1,10 @@
 #pragma once
-#include <cstdint>
 #include <optional>
 #include <string_view>
 
-namespace gf {
+#include "gemmforge/codes.hpp"
 
-enum class DType : uint8_t { f32, f16, bf16, e4m3, e5m2 };
+namespace gf {
 
 constexpr int dtype_bytes(DType t) {
   switch (t) {

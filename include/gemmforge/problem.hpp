@@ -15,13 +15,9 @@
 
 namespace gf {
 
-enum class Activation : uint8_t { none, relu, gelu_erf, gelu_tanh, silu };
-enum class BiasKind : uint8_t { none, per_col, per_row };  // per_col: length N; per_row: length M
-// SwiGLU gate: D[:, j] = silu(G[:, gate(j)]) * G[:, up(j)] over the pre-activation G.
-// interleaved: gate(j) = 2j, up(j) = 2j+1. split: gate(j) = j, up(j) = j + N/2.
-enum class GateKind : uint8_t { none, interleaved, split };
-// FP8 dequantisation scales applied to the accumulator.
-enum class ScaleKind : uint8_t { none, tensor, rowcol };
+// The kinds (gemmforge/codes.hpp): an activation; a bias per column (length N) or per row (M);
+// the SwiGLU gate D[:, j] = silu(G[:, gate(j)]) * G[:, up(j)] over the pre-activation G, with
+// gate(j) = 2j, up(j) = 2j+1 (interleaved) or gate(j) = j, up(j) = j + N/2 (split); FP8 scales.
 
 struct Epilogue {
   float alpha = 1.0f;
@@ -43,6 +39,9 @@ struct Epilogue {
 // Parses "bias+gelu_tanh", "residual", "swiglu", "alpha=0.5+beta=2", "none". Throws gf::Error.
 Epilogue parse_epilogue(std::string_view text);
 std::string_view to_string(Activation a);
+std::string_view to_string(BiasKind b);
+std::string_view to_string(GateKind g);
+std::string_view to_string(ScaleKind s);
 
 enum class Layout : uint8_t { tn, nn };
 std::string_view to_string(Layout l);

@@ -9,7 +9,7 @@
 
 namespace gf {
 
-enum class RowOpKind : uint8_t { softmax, rmsnorm, layernorm };
+std::string_view to_string(RowOpKind k);
 
 struct RowOpSpec {
   RowOpKind kind = RowOpKind::softmax;

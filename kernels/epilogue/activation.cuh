@@ -1,22 +1,70 @@
 #pragma once
-// The activations of the Epilogue, in fp32, for the nvcc-compiled kernels (the reference, the
-// epilogue kernel, the elementwise ops). The code is gf::Activation's: 0 none, 1 relu, 2 gelu
-// (erf), 3 gelu (tanh approximation), 4 silu.
-namespace gf::ops {
+// The epilogue's activations and its SwiGLU gate, written once for every user: the NVRTC GEMM
+// kernels (kFast: the hardware's tanh and exp approximations), the nvcc-built reference and
+// unfused kernels, and host code (the tests' float64 references). T is float or double.
+#include "gemmforge/codes.hpp"
 
-__device__ __forceinline__ float activate(float x, int act) {
-  switch (act) {
-    case 1:
-      return fmaxf(x, 0.0f);
-    case 2:
-      return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case 3:
-      return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
-    case 4:
-      return x / (1.0f + expf(-x));
-    default:
-      return x;
-  }
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define GF_HOST_DEVICE __host__ __device__ __forceinline__
+#else
+#include <cmath>
+#define GF_HOST_DEVICE inline
+#endif
+#if defined(__CUDA_ARCH__)
+#include "ptx/convert.cuh"
+#endif
+
+namespace gf::epi {
+
+GF_HOST_DEVICE float erf_of(float x) { return erff(x); }
+GF_HOST_DEVICE double erf_of(double x) { return erf(x); }
+
+template <bool kFast>
+GF_HOST_DEVICE float tanh_of(float x) {
+#if defined(__CUDA_ARCH__)
+  if (kFast) return ptx::tanh_approx(x);
+#endif
+  return tanhf(x);
+}
+template <bool kFast>
+GF_HOST_DEVICE double tanh_of(double x) {
+  return tanh(x);
 }
 
-}  // namespace gf::ops
+template <bool kFast>
+GF_HOST_DEVICE float exp_of(float x) {
+#if defined(__CUDA_ARCH__)
+  if (kFast) return __expf(x);
+#endif
+  return expf(x);
+}
+template <bool kFast>
+GF_HOST_DEVICE double exp_of(double x) {
+  return exp(x);
+}
+
+// act(x). With a compile-time act (the NVRTC kernels' Cfg) the switch folds away.
+template <bool kFast = false, class T>
+GF_HOST_DEVICE T activate(T x, Activation act) {
+  switch (act) {
+    case Activation::none:
+      return x;
+    case Activation::relu:
+      return x > T(0) ? x : T(0);
+    case Activation::gelu:  // x * Phi(x), Phi the standard normal CDF
+      return T(0.5) * x * (T(1) + erf_of(x * T(0.70710678118654752)));
+    case Activation::gelu_tanh:  // the tanh approximation: tanh(sqrt(2 / pi) * (x + 0.044715 x^3))
+      return T(0.5) * x * (T(1) + tanh_of<kFast>(T(0.79788456080286536) * x * (T(1) + T(0.044715) * x * x)));
+    case Activation::silu:
+      return x / (T(1) + exp_of<kFast>(-x));
+  }
+  return x;
+}
+
+// The SwiGLU gate: silu(gate) * up.
+template <bool kFast = false, class T>
+GF_HOST_DEVICE T swiglu(T gate, T up) {
+  return activate<kFast>(gate, Activation::silu) * up;
+}
+
+}  // namespace gf::epi

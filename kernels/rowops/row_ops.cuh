@@ -12,6 +12,7 @@
 // stages by bulk copies, the next rows' copies in flight while this row is worked on: read from
 // the stage into registers, or by both streaming passes.
 // The instantiating source defines Cfg.
+#include "gemmforge/codes.hpp"
 #include "ptx/base.cuh"
 #include "ptx/convert.cuh"
 #include "ptx/mbarrier.cuh"
@@ -20,8 +21,6 @@
 
 namespace gf {
 
-enum RowOpKind { kSoftmax = 0, kRmsNorm = 1, kLayerNorm = 2 };
-enum ElemType { kBf16 = 0, kF16 = 1, kF32 = 2 };
 
 struct RowParams {
   const void* x;
@@ -37,22 +36,22 @@ struct RowParams {
   float eps;                 // norms
 };
 
-template <int kType>
+template <DType kType>
 struct Elem;
 template <>
-struct Elem<kBf16> {
+struct Elem<DType::bf16> {
   using raw = u16;
   static __device__ __forceinline__ float to_float(u16 v) { return ptx::bf16_to_float(v); }
   static __device__ __forceinline__ u16 from_float(float v) { return u16(ptx::pack_bf16x2(v, 0.0f) & 0xffff); }
 };
 template <>
-struct Elem<kF16> {
+struct Elem<DType::f16> {
   using raw = u16;
   static __device__ __forceinline__ float to_float(u16 v) { return ptx::f16_to_float(v); }
   static __device__ __forceinline__ u16 from_float(float v) { return u16(ptx::pack_f16x2(v, 0.0f) & 0xffff); }
 };
 template <>
-struct Elem<kF32> {
+struct Elem<DType::f32> {
   using raw = float;
   static __device__ __forceinline__ float to_float(float v) { return v; }
   static __device__ __forceinline__ float from_float(float v) { return v; }
@@ -76,7 +75,7 @@ __device__ __forceinline__ void unpack_bf16x2(u32 w, float& lo, float& hi) {
 }
 
 // kN consecutive elements at p (aligned to their total size, a power of two up to 64 bytes).
-template <int kType, int kN>
+template <DType kType, int kN>
 __device__ __forceinline__ void load_vec(const void* p, float (&out)[kN]) {
   using E = Elem<kType>;
   using R = typename E::raw;
@@ -96,7 +95,7 @@ __device__ __forceinline__ void load_vec(const void* p, float (&out)[kN]) {
   }
 }
 
-template <int kType, int kN>
+template <DType kType, int kN>
 __device__ __forceinline__ void store_vec(void* p, const float (&in)[kN]) {
   using E = Elem<kType>;
   using R = typename E::raw;
@@ -107,7 +106,7 @@ __device__ __forceinline__ void store_vec(void* p, const float (&in)[kN]) {
       u32 w[kBytes / 4];
       R r[kN];
     } u;
-    if constexpr (kType == kF32) {
+    if constexpr (kType == DType::f32) {
 #pragma unroll
       for (int i = 0; i < kN; ++i) u.r[i] = in[i];
     } else {
@@ -115,7 +114,7 @@ __device__ __forceinline__ void store_vec(void* p, const float (&in)[kN]) {
 #pragma unroll
       for (int i = 0; i < kN / 2; ++i)
         u.w[i] =
-            kType == kBf16 ? ptx::pack_bf16x2(in[2 * i], in[2 * i + 1]) : ptx::pack_f16x2(in[2 * i], in[2 * i + 1]);
+            kType == DType::bf16 ? ptx::pack_bf16x2(in[2 * i], in[2 * i + 1]) : ptx::pack_f16x2(in[2 * i], in[2 * i + 1]);
     }
 #pragma unroll
     for (int i = 0; i < kBytes / 16; ++i) static_cast<uint4*>(p)[i] = u.q[i];
@@ -168,7 +167,7 @@ struct RowOp {
   static constexpr u32 kNegInfBf16x2 = 0xff80ff80u;
   // bf16 softmax may keep a resident row's words as loaded for a max of two lanes at a time.
   static constexpr bool kPackedMax = Cfg::kPairMax;
-  static_assert(!kPackedMax || (Cfg::kOp == kSoftmax && Cfg::kIn == kBf16 && kVec % 8 == 0 && !Cfg::kStream),
+  static_assert(!kPackedMax || (Cfg::kOp == RowOpKind::softmax && Cfg::kIn == DType::bf16 && kVec % 8 == 0 && !Cfg::kStream),
                 "The max over bf16 pairs is for bf16 softmax rows in registers, 16-byte vectors.");
   using Words = u32[kIters][kPackedMax ? kVec / 2 : 1];
 
@@ -182,7 +181,7 @@ struct RowOp {
   static __device__ __forceinline__ float2 butterfly(float2 v) {
     static_assert(kWidth >= 1 && kWidth <= 32 && (kWidth & (kWidth - 1)) == 0, "Lane groups are powers of two.");
     const unsigned mask = 0xffffffffu;
-    if (Cfg::kOp != kSoftmax) {
+    if (Cfg::kOp != RowOpKind::softmax) {
 #pragma unroll
       for (int o = kWidth / 2; o > 0; o /= 2)
         v = make_float2(v.x + __shfl_xor_sync(mask, v.x, o), v.y + __shfl_xor_sync(mask, v.y, o));
@@ -278,8 +277,8 @@ struct RowOp {
   static __device__ __forceinline__ Affine global_affine(const RowParams& p, int part) {
     using InRaw = typename In::raw;
     // Only the ones the op has (no arithmetic on the null pointers of the others).
-    const InRaw* w = Cfg::kOp == kSoftmax ? nullptr : static_cast<const InRaw*>(p.weight) + part * kPartCols;
-    const InRaw* b = Cfg::kOp == kLayerNorm ? static_cast<const InRaw*>(p.bias) + part * kPartCols : nullptr;
+    const InRaw* w = Cfg::kOp == RowOpKind::softmax ? nullptr : static_cast<const InRaw*>(p.weight) + part * kPartCols;
+    const InRaw* b = Cfg::kOp == RowOpKind::layernorm ? static_cast<const InRaw*>(p.bias) + part * kPartCols : nullptr;
     return {w, b};
   }
 
@@ -287,9 +286,9 @@ struct RowOp {
   static __device__ __forceinline__ void normalize(float (&v)[kVec], Affine a, int vec, float shift, float scale) {
     float w[kVec], b[kVec];
     load_vec<Cfg::kIn, kVec>(a.w + vec * kVec, w);
-    if (Cfg::kOp == kLayerNorm) load_vec<Cfg::kIn, kVec>(a.b + vec * kVec, b);
+    if (Cfg::kOp == RowOpKind::layernorm) load_vec<Cfg::kIn, kVec>(a.b + vec * kVec, b);
 #pragma unroll
-    for (int e = 0; e < kVec; ++e) v[e] = (v[e] - shift) * scale * w[e] + (Cfg::kOp == kLayerNorm ? b[e] : 0.0f);
+    for (int e = 0; e < kVec; ++e) v[e] = (v[e] - shift) * scale * w[e] + (Cfg::kOp == RowOpKind::layernorm ? b[e] : 0.0f);
   }
 
   static constexpr int kBulkChunk = 16384;  // bytes per bulk copy
@@ -298,7 +297,7 @@ struct RowOp {
   // The norms' weight (then LayerNorm's bias) over the part, which a persistent CTA keeps in shared
   // memory: its part never changes. Read from global memory after each row's reduction, they
   // missed L1 (ncu: 0.03% hits) and put an L2 round trip between every row's exchange and stores.
-  static constexpr int kAffineBytes = Cfg::kOp == kSoftmax ? 0 : kPartBytes * (Cfg::kOp == kLayerNorm ? 2 : 1);
+  static constexpr int kAffineBytes = Cfg::kOp == RowOpKind::softmax ? 0 : kPartBytes * (Cfg::kOp == RowOpKind::layernorm ? 2 : 1);
 
   // Two passes over this CTA's part of a row, x and res (global or shared memory), nothing kept in
   // registers between them (LayerNorm reads the part once more, for the centred variance). Every
@@ -323,12 +322,12 @@ struct RowOp {
     for (int vec = lane_in_group; vec < kPartVecs; vec += kGroup) {
       float v[kVec];
       load_vec<Cfg::kIn, kVec>(x + vec * kVec, v);
-      if (Cfg::kOp == kRmsNorm && Cfg::kResidual) {
+      if (Cfg::kOp == RowOpKind::rmsnorm && Cfg::kResidual) {
         add_residual(v, res + vec * kVec, res_out + vec * kVec);
         // Pass 2 reads the sum where it read x: each thread rewrites only its own vectors.
         if (Cfg::kBulk) store_vec<Cfg::kIn, kVec>(const_cast<InRaw*>(x) + vec * kVec, v);
       }
-      if (Cfg::kOp == kSoftmax) {
+      if (Cfg::kOp == RowOpKind::softmax) {
         // m: the max of t = x * fold so far, rounded; the FMA takes x * fold - m exactly (below
         // kExactLimit).
         float vm = -inf();
@@ -362,13 +361,13 @@ struct RowOp {
       }
     }
     float scale_out = 1.0f, shift = 0.0f, log2_scale = 0.0f;
-    const InRaw* src = Cfg::kOp == kRmsNorm && Cfg::kResidual && !Cfg::kBulk ? res_out : x;
-    if (Cfg::kOp == kSoftmax) {
+    const InRaw* src = Cfg::kOp == RowOpKind::rmsnorm && Cfg::kResidual && !Cfg::kBulk ? res_out : x;
+    if (Cfg::kOp == RowOpKind::softmax) {
       finish_softmax(reduce_row(make_float2(m, has_nan ? nan() : s)), shift, scale_out);
       // e^(t - shift) * scale_out as two FMAs and one MUFU op: the scale joins the exponent (log2
       // of 0 is -inf, which gives 0; of NaN, NaN), after the subtraction.
       log2_scale = __log2f(scale_out);
-    } else if (Cfg::kOp == kRmsNorm) {
+    } else if (Cfg::kOp == RowOpKind::rmsnorm) {
       scale_out = rsqrtf(reduce_row(make_float2(s2, 0.0f)).x / kCols + p.eps);
     } else {
       // LayerNorm: the mean, then the centred squares. E[x^2] - mean^2 would cancel when the
@@ -392,7 +391,7 @@ struct RowOp {
     for (int vec = lane_in_group; vec < kPartVecs; vec += kGroup) {
       float v[kVec];
       load_vec<Cfg::kIn, kVec>(src + vec * kVec, v);
-      if (Cfg::kOp == kSoftmax) {
+      if (Cfg::kOp == RowOpKind::softmax) {
         // t - shift as pass 1 took it: exactly, or from t rounded (prescaled, or past kExactLimit).
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
@@ -484,12 +483,12 @@ struct RowOp {
           load_words<kVec / 2>(x + col, w[it]);
         else
           load_vec<Cfg::kIn, kVec>(x + col, v[it]);
-        if (Cfg::kOp == kRmsNorm && Cfg::kResidual)
+        if (Cfg::kOp == RowOpKind::rmsnorm && Cfg::kResidual)
           add_residual(v[it], res + col, static_cast<typename In::raw*>(p.residual_out) + base + col);
       }
     }
 
-    if (Cfg::kOp == kSoftmax) {
+    if (Cfg::kOp == RowOpKind::softmax) {
       // e^(t - m) for t = x * fold is 2^(x * slope - h), slope = fold * log2(e) and h = m_x * slope
       // rounded (m_x the thread's max of x): one FFMA and one MUFU op an element. The FFMA's
       // product is exact, so the exponent is (x - m_x) * slope + r, with r = m_x * slope - h the
@@ -563,7 +562,7 @@ struct RowOp {
         }
     } else {
       float mean = 0.0f;
-      if (Cfg::kOp == kLayerNorm) {
+      if (Cfg::kOp == RowOpKind::layernorm) {
         float s = 0.0f;
 #pragma unroll
         for (int it = 0; it < kIters; ++it)
@@ -582,7 +581,7 @@ struct RowOp {
             const float d = v[it][e] - mean;
             ss += d * d;
           }
-      if (Cfg::kOp == kRmsNorm) loaded(ss);
+      if (Cfg::kOp == RowOpKind::rmsnorm) loaded(ss);
       const float rstd = rsqrtf(reduce_row(make_float2(ss, 0.0f)).x / kCols + p.eps);
 #pragma unroll
       for (int it = 0; it < kIters; ++it) {
@@ -646,7 +645,7 @@ struct RowOp {
       if (kAffineBytes > 0) {
         ptx::mbar_arrive_expect_tx(&full[Cfg::kStages], kAffineBytes);
         copy_part(affine_smem, from_global.w, &full[Cfg::kStages], false);
-        if (Cfg::kOp == kLayerNorm) copy_part(affine_smem + kPartBytes, from_global.b, &full[Cfg::kStages], false);
+        if (Cfg::kOp == RowOpKind::layernorm) copy_part(affine_smem + kPartBytes, from_global.b, &full[Cfg::kStages], false);
       }
       for (int i = 0; i < Cfg::kStages && first + i * stride < p.rows; ++i) issue(first + i * stride, i);
     }
@@ -675,7 +674,7 @@ struct RowOp {
       if constexpr (Cfg::kStream) {
         two_passes(p, reduce_row, lane_in_group, part, part_base(row, part), row, x, x + kPartCols, affine);
         // The residual sums each thread wrote into the stage, ordered before the copy over them.
-        if (Cfg::kOp == kRmsNorm && Cfg::kResidual) ptx::fence_proxy_async_smem();
+        if (Cfg::kOp == RowOpKind::rmsnorm && Cfg::kResidual) ptx::fence_proxy_async_smem();
         __syncthreads();  // every thread is done with the stage (its last reads fed the stores)
         refill();
       } else {

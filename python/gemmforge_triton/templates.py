@@ -3,8 +3,9 @@
 Both take the same runtime arguments, in this order (the C++ launcher passes exactly these):
     a, b, d, c, bias (pointers; c and bias may be 0), M, N, K, OUT_COLS (i32), alpha, beta (fp32)
 followed by the two scratch pointers every Triton 3.6 kernel takes. The epilogue is chosen by
-constexprs: ACT (0 none, 1 relu, 2 gelu erf, 3 gelu tanh, 4 silu), BIAS (0 none, 1 per column,
-2 per row), HAS_C, GATE (0 none, 1 interleaved gate/up columns, 2 split halves).
+constexprs that carry the names of gemmforge/codes.hpp: ACT ("none", "relu", "gelu", "gelu_tanh",
+"silu"), BIAS ("none", "col", "row"), HAS_C, GATE ("none", "interleaved" gate/up columns, "split"
+halves).
 """
 import triton
 import triton.language as tl
@@ -12,14 +13,14 @@ import triton.language as tl
 
 @triton.jit
 def _activate(x, ACT: tl.constexpr):
-    if ACT == 1:
+    if ACT == "relu":
         x = tl.maximum(x, 0.0)
-    elif ACT == 2:
+    elif ACT == "gelu":
         x = 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))
-    elif ACT == 3:
+    elif ACT == "gelu_tanh":
         inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)
         x = 0.5 * x * (1.0 + (2.0 * tl.sigmoid(2.0 * inner) - 1.0))
-    elif ACT == 4:
+    elif ACT == "silu":
         x = x * tl.sigmoid(x)
     return x
 
@@ -28,18 +29,18 @@ def _activate(x, ACT: tl.constexpr):
 def _epilogue(acc, acc_up, rm, rn, d, c, bias, M, N, OUT_COLS, alpha, beta,
               ACT: tl.constexpr, BIAS: tl.constexpr, HAS_C: tl.constexpr, GATE: tl.constexpr):
     """Applies the epilogue to the fp32 tile of rows rm, output columns rn and stores it."""
-    if GATE == 2:
+    if GATE == "split":
         # acc holds gate columns rn, acc_up the up columns N/2 + rn.
         g = acc * alpha
         u = acc_up * alpha
-        if BIAS == 1:
+        if BIAS == "col":
             g += tl.load(bias + rn, mask=rn < OUT_COLS, other=0.0).to(tl.float32)[None, :]
             u += tl.load(bias + OUT_COLS + rn, mask=rn < OUT_COLS, other=0.0).to(tl.float32)[None, :]
         out = g * tl.sigmoid(g) * u
-    elif GATE == 1:
+    elif GATE == "interleaved":
         # Columns 2j and 2j+1 of the tile are gate and up of output column j.
         v = acc * alpha
-        if BIAS == 1:
+        if BIAS == "col":
             cols = rn[:, None] * 2 + tl.arange(0, 2)[None, :]
             bv = tl.load(bias + cols, mask=cols < N, other=0.0).to(tl.float32)
             v = v + tl.reshape(bv, (1, v.shape[1]))
@@ -50,9 +51,9 @@ def _epilogue(acc, acc_up, rm, rn, d, c, bias, M, N, OUT_COLS, alpha, beta,
         if HAS_C:
             cv = tl.load(c + rm[:, None] * N + rn[None, :], mask=(rm[:, None] < M) & (rn[None, :] < N), other=0.0)
             out += beta * cv.to(tl.float32)
-        if BIAS == 1:
+        if BIAS == "col":
             out += tl.load(bias + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
-        if BIAS == 2:
+        if BIAS == "row":
             out += tl.load(bias + rm, mask=rm < M, other=0.0).to(tl.float32)[:, None]
         out = _activate(out, ACT)
     mask = (rm[:, None] < M) & (rn[None, :] < OUT_COLS)
@@ -88,21 +89,21 @@ def mm(a, b, d, c, bias, M, N, K, OUT_COLS, alpha, beta,
        NUM_STAGES: tl.constexpr):
     """The classic tiled GEMM: one program per output tile, pointer loads software-pipelined."""
     # With a split gate, a tile covers BLOCK_N output columns: BLOCK_N gate and BLOCK_N up rows of B.
-    pm, pn = _tile_coords(tl.program_id(0), M, N // 2 if GATE == 2 else N, BLOCK_M, BLOCK_N, GROUP_M)
+    pm, pn = _tile_coords(tl.program_id(0), M, N // 2 if GATE == "split" else N, BLOCK_M, BLOCK_N, GROUP_M)
     rm = pm * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pn * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    acc_up = tl.zeros((BLOCK_M, BLOCK_N) if GATE == 2 else (1, 1), dtype=tl.float32)
+    acc_up = tl.zeros((BLOCK_M, BLOCK_N) if GATE == "split" else (1, 1), dtype=tl.float32)
     for k0 in tl.range(0, K, BLOCK_K, num_stages=NUM_STAGES):
         kk = k0 + rk
         x = tl.load(a + rm[:, None] * K + kk[None, :], mask=(rm[:, None] < M) & (kk[None, :] < K), other=0.0)
-        if GATE == 2:
+        if GATE == "split":
             acc = tl.dot(x, _load_b(b, rn, kk, N // 2, K, NN), acc)
             acc_up = tl.dot(x, _load_b(b + (N // 2) * K, rn, kk, N // 2, K, NN), acc_up)
         else:
             acc = tl.dot(x, _load_b(b, rn, kk, N, K, NN), acc)
-    if GATE == 1:
+    if GATE == "interleaved":
         rn = pn * (BLOCK_N // 2) + tl.arange(0, BLOCK_N // 2)
     _epilogue(acc, acc_up, rm, rn, d, c, bias, M, N, OUT_COLS, alpha, beta, ACT, BIAS, HAS_C, GATE)
 
@@ -131,7 +132,7 @@ def mm_persistent_tma(a, b, d, c, bias, M, N, K, OUT_COLS, alpha, beta,
             acc = tl.dot(x, y, acc)
         rm = pm * BLOCK_M + tl.arange(0, BLOCK_M)
         rn = pn * BLOCK_N + tl.arange(0, BLOCK_N)
-        if GATE == 1:
+        if GATE == "interleaved":
             rn = pn * (BLOCK_N // 2) + tl.arange(0, BLOCK_N // 2)
         _epilogue(acc, acc, rm, rn, d, c, bias, M, N, OUT_COLS, alpha, beta, ACT, BIAS, HAS_C, GATE)
 

@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/ranking.hpp"
+#include "core/strings.hpp"
 #include "gemmforge/error.hpp"
 
 namespace gf::cli {
@@ -28,7 +29,7 @@ struct CandidateArgs {
 std::vector<std::shared_ptr<Backend>> selected(const std::string& list) {
   std::vector<std::shared_ptr<Backend>> out;
   if (list.empty()) return all_backends();
-  for (const auto& name : split_list(list)) {
+  for (const auto& name : split_list(list, "--backends", true)) {
     auto b = find_backend(name);
     GF_CHECK(b, "unknown backend '{}' (known: {})", name, backend_versions());
     out.push_back(b);

@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "core/strings.hpp"
 #include "gemmforge/error.hpp"
 #include "gemmforge/tuner.hpp"
 
@@ -39,7 +40,7 @@ void add_common(CLI::App* cmd, TuneArgs& a) {
 
 std::unique_ptr<Tuner> make_tuner(const TuneArgs& a, Progress& progress) {
   TuneOptions o;
-  o.backends = split_list(a.backends);
+  o.backends = split_list(a.backends, "--backends", true);
   o.search = {parse_search(a.search), a.top_k};
   o.force = a.force;
   o.only = a.only;

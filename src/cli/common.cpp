@@ -7,21 +7,10 @@
 #include <iostream>
 
 #include "core/files.hpp"
+#include "core/strings.hpp"
 #include "gemmforge/error.hpp"
 
 namespace gf::cli {
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t end = s.find(',', start);
-    if (end == std::string::npos) end = s.size();
-    if (end > start) out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
 
 void ProblemArgs::add_to(CLI::App& app) {
   app.add_option("-p,--problem", specs,
@@ -52,11 +41,10 @@ std::vector<LabeledProblem> ProblemArgs::resolve() const {
 std::vector<LabeledProblem> ProblemArgs::model_problems() const {
   ModelShape shape = load_model(hf_config.empty() ? (model.empty() ? "llama3-8b" : model) : hf_config);
   std::vector<int64_t> ms;
-  for (const auto& t : split_list(tokens)) {
-    char* end = nullptr;
-    long long v = std::strtoll(t.c_str(), &end, 10);
-    GF_CHECK(end && *end == '\0' && v > 0, "bad token count '{}' in --tokens {}", t, tokens);
-    ms.push_back(v);
+  for (const auto& t : split_list(tokens, "--tokens", true)) {
+    auto v = parse_int(t);
+    GF_CHECK(v && *v > 0, "bad token count {} in --tokens {}", quote(t), quote(tokens));
+    ms.push_back(*v);
   }
   GF_CHECK(!ms.empty(), "--tokens is empty");
   auto dt = parse_dtype(dtype);

@@ -34,8 +34,6 @@ struct ProblemArgs {
   std::vector<LabeledProblem> model_problems() const;
 };
 
-std::vector<std::string> split_list(const std::string& s);
-
 // A plain text table with aligned columns.
 class Table {
  public:

@@ -1,123 +1,109 @@
 #include "gemmforge/problem.hpp"
 
-#include <charconv>
-#include <cmath>
+#include <fmt/format.h>
+
 #include <limits>
 #include <vector>
 
+#include "core/codes.hpp"
+#include "core/strings.hpp"
 #include "gemmforge/error.hpp"
 
 namespace gf {
 namespace {
 
-std::vector<std::string_view> split(std::string_view s, char sep) {
-  std::vector<std::string_view> parts;
-  size_t start = 0;
-  while (true) {
-    size_t end = s.find(sep, start);
-    parts.push_back(s.substr(start, end - start));
-    if (end == std::string_view::npos) break;
-    start = end + 1;
-  }
-  return parts;
+// Spec tokens of the bias, gate and scale kinds; an activation is spelled as its code name.
+constexpr std::pair<const char*, BiasKind> kBiasTokens[] = {{"bias", BiasKind::col}, {"rowbias", BiasKind::row}};
+constexpr std::pair<const char*, GateKind> kGateTokens[] = {{"swiglu", GateKind::interleaved},
+                                                            {"swiglu_split", GateKind::split}};
+constexpr std::pair<const char*, ScaleKind> kScaleTokens[] = {{"scale=tensor", ScaleKind::tensor},
+                                                              {"scale=rowcol", ScaleKind::rowcol}};
+
+template <class Kind, size_t N>
+std::optional<Kind> token_of(const std::pair<const char*, Kind> (&tokens)[N], std::string_view tok) {
+  for (const auto& [text, kind] : tokens)
+    if (tok == text) return kind;
+  return std::nullopt;
 }
 
-bool parse_int(std::string_view s, int64_t& out) {
-  if (s.empty()) return false;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && ptr == s.data() + s.size();
-}
-
-bool parse_float(std::string_view s, float& out) {
-  std::string copy(s);  // from_chars for float is not in every libstdc++ we build with
-  char* end = nullptr;
-  out = std::strtof(copy.c_str(), &end);
-  return !copy.empty() && end == copy.c_str() + copy.size() && std::isfinite(out);
+template <class Kind, size_t N>
+const char* text_of(const std::pair<const char*, Kind> (&tokens)[N], Kind kind) {
+  for (const auto& [text, k] : tokens)
+    if (k == kind) return text;
+  return "";
 }
 
 }  // namespace
 
-std::string_view to_string(Activation a) {
-  switch (a) {
-    case Activation::none:
-      return "none";
-    case Activation::relu:
-      return "relu";
-    case Activation::gelu_erf:
-      return "gelu";
-    case Activation::gelu_tanh:
-      return "gelu_tanh";
-    case Activation::silu:
-      return "silu";
-  }
-  return "?";
-}
-
+std::string_view to_string(Activation a) { return code_name(kActivationNames, a); }
+std::string_view to_string(BiasKind b) { return code_name(kBiasKindNames, b); }
+std::string_view to_string(GateKind g) { return code_name(kGateKindNames, g); }
+std::string_view to_string(ScaleKind s) { return code_name(kScaleKindNames, s); }
 std::string_view to_string(Layout l) { return l == Layout::tn ? "tn" : "nn"; }
 
 bool Epilogue::is_identity() const { return *this == Epilogue{}; }
 
 std::string Epilogue::to_string() const {
   std::vector<std::string> tokens;
-  if (scale == ScaleKind::tensor) tokens.push_back("scale=tensor");
-  if (scale == ScaleKind::rowcol) tokens.push_back("scale=rowcol");
+  if (scale != ScaleKind::none) tokens.emplace_back(text_of(kScaleTokens, scale));
   if (alpha != 1.0f) tokens.push_back(fmt::format("alpha={}", alpha));
-  if (bias == BiasKind::per_col) tokens.push_back("bias");
-  if (bias == BiasKind::per_row) tokens.push_back("rowbias");
+  if (bias != BiasKind::none) tokens.emplace_back(text_of(kBiasTokens, bias));
   if (beta == 1.0f)
     tokens.push_back("residual");
   else if (beta != 0.0f)
     tokens.push_back(fmt::format("beta={}", beta));
   if (act != Activation::none) tokens.emplace_back(gf::to_string(act));
-  if (gate == GateKind::interleaved) tokens.push_back("swiglu");
-  if (gate == GateKind::split) tokens.push_back("swiglu_split");
+  if (gate != GateKind::none) tokens.emplace_back(text_of(kGateTokens, gate));
   return fmt::format("{}", fmt::join(tokens, "+"));
 }
 
 Epilogue parse_epilogue(std::string_view text) {
   Epilogue e;
   if (text.empty() || text == "none") return e;
-  int beta_tokens = 0;  // "residual" is beta=1: two ways of giving beta contradict or repeat
+  // Each part of the epilogue may be given once: a second bias, gate, activation, scale, alpha or
+  // beta (residual is beta=1) contradicts or repeats the first, and is refused.
+  std::vector<std::string_view> given;
+  auto once = [&](std::string_view part, std::string_view tok) {
+    for (std::string_view g : given)
+      GF_CHECK(g != part, "epilogue {} gives the {} twice (at {})", quote(text), part, quote(tok));
+    given.push_back(part);
+  };
   for (std::string_view tok : split(text, '+')) {
-    if (tok == "residual" || tok.starts_with("beta="))
-      GF_CHECK(++beta_tokens == 1, "epilogue '{}' gives beta twice ('residual' means beta=1)", text);
-    auto value_of = [&](std::string_view prefix, float& out) {
-      if (!tok.starts_with(prefix)) return false;
-      GF_CHECK(parse_float(tok.substr(prefix.size()), out), "bad number in epilogue token '{}'", tok);
-      return true;
+    GF_CHECK(!tok.empty(), "epilogue {} has an empty term", quote(text));
+    auto number = [&](std::string_view prefix, float& out) {
+      auto v = parse_float(tok.substr(prefix.size()));
+      GF_CHECK(v, "epilogue term {}: {} needs a decimal number that fp32 holds (not 0 by underflow)", quote(tok),
+               prefix.substr(0, prefix.size() - 1));
+      out = *v;
     };
-    auto set_act = [&](Activation a) {
-      GF_CHECK(e.act == Activation::none, "epilogue '{}' names two activations", text);
-      e.act = a;
-    };
-    if (value_of("alpha=", e.alpha) || value_of("beta=", e.beta)) continue;
-    if (tok == "bias")
-      e.bias = BiasKind::per_col;
-    else if (tok == "rowbias")
-      e.bias = BiasKind::per_row;
-    else if (tok == "residual")
-      e.beta = 1.0f;
-    else if (tok == "relu")
-      set_act(Activation::relu);
-    else if (tok == "gelu")
-      set_act(Activation::gelu_erf);
-    else if (tok == "gelu_tanh")
-      set_act(Activation::gelu_tanh);
-    else if (tok == "silu")
-      set_act(Activation::silu);
-    else if (tok == "swiglu")
-      e.gate = GateKind::interleaved;
-    else if (tok == "swiglu_split")
-      e.gate = GateKind::split;
-    else if (tok == "scale=tensor")
-      e.scale = ScaleKind::tensor;
-    else if (tok == "scale=rowcol")
-      e.scale = ScaleKind::rowcol;
-    else
-      GF_FAIL(
-          "unknown epilogue '{}' (known: bias, rowbias, residual, relu, gelu, gelu_tanh, silu, "
-          "swiglu, swiglu_split, alpha=X, beta=X, scale=tensor, scale=rowcol)",
-          tok);
+    if (tok.starts_with("alpha=")) {
+      once("alpha", tok);
+      number("alpha=", e.alpha);
+    } else if (tok.starts_with("beta=") || tok == "residual") {
+      once("beta (residual)", tok);
+      if (tok == "residual")
+        e.beta = 1.0f;
+      else
+        number("beta=", e.beta);
+    } else if (auto b = token_of(kBiasTokens, tok)) {
+      once("bias", tok);
+      e.bias = *b;
+    } else if (auto g = token_of(kGateTokens, tok)) {
+      once("gate", tok);
+      e.gate = *g;
+    } else if (auto sc = token_of(kScaleTokens, tok)) {
+      once("scale", tok);
+      e.scale = *sc;
+    } else if (auto a = parse_code<Activation>(kActivationNames, tok); a && *a != Activation::none) {
+      once("activation", tok);
+      e.act = *a;
+    } else {
+      std::vector<std::string> known = {"bias", "rowbias", "residual"};
+      for (size_t i = 1; i < std::size(kActivationNames); ++i) known.emplace_back(kActivationNames[i]);
+      for (const auto& [t, g] : kGateTokens) known.emplace_back(t);
+      for (const auto& [t, sc] : kScaleTokens) known.emplace_back(t);
+      GF_FAIL("unknown epilogue term {} (known: {}, alpha=X, beta=X)", quote(tok), fmt::join(known, ", "));
+    }
   }
   return e;
 }
@@ -164,7 +150,7 @@ std::string GemmProblem::invalid_reason() const {
     if (n % 2 != 0) return fmt::format("swiglu needs an even N (N={})", n);
     if (e.act != Activation::none) return "swiglu already applies silu; drop the activation";
     if (e.has_c()) return "swiglu with a residual is not supported";
-    if (e.bias == BiasKind::per_row) return "swiglu with a per-row bias is not supported";
+    if (e.bias == BiasKind::row) return "swiglu with a per-row bias is not supported";
   }
   return "";
 }
@@ -178,7 +164,7 @@ void check_epilogue_args(const GemmProblem& problem, const GemmArgs& args, std::
   GF_CHECK(!problem.epilogue.has_c() || args.c, "{} {}: the epilogue reads C but C is null", who, problem.key());
   if (problem.epilogue.bias == BiasKind::none) return;
   GF_CHECK(args.bias, "{} {}: the epilogue adds a bias but bias is null", who, problem.key());
-  const bool per_row = problem.epilogue.bias == BiasKind::per_row;
+  const bool per_row = problem.epilogue.bias == BiasKind::row;
   const int64_t want = per_row ? problem.m : problem.n;
   GF_CHECK(args.bias_len == 0 || int64_t(args.bias_len) == want, "{} {}: bias has {} elements; a per-{} bias needs {}",
            who, problem.key(), args.bias_len, per_row ? "row" : "column", want);
@@ -192,45 +178,49 @@ void check_gemm_args(const GemmProblem& problem, const GemmArgs& args) {
 
 GemmProblem GemmProblem::parse(std::string_view spec) {
   GemmProblem p;
-  std::vector<std::string_view> fields = split(spec, ':');
-  std::vector<std::string_view> dims = split(fields[0], 'x');
-  GF_CHECK(dims.size() == 3 || dims.size() == 4, "bad problem '{}': expected MxNxK[xBATCH][:dtype][:tn|nn][:epilogue]",
-           spec);
+  const std::string q = quote(spec);
+  const std::vector<std::string_view> fields = split(spec, ':');
+  const std::vector<std::string_view> dims = split(fields[0], 'x');
+  GF_CHECK(dims.size() == 3 || dims.size() == 4, "bad problem {}: expected MxNxK[xBATCH][:dtype[->out]][:tn|nn][:epilogue]",
+           q);
   int64_t* slots[] = {&p.m, &p.n, &p.k, &p.batch};
-  for (size_t i = 0; i < dims.size(); ++i)
-    GF_CHECK(parse_int(dims[i], *slots[i]), "bad problem '{}': '{}' is not an integer size", spec, dims[i]);
-
+  for (size_t i = 0; i < dims.size(); ++i) {
+    auto v = parse_int(dims[i]);
+    GF_CHECK(v, "bad problem {}: {} is not a size (a decimal integer)", q, quote(dims[i]));
+    *slots[i] = *v;
+  }
   bool have_dtype = false, have_layout = false, have_epilogue = false;
   for (size_t i = 1; i < fields.size(); ++i) {
-    std::string_view f = fields[i];
-    std::vector<std::string_view> io = split(f, '>');
-    if (io.size() == 2 && io[0].ends_with('-')) io[0].remove_suffix(1);
-    if (auto in = parse_dtype(io[0]); in && io.size() <= 2) {
-      GF_CHECK(!have_dtype, "bad problem '{}': two dtype fields", spec);
+    const std::string_view f = fields[i];
+    GF_CHECK(!f.empty(), "bad problem {}: field {} is empty", q, i + 1);
+    const size_t arrow = f.find("->");
+    if (auto in = parse_dtype(f.substr(0, arrow))) {
+      GF_CHECK(!have_dtype, "bad problem {}: two dtype fields", q);
       have_dtype = true;
       p.a = *in;
       p.out = is_fp8(*in) ? DType::bf16 : *in;
-      if (io.size() == 2) {
-        auto out = parse_dtype(io[1]);
-        GF_CHECK(out, "bad problem '{}': unknown output dtype '{}'", spec, io[1]);
+      if (arrow != std::string_view::npos) {
+        auto out = parse_dtype(f.substr(arrow + 2));
+        GF_CHECK(out, "bad problem {}: unknown output dtype {}", q, quote(f.substr(arrow + 2)));
         p.out = *out;
       }
     } else if (f == "tn" || f == "nn") {
-      GF_CHECK(!have_layout, "bad problem '{}': two layout fields", spec);
+      GF_CHECK(!have_layout, "bad problem {}: two layout fields", q);
       have_layout = true;
       p.layout = f == "tn" ? Layout::tn : Layout::nn;
     } else {
-      GF_CHECK(!have_epilogue, "bad problem '{}': unknown field '{}' (dtype? bf16, f16, e4m3)", spec, f);
+      GF_CHECK(!have_epilogue, "bad problem {}: unknown field {} (a dtype such as bf16, f16, e4m3, or bf16->f32?)", q,
+               quote(f));
       have_epilogue = true;
       try {
         p.epilogue = parse_epilogue(f);
       } catch (const Error& e) {
-        GF_FAIL("bad problem '{}': {}", spec, e.what());
+        GF_FAIL("bad problem {}: {}", q, e.what());
       }
     }
   }
-  std::string why = p.invalid_reason();
-  GF_CHECK(why.empty(), "bad problem '{}': {}", spec, why);
+  const std::string why = p.invalid_reason();
+  GF_CHECK(why.empty(), "bad problem {}: {}", q, why);
   return p;
 }
 

@@ -2,35 +2,19 @@
 
 #include <fmt/format.h>
 
+#include "core/codes.hpp"
+#include "core/strings.hpp"
 #include "gemmforge/error.hpp"
 
 namespace gf {
-namespace {
 
-const char* kind_name(RowOpKind k) {
-  switch (k) {
-    case RowOpKind::softmax:
-      return "softmax";
-    case RowOpKind::rmsnorm:
-      return "rmsnorm";
-    case RowOpKind::layernorm:
-      return "layernorm";
-  }
-  return "?";
-}
-
-std::string kind_token(const RowOpSpec& s) {
-  std::string k = kind_name(s.kind);
-  if (s.residual) k += "+residual";
-  if (s.valid_len) k += "+valid";
-  return k;
-}
-
-}  // namespace
-
+std::string_view to_string(RowOpKind k) { return code_name(kRowOpKindNames, k); }
 
 std::string RowOpSpec::key() const {
-  std::string s = fmt::format("{}:{}x{}:{}", kind_token(*this), rows, cols, to_string(in));
+  std::string s(to_string(kind));
+  if (residual) s += "+residual";
+  if (valid_len) s += "+valid";
+  s += fmt::format(":{}x{}:{}", rows, cols, to_string(in));
   if (out != in) s += fmt::format("->{}", to_string(out));
   return s;
 }
@@ -38,47 +22,35 @@ std::string RowOpSpec::key() const {
 RowOpSpec RowOpSpec::parse(std::string_view text) {
   RowOpSpec s;
   auto fail = [&](const std::string& why) {
-    GF_FAIL("bad op '{}': {} (expected OP[+residual|+valid]:ROWSxCOLS[:dtype[->out]])", text, why);
+    GF_FAIL("bad op {}: {} (expected OP[+residual|+valid]:ROWSxCOLS[:dtype[->out]])", quote(text), why);
   };
-  size_t c1 = text.find(':');
-  if (c1 == std::string_view::npos) fail("no sizes");
-  std::string_view kind = text.substr(0, c1), rest = text.substr(c1 + 1);
-  std::string_view base = kind.substr(0, kind.find('+'));
-  if (base == "softmax")
-    s.kind = RowOpKind::softmax;
-  else if (base == "rmsnorm")
-    s.kind = RowOpKind::rmsnorm;
-  else if (base == "layernorm")
-    s.kind = RowOpKind::layernorm;
-  else
-    fail(fmt::format("unknown op '{}' (softmax, rmsnorm, layernorm)", base));
-  for (size_t pos = kind.find('+'); pos != std::string_view::npos; pos = kind.find('+', pos + 1)) {
-    std::string_view flag = kind.substr(pos + 1, kind.find('+', pos + 1) - pos - 1);
-    if (flag == "residual")
-      s.residual = true;
-    else if (flag == "valid")
-      s.valid_len = true;
-    else
-      fail(fmt::format("unknown flag '{}'", flag));
+  const std::vector<std::string_view> fields = split(text, ':');
+  if (fields.size() < 2 || fields.size() > 3) fail("expected two or three ':'-separated fields");
+  const std::vector<std::string_view> words = split(fields[0], '+');
+  auto kind = parse_code<RowOpKind>(kRowOpKindNames, words[0]);
+  if (!kind) fail(fmt::format("unknown op {} (softmax, rmsnorm, layernorm)", quote(words[0])));
+  s.kind = *kind;
+  for (size_t i = 1; i < words.size(); ++i) {
+    bool& flag = words[i] == "residual" ? s.residual : s.valid_len;
+    if (words[i] != "residual" && words[i] != "valid") fail(fmt::format("unknown flag {}", quote(words[i])));
+    if (flag) fail(fmt::format("flag {} given twice", quote(words[i])));
+    flag = true;
   }
-  size_t c2 = rest.find(':');
-  std::string dims(rest.substr(0, c2));
-  size_t x = dims.find('x');
-  if (x == std::string::npos) fail("sizes are ROWSxCOLS");
-  char* end = nullptr;
-  s.rows = std::strtoll(dims.c_str(), &end, 10);
-  if (end != dims.c_str() + x) fail("rows is not an integer");
-  s.cols = std::strtoll(dims.c_str() + x + 1, &end, 10);
-  if (*end != '\0') fail("cols is not an integer");
-  if (c2 != std::string_view::npos) {
-    std::string_view types = rest.substr(c2 + 1);
-    size_t arrow = types.find("->");
+  const std::vector<std::string_view> dims = split(fields[1], 'x');
+  if (dims.size() != 2) fail("sizes are ROWSxCOLS");
+  auto rows = parse_int(dims[0]), cols = parse_int(dims[1]);
+  if (!rows || !cols) fail("sizes are decimal integers");
+  s.rows = *rows;
+  s.cols = *cols;
+  if (fields.size() == 3) {
+    const std::string_view types = fields[2];
+    const size_t arrow = types.find("->");
     auto in = parse_dtype(types.substr(0, arrow));
-    if (!in) fail(fmt::format("unknown dtype '{}'", types.substr(0, arrow)));
+    if (!in) fail(fmt::format("unknown dtype {}", quote(types.substr(0, arrow))));
     s.in = s.out = *in;
     if (arrow != std::string_view::npos) {
       auto out = parse_dtype(types.substr(arrow + 2));
-      if (!out) fail(fmt::format("unknown dtype '{}'", types.substr(arrow + 2)));
+      if (!out) fail(fmt::format("unknown dtype {}", quote(types.substr(arrow + 2))));
       s.out = *out;
     }
   }

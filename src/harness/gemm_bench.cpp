@@ -18,7 +18,7 @@ ProblemBench::ProblemBench(const GemmProblem& p, const DeviceInfo& device, uint6
   p.validate();
   const Epilogue& e = p.epilogue;
   const int in = dtype_bytes(p.a), out = dtype_bytes(p.out);
-  const int64_t bias_len = e.bias == BiasKind::per_row ? p.m : p.n;
+  const int64_t bias_len = e.bias == BiasKind::row ? p.m : p.n;
   double set_bytes = double(elems_a(p) + elems_b(p)) * in + (e.has_c() ? double(elems_d(p)) * out : 0.0);
   // Enough input sets that one rotation overflows the L2 three times, within a memory budget.
   int count = int(std::clamp(std::ceil(3.0 * double(device.l2_bytes) / set_bytes), 1.0, 16.0));

@@ -59,8 +59,8 @@ struct RefParams {
   int64_t m, n, k;
   bool nn;
   float alpha, beta;
-  int bias;   // 0 none, 1 per column, 2 per row
-  int scale;  // 0 none, 1 tensor, 2 row/col
+  BiasKind bias;
+  ScaleKind scale;
 };
 
 constexpr int kTile = 64, kTileK = 16;
@@ -105,29 +105,30 @@ __global__ void reference_gemm_kernel(RefParams p, const TIn* a, const TIn* b, c
       int64_t gm = m0 + ty + 16 * i, gn = n0 + tx + 16 * j;
       if (gm >= p.m || gn >= p.n) continue;
       float v = acc[i][j];
-      if (p.scale == 1) v *= scale_a[0] * scale_b[0];
-      if (p.scale == 2) v *= scale_a[gm] * scale_b[gn];
+      if (p.scale == ScaleKind::tensor) v *= scale_a[0] * scale_b[0];
+      if (p.scale == ScaleKind::rowcol) v *= scale_a[gm] * scale_b[gn];
       v *= p.alpha;
       if (c && p.beta != 0.0f) v += p.beta * to_float(c[gm * p.n + gn]);
-      if (p.bias == 1) v += to_float(bias[gn]);
-      if (p.bias == 2) v += to_float(bias[gm]);
+      if (p.bias == BiasKind::col) v += to_float(bias[gn]);
+      if (p.bias == BiasKind::row) v += to_float(bias[gm]);
       g[gm * p.n + gn] = v;
     }
   }
 }
 
-// gate: 0 none, 1 interleaved, 2 split. rows = batch * M.
-__global__ void reference_epilogue_kernel(const float* g, float* out, int64_t rows, int64_t n, int act, int gate) {
-  int64_t cols = gate ? n / 2 : n;
+// rows = batch * M.
+__global__ void reference_epilogue_kernel(const float* g, float* out, int64_t rows, int64_t n, Activation act,
+                                          GateKind gate) {
+  int64_t cols = gate != GateKind::none ? n / 2 : n;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < rows * cols;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t r = i / cols, j = i % cols;
     const float* row = g + r * n;
-    if (gate == 0) {
-      out[i] = ops::activate(row[j], act);
+    if (gate == GateKind::none) {
+      out[i] = epi::activate(row[j], act);
     } else {
-      float gv = gate == 1 ? row[2 * j] : row[j], uv = gate == 1 ? row[2 * j + 1] : row[j + cols];
-      out[i] = ops::activate(gv, 4) * uv;
+      const bool pairs = gate == GateKind::interleaved;
+      out[i] = epi::swiglu(pairs ? row[2 * j] : row[j], pairs ? row[2 * j + 1] : row[j + cols]);
     }
   }
 }
@@ -183,18 +184,12 @@ void fill_nan(void* ptr, DType t, int64_t count, cudaStream_t s) {
 
 void reference_gemm(const GemmProblem& p, const GemmArgs& args, float* g, cudaStream_t s) {
   const Epilogue& e = p.epilogue;
-  RefParams rp{p.m,
-               p.n,
-               p.k,
-               p.layout == Layout::nn,
-               e.alpha,
-               e.beta,
-               e.bias == BiasKind::per_col   ? 1
-               : e.bias == BiasKind::per_row ? 2
-                                             : 0,
-               e.scale == ScaleKind::tensor   ? 1
-               : e.scale == ScaleKind::rowcol ? 2
-                                              : 0};
+  RefParams rp{};
+  rp.m = p.m, rp.n = p.n, rp.k = p.k;
+  rp.nn = p.layout == Layout::nn;
+  rp.alpha = e.alpha, rp.beta = e.beta;
+  rp.bias = e.bias;
+  rp.scale = e.scale;
   dim3 grid(unsigned((p.n + kTile - 1) / kTile), unsigned((p.m + kTile - 1) / kTile), unsigned(p.batch));
   GF_CHECK(grid.y <= 65535 && grid.z <= 65535, "reference GEMM grid too large for {}", p.key());
   dispatch(p.a, [&](auto* in_tag) {
@@ -215,10 +210,9 @@ void reference_gemm(const GemmProblem& p, const GemmArgs& args, float* g, cudaSt
 }
 
 void reference_epilogue(const GemmProblem& p, const float* g, float* ref, cudaStream_t s) {
-  int gate = p.epilogue.gate == GateKind::interleaved ? 1 : p.epilogue.gate == GateKind::split ? 2 : 0;
-  int64_t rows = p.batch * p.m;
-  reference_epilogue_kernel<<<grid_for(rows * p.out_cols(), 256), 256, 0, s>>>(g, ref, rows, p.n, int(p.epilogue.act),
-                                                                               gate);
+  const int64_t rows = p.batch * p.m;
+  reference_epilogue_kernel<<<grid_for(rows * p.out_cols(), 256), 256, 0, s>>>(g, ref, rows, p.n, p.epilogue.act,
+                                                                               p.epilogue.gate);
   GF_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -34,8 +34,10 @@ void dump(const std::string& name, const std::string& source, const cuda::Compil
 const std::vector<std::pair<std::string, std::string>>& kernel_headers() {
   static const auto headers = [] {
     std::vector<std::pair<std::string, std::string>> h;
+    // Included as "ptx/tma.cuh" (kernels/) and "gemmforge/codes.hpp" (include/).
     for (const auto& [path, text] : embedded::files())
-      if (path.starts_with("kernels/")) h.emplace_back(path.substr(8), std::string(text));
+      for (std::string_view root : {"kernels/", "include/"})
+        if (path.starts_with(root)) h.emplace_back(path.substr(root.size()), std::string(text));
     return h;
   }();
   return headers;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 
+#include "core/strings.hpp"
 #include "gemmforge/error.hpp"
 #include "gemmforge/paths.hpp"
 
@@ -80,18 +81,6 @@ std::string now_utc() {
 
 std::string join(const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ",")); }
 
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start < s.size()) {
-    size_t end = s.find(',', start);
-    if (end == std::string::npos) end = s.size();
-    out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 TuningDb::TuningDb(const std::filesystem::path& path, std::string device) : device_(std::move(device)) {
@@ -134,7 +123,7 @@ std::optional<Decision> TuningDb::decision(const std::string& problem) const {
   d.config = nlohmann::json::parse(st.text(2));
   d.us = st.real(3);
   d.tflops = st.real(4);
-  d.backends_considered = split_commas(st.text(5));
+  d.backends_considered = split_list(st.text(5));
   d.tuned_at = st.text(6);
   return d;
 }
@@ -200,7 +189,7 @@ nlohmann::json TuningDb::dump() const {
                    {"config", nlohmann::json::parse(st.text(4))},
                    {"us", st.real(5)},
                    {"tflops", st.real(6)},
-                   {"backends_considered", split_commas(st.text(7))},
+                   {"backends_considered", split_list(st.text(7))},
                    {"tuned_at", st.text(8)}});
   }
   return out;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cuda/check.hpp"
+#include "epilogue/activation.cuh"
 #include "gemmforge/problem.hpp"
 
 namespace gf::test {
@@ -37,20 +38,7 @@ inline std::vector<double> to_host(const void* dev, DType t, int64_t count) {
   return out;
 }
 
-inline double activate(double x, Activation a) {
-  switch (a) {
-    case Activation::relu:
-      return x > 0 ? x : 0;
-    case Activation::gelu_erf:
-      return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-    case Activation::gelu_tanh:
-      return 0.5 * x * (1 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
-    case Activation::silu:
-      return x / (1 + std::exp(-x));
-    default:
-      return x;
-  }
-}
+inline double activate(double x, Activation a) { return epi::activate(x, a); }
 
 // The problem's D in float64 from host copies of its inputs (no fp8 scales).
 inline std::vector<double> cpu_gemm(const GemmProblem& p, const std::vector<double>& a, const std::vector<double>& b,
@@ -68,8 +56,8 @@ inline std::vector<double> cpu_gemm(const GemmProblem& p, const std::vector<doub
         double v = e.alpha * acc;
         size_t idx = size_t((z * p.m + i) * p.n + j);
         if (e.has_c()) v += e.beta * c[idx];
-        if (e.bias == BiasKind::per_col) v += bias[size_t(j)];
-        if (e.bias == BiasKind::per_row) v += bias[size_t(i)];
+        if (e.bias == BiasKind::col) v += bias[size_t(j)];
+        if (e.bias == BiasKind::row) v += bias[size_t(i)];
         g[idx] = v;
       }
   if (e.gate == GateKind::none) {

@@ -18,7 +18,7 @@ TEST_P(ReferenceTest, MatchesFloat64Cpu) {
   std::vector<double> c, bias;
   if (p.epilogue.has_c()) c = test::to_host(args.c, p.out, p.batch * p.m * p.n);
   if (p.epilogue.bias != BiasKind::none)
-    bias = test::to_host(args.bias, p.out, p.epilogue.bias == BiasKind::per_row ? p.m : p.n);
+    bias = test::to_host(args.bias, p.out, p.epilogue.bias == BiasKind::row ? p.m : p.n);
   auto expect = test::cpu_gemm(p, a, b, c, bias);
   auto got = test::to_host(bench.reference(), DType::f32, int64_t(expect.size()));
   EXPECT_LT(test::rel_err(got, expect), 1e-5) << p.key();

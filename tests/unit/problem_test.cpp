@@ -26,7 +26,7 @@ TEST(Problem, ParsesEpilogueLayoutAndOutput) {
   EXPECT_EQ(p.a, DType::f16);
   EXPECT_EQ(p.out, DType::f32);
   EXPECT_EQ(p.layout, Layout::nn);
-  EXPECT_EQ(p.epilogue.bias, BiasKind::per_col);
+  EXPECT_EQ(p.epilogue.bias, BiasKind::col);
   EXPECT_EQ(p.epilogue.act, Activation::gelu_tanh);
   EXPECT_EQ(p.key(), "77x1000x1000x3:f16->f32:nn:bias+gelu_tanh");
 }
@@ -64,23 +64,53 @@ void expect_error(const char* spec, const char* fragment) {
 
 TEST(Problem, RejectsBadSpecsWithOneLineMessages) {
   expect_error("0x16x16:bf16", "sizes must be >= 1");
-  expect_error("-4x16x16:bf16", "sizes must be >= 1");
+  expect_error("-4x16x16:bf16", "is not a size");
   expect_error("16x16:bf16", "expected MxNxK");
-  expect_error("16x16xabc:bf16", "not an integer");
+  expect_error("16x16xabc:bf16", "is not a size");
   expect_error("16x16x16:bf17", "unknown epilogue");
   expect_error("16x16x16:bf16:gelu_fast", "unknown epilogue");
-  expect_error("16x16x16:bf16:beta=2+residual", "gives beta twice");
+  expect_error("16x16x16:bf16:beta=2+residual", "gives the beta (residual) twice");
   expect_error("16x16x16:bf16:f16", "two dtype");
   expect_error("3000000000x16x16:bf16", "exceeds 2^31-1");
   expect_error("2000000000x2000000000x16:bf16", "overflows");
-  expect_error("99999999999999999999x16x16:bf16", "not an integer");
+  expect_error("99999999999999999999x16x16:bf16", "is not a size");
   expect_error("16x15x16:bf16:swiglu", "even N");
   expect_error("16x16x16:bf16:swiglu+relu", "drop the activation");
-  expect_error("16x16x16:bf16:relu+gelu", "two activations");
+  expect_error("16x16x16:bf16:relu+gelu", "gives the activation twice");
   expect_error("16x16x16:f32", "f32 inputs");
   expect_error("16x16x16:bf16->e4m3", "fp8 outputs");
   expect_error("16x16x16:bf16:scale=tensor", "only to fp8");
-  expect_error("16x16x16:bf16:alpha=x", "bad number");
+  expect_error("16x16x16:bf16:alpha=x", "needs a decimal number");
+  // Terms that contradict or repeat one another, numbers that are not plain decimals or vanish in
+  // fp32, empty fields and malformed dtypes are refused rather than read some way.
+  expect_error("16x16x16:bf16:bias+rowbias", "gives the bias twice");
+  expect_error("16x16x16:bf16:swiglu+swiglu_split", "gives the gate twice");
+  expect_error("16x16x16:bf16:alpha=2+alpha=3", "gives the alpha twice");
+  expect_error("16x16x16:bf16:beta=1e-50", "needs a decimal number");
+  expect_error("16x16x16:bf16:alpha= 1", "needs a decimal number");
+  expect_error("16x16x16:bf16:alpha=0x1p3", "needs a decimal number");
+  expect_error("16x16x16:bf16:alpha=inf", "needs a decimal number");
+  expect_error("16x16x16:bf16:bias++relu", "empty term");
+  expect_error("16x16x16:", "field 2 is empty");
+  expect_error("16x16x16:bf16::relu", "field 3 is empty");
+  expect_error("16x16x16:bf16>f32", "unknown epilogue term");
+  expect_error("16x16x16:bf16->", "unknown output dtype");
+  expect_error("+16x16x16:bf16", "is not a size");
+}
+
+TEST(Problem, ErrorsQuoteInputOnOneLineAndCutItShort) {
+  for (std::string spec : {std::string("16x16x16:bf16:re\nlu"), std::string("16x16x16:\x1b[31mred"),
+                           std::string("16x16x16:bf16:") + std::string(131072, 'a')}) {
+    try {
+      GemmProblem::parse(spec);
+      ADD_FAILURE() << "accepted " << spec.substr(0, 40);
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+      EXPECT_EQ(what.find('\x1b'), std::string::npos) << what;
+      EXPECT_LT(what.size(), 600u) << what.substr(0, 200);
+    }
+  }
 }
 
 TEST(Problem, ArgumentsAreCheckedAgainstTheEpilogue) {

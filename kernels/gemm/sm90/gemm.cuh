@@ -21,6 +21,8 @@
 // both CTAs have released it.
 //
 // The instantiating source defines a Cfg struct with the named constants used below.
+#include "epilogue/activation.cuh"
+#include "gemmforge/codes.hpp"
 #include "ptx/base.cuh"
 #include "ptx/convert.cuh"
 #include "ptx/matrix.cuh"
@@ -30,11 +32,6 @@
 #include "ptx/wgmma.cuh"
 
 namespace gf {
-
-enum Act { kActNone = 0, kActRelu = 1, kActGeluErf = 2, kActGeluTanh = 3, kActSilu = 4 };
-enum Bias { kBiasNone = 0, kBiasCol = 1, kBiasRow = 2 };
-enum Gate { kGateNone = 0, kGateInterleaved = 1, kGateSplit = 2 };
-enum OutType { kOutBf16 = 0, kOutF16 = 1, kOutF32 = 2 };
 
 template <bool kCond, class T, class F>
 struct Select {
@@ -82,17 +79,17 @@ struct Gemm {
   static_assert(!kPairM || !Cfg::kNN || BN % 128 == 0, "Sharing N-major B splits it into whole 64-column boxes.");
   static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "wgmma takes N in [16, 256], a multiple of 16 here.");
   static_assert(!Cfg::kNN || BN % 64 == 0, "N-major B is loaded in 64-column boxes.");
-  static_assert(Cfg::kGate != kGateSplit || BN % 32 == 0, "A split gate needs whole 8-column groups per half.");
+  static_assert(Cfg::kGate != GateKind::split || BN % 32 == 0, "A split gate needs whole 8-column groups per half.");
   static_assert(kMmaM * kAcc <= (kConsumers == 2 ? 192 : 128), "More accumulators per thread would spill.");
 
   // The TMA-store epilogue stages kStoreBoxes 64-column boxes of a consumer's rows of D at a time:
   // fewer than the tile's kOutBoxes leaves shared memory for a deeper pipeline.
-  static constexpr int kOutN = Cfg::kGate == kGateNone ? BN : BN / 2;  // D columns of a tile
+  static constexpr int kOutN = Cfg::kGate == GateKind::none ? BN : BN / 2;  // D columns of a tile
   static constexpr int kOutBoxes = (kOutN + 63) / 64;                   // 64-column boxes covering them
   static constexpr int kStoreBoxes = Cfg::kStoreBoxes;
   static constexpr bool kStoreTma = kStoreBoxes > 0;
-  static_assert(!kStoreTma || (Cfg::kOut != kOutF32 && kOutN >= 64 && kOutBoxes % kStoreBoxes == 0 &&
-                               (kOutN % 64 == 0 || Cfg::kGate == kGateNone)),
+  static_assert(!kStoreTma || (Cfg::kOut != DType::f32 && kOutN >= 64 && kOutBoxes % kStoreBoxes == 0 &&
+                               (kOutN % 64 == 0 || Cfg::kGate == GateKind::none)),
                 "The TMA-store epilogue stages 16-bit tiles in 64-column boxes (whole ones when gated).");
   static constexpr u32 kBoxBytes = kWgRows * 128;                        // one consumer's rows of one box
   static constexpr u32 kStaging = kConsumers * kStoreBoxes * kBoxBytes;  // per consumer: its rows
@@ -204,11 +201,11 @@ struct Gemm {
     }
     // Two halves of BN/2 rows: gate rows [j0, j0 + BN/2) and up rows [N/2 + j0, ...) for a split
     // gate, else the tile's own two halves.
-    const int first = Cfg::kGate == kGateSplit ? u.n0 / 2 : u.n0;
-    const int second = Cfg::kGate == kGateSplit ? p.n / 2 + u.n0 / 2 : u.n0 + BN / 2;
+    const int first = Cfg::kGate == GateKind::split ? u.n0 / 2 : u.n0;
+    const int second = Cfg::kGate == GateKind::split ? p.n / 2 + u.n0 / 2 : u.n0 + BN / 2;
     if (kPairM) {
       ptx::tma_load_3d_multicast(b + rank * (BN / 2) * BK * 2, &p.b, full, kb * BK, rank ? second : first, u.b, 0x3);
-    } else if (Cfg::kGate == kGateSplit) {
+    } else if (Cfg::kGate == GateKind::split) {
       ptx::tma_load_3d(b, &p.b, full, kb * BK, first, u.b);
       ptx::tma_load_3d(b + BN / 2 * BK * 2, &p.b, full, kb * BK, second, u.b);
     } else {
@@ -233,38 +230,30 @@ struct Gemm {
       for (int k16 = 0; k16 < BK / 16; ++k16) {
         const u64 a = ptx::desc_advance(da, mm * 64 * 128 + k16 * 32);
         const u64 b = ptx::desc_advance(db, Cfg::kNN ? k16 * 16 * 128 : k16 * 32);
-        ptx::Wgmma<BN, Cfg::kF16, Cfg::kNN ? 1 : 0>::mma(acc[mm], a, b, accumulate || k16 > 0);
+        ptx::Wgmma<BN, Cfg::kIn == DType::f16, Cfg::kNN ? 1 : 0>::mma(acc[mm], a, b, accumulate || k16 > 0);
       }
     }
   }
 
   // D, C and the bias share the output dtype: float, or 16-bit bf16/f16 kept as raw bits.
-  using Out = typename Select<Cfg::kOut == kOutF32, float, u16>::type;
+  using Out = typename Select<Cfg::kOut == DType::f32, float, u16>::type;
 
   static __device__ __forceinline__ float to_float(float v) { return v; }
   static __device__ __forceinline__ float to_float(u16 v) {
-    return Cfg::kOut == kOutBf16 ? ptx::bf16_to_float(v) : ptx::f16_to_float(v);
+    return Cfg::kOut == DType::bf16 ? ptx::bf16_to_float(v) : ptx::f16_to_float(v);
   }
 
-  static __device__ __forceinline__ float activate(float x) {
-    if (Cfg::kAct == kActRelu) return fmaxf(x, 0.0f);
-    if (Cfg::kAct == kActGeluErf) return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    if (Cfg::kAct == kActGeluTanh)
-      return 0.5f * x * (1.0f + ptx::tanh_approx(0.79788456080286536f * x * (1.0f + 0.044715f * x * x)));
-    if (Cfg::kAct == kActSilu) return x / (1.0f + __expf(-x));
-    return x;
-  }
-
-  static __device__ __forceinline__ float silu(float x) { return x / (1.0f + __expf(-x)); }
+  static __device__ __forceinline__ float activate(float x) { return epi::activate<true>(x, Cfg::kAct); }
+  static __device__ __forceinline__ float silu(float x) { return epi::activate<true>(x, Activation::silu); }
 
   // Two values in the 16-bit output type, the first in the low half.
   static __device__ __forceinline__ u32 pack2(float v0, float v1) {
-    return Cfg::kOut == kOutBf16 ? ptx::pack_bf16x2(v0, v1) : ptx::pack_f16x2(v0, v1);
+    return Cfg::kOut == DType::bf16 ? ptx::pack_bf16x2(v0, v1) : ptx::pack_f16x2(v0, v1);
   }
 
   // Writes v0 at d[0] and, if `two`, v1 at d[1]: one 4- or 8-byte store when the pair is aligned.
   static __device__ __forceinline__ void store2(Out* d, float v0, float v1, bool two, bool aligned) {
-    if (Cfg::kOut == kOutF32) {
+    if (Cfg::kOut == DType::f32) {
       if (two && aligned)
         *reinterpret_cast<float2*>(d) = make_float2(v0, v1);
       else {
@@ -299,15 +288,15 @@ struct Gemm {
         const long long row_off = ((long long)u.b * p.m + row) * p.out_cols;
         Out* d = static_cast<Out*>(p.out) + row_off;
         const Out* c = static_cast<const Out*>(p.c) + row_off;
-        const float row_add = Cfg::kBias == kBiasRow ? to_float(bias[row]) : 0.0f;
+        const float row_add = Cfg::kBias == BiasKind::row ? to_float(bias[row]) : 0.0f;
         // The pre-activation value of accumulator a at GEMM column col (C only where D has it).
         auto pre = [&](float a, int col) {
           float v = p.alpha * a + row_add;
           if (Cfg::kHasC) v += p.beta * to_float(c[col]);
-          if (Cfg::kBias == kBiasCol) v += to_float(bias[col]);
+          if (Cfg::kBias == BiasKind::col) v += to_float(bias[col]);
           return v;
         };
-        if (Cfg::kGate == kGateSplit) {
+        if (Cfg::kGate == GateKind::split) {
           // Columns c and c + BN/2 of the tile are a gate and its up: the same thread holds both.
 #pragma unroll
           for (int i = 0; i < BN / 16; ++i) {
@@ -326,7 +315,7 @@ struct Gemm {
           const int col = u.n0 + 8 * i + 2 * (lane % 4);
           if (col >= p.n) continue;
           const float a0 = acc[mm][4 * i + 2 * half], a1 = acc[mm][4 * i + 2 * half + 1];
-          if (Cfg::kGate == kGateInterleaved) {
+          if (Cfg::kGate == GateKind::interleaved) {
             // Columns 2j and 2j+1 of the GEMM are gate and up of output column j.
             store2(d + col / 2, silu(pre(a0, col)) * pre(a1, col + 1), 0.0f, false, aligned);
             continue;
@@ -379,7 +368,7 @@ struct Gemm {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int col = u.n0 + 8 * (box_group(box0 + g / 8) + g % 8) + 2 * (lane % 4) + e;
-        col_add[g][e] = Cfg::kBias == kBiasCol && col < p.n ? to_float(bias[col]) : 0.0f;
+        col_add[g][e] = Cfg::kBias == BiasKind::col && col < p.n ? to_float(bias[col]) : 0.0f;
       }
   }
 
@@ -395,7 +384,7 @@ struct Gemm {
       for (int half = 0; half < 2; ++half) {
         const int row = row0 + mm * 64 + warp * 16 + lane / 4 + half * 8;
         // Rows past M are computed, never stored (TMA clips them).
-        row_add[half] = Cfg::kBias == kBiasRow && row < p.m ? to_float(bias[row]) : 0.0f;
+        row_add[half] = Cfg::kBias == BiasKind::row && row < p.m ? to_float(bias[row]) : 0.0f;
       }
       const int r = mm * 64 + warp * 16 + lane / 8 % 2 * 8 + lane % 8;  // the row this lane addresses
 #pragma unroll
@@ -413,9 +402,9 @@ struct Gemm {
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             float x = p.alpha * acc[mm][4 * group + 2 * half + e];
-            if (Cfg::kBias == kBiasRow) x += row_add[half];
+            if (Cfg::kBias == BiasKind::row) x += row_add[half];
             if (kLoadC) x += p.beta * to_float(u16(e ? c[q] >> 16 : c[q] & 0xffff));
-            if (Cfg::kBias == kBiasCol) x += col_add[j + q / 2][e];
+            if (Cfg::kBias == BiasKind::col) x += col_add[j + q / 2][e];
             v[e] = activate(x);
           }
           d[q] = pack2(v[0], v[1]);
@@ -431,12 +420,12 @@ struct Gemm {
     const bool leader = threadIdx.x % 128 == 0;
     u8* st = staging_of(staging, consumer);
     const int row0 = u.m0 + part(consumer) * kWgRows;
-    const int out0 = Cfg::kGate == kGateNone ? u.n0 : u.n0 / 2;  // the tile's first column of D
+    const int out0 = Cfg::kGate == GateKind::none ? u.n0 : u.n0 / 2;  // the tile's first column of D
     const Out* bias = static_cast<const Out*>(p.bias);
 #pragma unroll
     for (int box0 = 0; box0 < kOutBoxes; box0 += kStoreBoxes) {
       float col_add[kBoxGroups][2];
-      if constexpr (Cfg::kGate == kGateNone) load_col_bias(p, u, box0, col_add);
+      if constexpr (Cfg::kGate == GateKind::none) load_col_bias(p, u, box0, col_add);
       if (kLoadC) {
         // C arrives where D will be written; the wait also says the buffer is free.
         if (leader && !(kPrefetchC && box0 == 0)) {
@@ -450,7 +439,7 @@ struct Gemm {
         if (leader) ptx::bulk_wait_read();
         ptx::named_barrier(5 + consumer, 128);
       }
-      if constexpr (Cfg::kGate == kGateNone) {
+      if constexpr (Cfg::kGate == GateKind::none) {
         epilogue_boxes(p, acc, u, st, row0, box0, col_add);
       } else {
 #pragma unroll
@@ -460,7 +449,7 @@ struct Gemm {
             const int r = mm * 64 + warp * 16 + lane / 4 + half * 8;  // row within this consumer's part
             const int row = row0 + r;
             const bool row_ok = row < p.m;
-            const float row_add = Cfg::kBias == kBiasRow && row_ok ? to_float(bias[row]) : 0.0f;
+            const float row_add = Cfg::kBias == BiasKind::row && row_ok ? to_float(bias[row]) : 0.0f;
             // The staging bytes of D column oc of the tile, on this row.
             auto slot_of = [&](int oc) {
               const int box = oc / 64 - box0, chunk = oc % 64 / 8;
@@ -468,9 +457,9 @@ struct Gemm {
             };
             // The pre-activation value of accumulator a at GEMM column col (no C with a gate).
             auto pre = [&](float a, int col, bool ok) {
-              return p.alpha * a + row_add + (Cfg::kBias == kBiasCol && ok ? to_float(bias[col]) : 0.0f);
+              return p.alpha * a + row_add + (Cfg::kBias == BiasKind::col && ok ? to_float(bias[col]) : 0.0f);
             };
-            if (Cfg::kGate == kGateInterleaved) {
+            if (Cfg::kGate == GateKind::interleaved) {
               // GEMM columns 2j and 2j+1 are gate and up of D column j: one value per 8-column group.
 #pragma unroll
               for (int i = box0 * 16; i < (box0 + kStoreBoxes) * 16; ++i) {
@@ -482,7 +471,7 @@ struct Gemm {
               }
               continue;
             }
-            if (Cfg::kGate == kGateSplit) {
+            if (Cfg::kGate == GateKind::split) {
               // Columns c and c + BN/2 of the tile are a gate and its up: the same thread holds both.
 #pragma unroll
               for (int i = box0 * 8; i < (box0 + kStoreBoxes) * 8; ++i) {

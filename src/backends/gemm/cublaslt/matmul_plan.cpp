@@ -1,6 +1,9 @@
 #include "backends/gemm/cublaslt/matmul_plan.hpp"
 
+#include <fmt/format.h>
+
 #include <mutex>
+#include <optional>
 
 #include "gemmforge/error.hpp"
 
@@ -41,15 +44,19 @@ cublasLtMatrixLayout_t make_layout(DType t, int64_t rows, int64_t cols, int64_t 
   return layout;
 }
 
-cublasLtEpilogue_t epilogue_of(const Epilogue& e) {
-  bool bias = e.bias == BiasKind::per_col;
+// cuBLASLt's fused epilogue for the activation and a column bias; none where it has no such
+// epilogue (its GELU is the tanh form). An activation added to gemmforge lands in the default.
+std::optional<cublasLtEpilogue_t> epilogue_of(const Epilogue& e) {
+  const bool bias = e.bias == BiasKind::col;
   switch (e.act) {
+    case Activation::none:
+      return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
     case Activation::relu:
       return bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
     case Activation::gelu_tanh:
       return bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
     default:
-      return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+      return std::nullopt;
   }
 }
 
@@ -71,9 +78,8 @@ std::string unsupported_reason(const GemmProblem& p) {
   const Epilogue& e = p.epilogue;
   if (is_fp8(p.a)) return "fp8 through cuBLASLt is not wired up yet";
   if (e.gate != GateKind::none) return "cuBLASLt has no SwiGLU epilogue";
-  if (e.bias == BiasKind::per_row) return "cuBLASLt's bias runs along N only (no per-row bias)";
-  if (e.act == Activation::gelu_erf) return "cuBLASLt's GELU is the tanh approximation; erf GELU is not offered";
-  if (e.act == Activation::silu) return "cuBLASLt has no SiLU epilogue";
+  if (e.bias == BiasKind::row) return "cuBLASLt's bias runs along N only (no per-row bias)";
+  if (!epilogue_of(e)) return fmt::format("cuBLASLt has no {} epilogue", to_string(e.act));
   return "";
 }
 
@@ -82,13 +88,13 @@ MatmulPlan::MatmulPlan(const GemmProblem& p) {
   GF_CHECK(why.empty(), "cuBLASLt cannot run {}: {}", p.key(), why);
   alpha = p.epilogue.alpha;
   beta = p.epilogue.beta;
-  has_bias = p.epilogue.bias == BiasKind::per_col;
+  has_bias = p.epilogue.bias == BiasKind::col;
   GF_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   bool tn = p.layout == Layout::tn;
   cublasOperation_t op_a = tn ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = CUBLAS_OP_N;
   set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSA, op_a);
   set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSB, op_b);
-  set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue_of(p.epilogue));
+  set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, *epilogue_of(p.epilogue));
   if (has_bias) set_desc(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, cuda_type(p.out));
   // cuBLASLt's A is W: K x N column-major (ld K) read transposed for TN; N x K (ld N) for NN.
   a = tn ? make_layout(p.a, p.k, p.n, p.k, p.batch) : make_layout(p.a, p.n, p.k, p.n, p.batch);

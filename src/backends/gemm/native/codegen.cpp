@@ -5,42 +5,21 @@
 #include <cctype>
 
 namespace gf::native {
-namespace {
-
-const char* out_enum(DType t) { return t == DType::f32 ? "kOutF32" : t == DType::f16 ? "kOutF16" : "kOutBf16"; }
-
-const char* act_enum(Activation a) {
-  switch (a) {
-    case Activation::relu:
-      return "kActRelu";
-    case Activation::gelu_erf:
-      return "kActGeluErf";
-    case Activation::gelu_tanh:
-      return "kActGeluTanh";
-    case Activation::silu:
-      return "kActSilu";
-    default:
-      return "kActNone";
-  }
-}
-
-}  // namespace
 
 std::string instantiation_source(const NativeConfig& c, const GemmProblem& p) {
   const Epilogue& e = p.epilogue;
-  const char* bias = e.bias == BiasKind::per_col ? "kBiasCol" : e.bias == BiasKind::per_row ? "kBiasRow" : "kBiasNone";
-  const char* gate = e.gate == GateKind::interleaved ? "kGateInterleaved"
-                     : e.gate == GateKind::split     ? "kGateSplit"
-                                                     : "kGateNone";
   return fmt::format(R"(#include "gemm/sm90/gemm.cuh"
 
 struct Cfg {{
   static constexpr int kBlockM = {bm}, kBlockN = {bn}, kStages = {stages}, kConsumers = {consumers};
   static constexpr int kSplitK = {split}, kGroup = {group}, kCluster = {cluster};
   static constexpr bool kPingpong = {pingpong}, kClusterAlongM = {cluster_m}, kRasterN = {raster_n};
-  static constexpr bool kNN = {nn}, kF16 = {f16}, kHasC = {has_c};
+  static constexpr bool kNN = {nn}, kHasC = {has_c};
   static constexpr int kStoreBoxes = {store_boxes};
-  static constexpr int kOut = gf::{out}, kAct = gf::{act}, kBias = gf::{bias}, kGate = gf::{gate};
+  static constexpr gf::DType kIn = gf::DType::{in}, kOut = gf::DType::{out};
+  static constexpr gf::Activation kAct = gf::Activation::{act};
+  static constexpr gf::BiasKind kBias = gf::BiasKind::{bias};
+  static constexpr gf::GateKind kGate = gf::GateKind::{gate};
 }};
 
 extern "C" __global__ void __launch_bounds__({threads}, 1) {symbol}(const __grid_constant__ gf::GemmParams p) {{
@@ -52,8 +31,8 @@ extern "C" __global__ void __launch_bounds__({threads}, 1) {symbol}(const __grid
                      fmt::arg("cluster", c.cluster), fmt::arg("cluster_m", c.cluster_m),
                      fmt::arg("store_boxes", c.store_boxes), fmt::arg("pingpong", c.pingpong),
                      fmt::arg("raster_n", c.raster_n), fmt::arg("nn", p.layout == Layout::nn),
-                     fmt::arg("f16", p.a == DType::f16), fmt::arg("has_c", e.has_c()), fmt::arg("out", out_enum(p.out)),
-                     fmt::arg("act", act_enum(e.act)), fmt::arg("bias", bias), fmt::arg("gate", gate),
+                     fmt::arg("has_c", e.has_c()), fmt::arg("in", to_string(p.a)), fmt::arg("out", to_string(p.out)),
+                     fmt::arg("act", to_string(e.act)), fmt::arg("bias", to_string(e.bias)), fmt::arg("gate", to_string(e.gate)),
                      fmt::arg("threads", c.threads()), fmt::arg("symbol", kernel_symbol(c, p)));
 }
 

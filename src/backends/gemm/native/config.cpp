@@ -90,7 +90,7 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   // with an activation spill (ptxas, CUDA 13.0).
   if (c.acc_per_thread() > 128 &&
       (c.split_k > 1 || c.store_boxes > 1 ||
-       (c.acc_per_thread() > 176 && p.epilogue.bias == BiasKind::per_col && p.epilogue.act != Activation::none)))
+       (c.acc_per_thread() > 176 && p.epilogue.bias == BiasKind::col && p.epilogue.act != Activation::none)))
     return "past 128 accumulators, split-K, staging several boxes or (at 192) a bias with an activation spill";
   // Without setmaxnreg a lone consumer has 255 registers; the split-K reduction on top of 128
   // accumulators spills (ptxas, CUDA 13.0).

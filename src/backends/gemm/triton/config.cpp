@@ -28,8 +28,6 @@ constexpr Entry kInductorPersistent[] = {
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-int epilogue_code(Activation a) { return int(a); }  // 0 none, 1 relu, 2 gelu erf, 3 gelu tanh, 4 silu
-
 }  // namespace
 
 std::string TritonConfig::name() const {
@@ -113,14 +111,11 @@ std::vector<TritonConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
 
 nlohmann::json compile_request(const TritonConfig& c, const GemmProblem& p) {
   const Epilogue& e = p.epilogue;
-  nlohmann::json ce = {{"ACT", epilogue_code(e.act)},
-                       {"BIAS", e.bias == BiasKind::per_col   ? 1
-                                : e.bias == BiasKind::per_row ? 2
-                                                              : 0},
+  // The epilogue's kinds go by their names (gemmforge/codes.hpp), which the templates compare.
+  nlohmann::json ce = {{"ACT", to_string(e.act)},
+                       {"BIAS", to_string(e.bias)},
                        {"HAS_C", e.has_c()},
-                       {"GATE", e.gate == GateKind::interleaved ? 1
-                                : e.gate == GateKind::split     ? 2
-                                                                : 0},
+                       {"GATE", to_string(e.gate)},
                        {"NN", p.layout == Layout::nn},
                        {"BLOCK_M", c.bm},
                        {"BLOCK_N", c.bn},

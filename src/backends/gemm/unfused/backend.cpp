@@ -32,7 +32,7 @@ class UnfusedKernel final : public Kernel {
     plain.c = nullptr;
     plain.bias = nullptr;
     gemm_->launch(plain, stream);
-    ops::apply_epilogue(problem_, g_.get(), args, stream);
+    apply_epilogue(problem_, g_.get(), args, stream);
   }
   size_t workspace_bytes() const override { return gemm_->workspace_bytes(); }
 

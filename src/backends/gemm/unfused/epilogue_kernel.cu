@@ -3,19 +3,19 @@
 
 #include <cstdint>
 
+#include "backends/gemm/unfused/epilogue_kernel.hpp"
 #include "cuda/check.hpp"
 #include "cuda/convert.cuh"
 #include "epilogue/activation.cuh"
-#include "backends/gemm/unfused/epilogue_kernel.hpp"
 
-namespace gf::ops {
+namespace gf::unfused {
 namespace {
 
 struct EpiParams {
   int64_t rows, m, n, out_cols;  // rows = batch * m
   float alpha, beta;
-  int act;   // Activation
-  int bias;  // 0 none, 1 per column (length N), 2 per row
+  Activation act;
+  BiasKind bias;
   bool has_c;
 };
 
@@ -50,8 +50,8 @@ __device__ __forceinline__ void store_v(T* p, const float (&in)[V]) {
   }
 }
 
-// One thread per V output elements of one row, grid-stride. GATE: 0 none, 1 interleaved, 2 split.
-template <class T, int V, int GATE>
+// One thread per V output elements of one row, grid-stride.
+template <class T, int V, GateKind kGate>
 __global__ void epilogue_kernel(EpiParams p, const T* g, T* d, const T* c, const T* bias) {
   const int64_t chunks_per_row = p.out_cols / V;
   const int64_t total = p.rows * chunks_per_row;
@@ -63,19 +63,19 @@ __global__ void epilogue_kernel(EpiParams p, const T* g, T* d, const T* c, const
     // pre(x, col): alpha * x + beta * C + bias at GEMM column col (C exists only without a gate).
     auto pre = [&](float x, int64_t col, float cv) {
       float v = p.alpha * x + p.beta * cv;
-      if (p.bias == 1) v += to_float(bias[col]);
-      if (p.bias == 2) v += to_float(bias[r % p.m]);
+      if (p.bias == BiasKind::col) v += to_float(bias[col]);
+      if (p.bias == BiasKind::row) v += to_float(bias[r % p.m]);
       return v;
     };
-    if constexpr (GATE == 0) {
+    if constexpr (kGate == GateKind::none) {
       float x[V], cv[V] = {};
       load_v<T, V>(grow + j0, x);
       if (p.has_c) load_v<T, V>(c + r * p.n + j0, cv);
 #pragma unroll
-      for (int k = 0; k < V; ++k) out[k] = activate(pre(x[k], j0 + k, cv[k]), p.act);
+      for (int k = 0; k < V; ++k) out[k] = epi::activate(pre(x[k], j0 + k, cv[k]), p.act);
     } else {
       float gate[V], up[V];
-      if constexpr (GATE == 1) {
+      if constexpr (kGate == GateKind::interleaved) {
         float both[2 * V];
         if constexpr (V == 1) {
           both[0] = to_float(grow[2 * j0]);
@@ -95,8 +95,9 @@ __global__ void epilogue_kernel(EpiParams p, const T* g, T* d, const T* c, const
       }
 #pragma unroll
       for (int k = 0; k < V; ++k) {
-        const int64_t gc = GATE == 1 ? 2 * (j0 + k) : j0 + k, uc = GATE == 1 ? gc + 1 : j0 + k + p.out_cols;
-        out[k] = activate(pre(gate[k], gc, 0.0f), 4) * pre(up[k], uc, 0.0f);
+        const bool pairs = kGate == GateKind::interleaved;
+        const int64_t gc = pairs ? 2 * (j0 + k) : j0 + k, uc = pairs ? gc + 1 : j0 + k + p.out_cols;
+        out[k] = epi::swiglu(pre(gate[k], gc, 0.0f), pre(up[k], uc, 0.0f));
       }
     }
     store_v<T, V>(d + r * p.out_cols + j0, out);
@@ -104,18 +105,20 @@ __global__ void epilogue_kernel(EpiParams p, const T* g, T* d, const T* c, const
 }
 
 template <class T, int V>
-void launch_typed(const EpiParams& ep, int gate, const void* g, const GemmArgs& a, cudaStream_t s) {
+void launch_typed(const EpiParams& ep, GateKind gate, const void* g, const GemmArgs& a, cudaStream_t s) {
   const int64_t total = ep.rows * (ep.out_cols / V);
   const unsigned blocks = unsigned(std::min<int64_t>((total + 255) / 256, 132 * 16));
   auto args = std::make_tuple(ep, static_cast<const T*>(g), static_cast<T*>(a.d), static_cast<const T*>(a.c),
                               static_cast<const T*>(a.bias));
   auto run = [&](auto kernel) { std::apply([&](auto... xs) { kernel<<<blocks, 256, 0, s>>>(xs...); }, args); };
-  if (gate == 0)
-    run(epilogue_kernel<T, V, 0>);
-  else if (gate == 1)
-    run(epilogue_kernel<T, V, 1>);
-  else
-    run(epilogue_kernel<T, V, 2>);
+  switch (gate) {
+    case GateKind::none:
+      return run(epilogue_kernel<T, V, GateKind::none>);
+    case GateKind::interleaved:
+      return run(epilogue_kernel<T, V, GateKind::interleaved>);
+    case GateKind::split:
+      return run(epilogue_kernel<T, V, GateKind::split>);
+  }
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -126,10 +129,13 @@ void apply_epilogue(const GemmProblem& p, const void* g, const GemmArgs& a, cuda
   const Epilogue& e = p.epilogue;
   GF_CHECK(g && a.d, "epilogue kernel {}: G and D must be non-null", p.key());
   check_epilogue_args(p, a, "epilogue kernel");
-  EpiParams ep{p.batch * p.m, p.m,    p.n,        p.out_cols(),
-               e.alpha,       e.beta, int(e.act), e.bias == BiasKind::per_col ? 1 : e.bias == BiasKind::per_row ? 2 : 0,
-               e.has_c()};
-  const int gate = e.gate == GateKind::interleaved ? 1 : e.gate == GateKind::split ? 2 : 0;
+  EpiParams ep{};
+  ep.rows = p.batch * p.m, ep.m = p.m, ep.n = p.n, ep.out_cols = p.out_cols();
+  ep.alpha = e.alpha, ep.beta = e.beta;
+  ep.act = e.act;
+  ep.bias = e.bias;
+  ep.has_c = e.has_c();
+  const GateKind gate = e.gate;
   const int v16 = 16 / dtype_bytes(p.out);  // elements in 16 bytes
   // Whole 16-byte vectors in every row of G, C and D, from 16-byte aligned bases.
   const bool vec =
@@ -151,4 +157,4 @@ void apply_epilogue(const GemmProblem& p, const void* g, const GemmArgs& a, cuda
   GF_CUDA_CHECK(cudaGetLastError());
 }
 
-}  // namespace gf::ops
+}  // namespace gf::unfused

@@ -4,12 +4,12 @@
 // frameworks do after a plain GEMM.
 #include <cuda_runtime_api.h>
 
-#include "gemmforge/backend.hpp"
+#include "gemmforge/problem.hpp"
 
-namespace gf::ops {
+namespace gf::unfused {
 
 // g: batch x M x N in p.out's dtype. args: d, c and bias as in GemmArgs. Vectorized 16-byte
 // accesses where the row length and the pointers allow, scalar otherwise.
 void apply_epilogue(const GemmProblem& p, const void* g, const GemmArgs& args, cudaStream_t stream);
 
-}  // namespace gf::ops
+}  // namespace gf::unfused

@@ -13,8 +13,6 @@ namespace {
 // Dynamic shared memory one CTA may use on sm_90 (227 KiB), less the row op's static scratch.
 constexpr int64_t kMaxSmemPerCta = 227 * 1024 - 1024;
 
-const char* elem_enum(DType t) { return t == DType::f32 ? "kF32" : t == DType::f16 ? "kF16" : "kBf16"; }
-
 }  // namespace
 
 int RowConfig::values_per_thread(int64_t cols) const {
@@ -231,7 +229,8 @@ std::string row_source(const RowConfig& c, const RowOpSpec& s) {
 #include "rowops/row_ops.cuh"
 
 struct Cfg {{
-  static constexpr int kOp = {op}, kIn = gf::{in}, kOut = gf::{out};
+  static constexpr gf::RowOpKind kOp = gf::RowOpKind::{op};
+  static constexpr gf::DType kIn = gf::DType::{in}, kOut = gf::DType::{out};
   static constexpr int kCols = {cols}, kVec = {vec}, kThreads = {threads}, kRowsPerCta = {rows}, kCluster = {cluster};
   static constexpr bool kResidual = {residual}, kValidLen = {valid}, kStream = {stream}, kBulk = {bulk};
   static constexpr int kStages = {stages};
@@ -242,8 +241,8 @@ extern "C" __global__ void __launch_bounds__({threads}) gf_row_op(const __grid_c
   gf::RowOp<Cfg>::run(p);
 }}
 )",
-                     fmt::arg("name", c.name(s)), fmt::arg("op", int(s.kind)), fmt::arg("in", elem_enum(s.in)),
-                     fmt::arg("out", elem_enum(s.out)), fmt::arg("cols", s.cols), fmt::arg("vec", c.vec),
+                     fmt::arg("name", c.name(s)), fmt::arg("op", to_string(s.kind)), fmt::arg("in", to_string(s.in)),
+                     fmt::arg("out", to_string(s.out)), fmt::arg("cols", s.cols), fmt::arg("vec", c.vec),
                      fmt::arg("threads", c.threads), fmt::arg("rows", c.rows_per_cta), fmt::arg("cluster", c.cluster),
                      fmt::arg("residual", s.residual), fmt::arg("valid", s.valid_len), fmt::arg("stream", c.stream),
                      fmt::arg("bulk", c.bulk), fmt::arg("stages", c.stages), fmt::arg("pair_max", c.pair_max));
