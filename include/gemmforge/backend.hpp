@@ -1,8 +1,9 @@
 #pragma once
-// The backend contract. A backend proposes candidates for a problem, compiles them (without a
-// GPU where it can), and builds launchable kernels. Candidates are plain data (a name that
-// encodes every parameter, and a JSON config), so they cross process boundaries and live in the
-// tuning DB.
+// The backend contract, the same for every kernel family: GEMMs (GemmProblem, launched with
+// GemmArgs) and row ops (RowOpSpec, RowOpArgs). A backend proposes candidates for a problem,
+// compiles them (without a GPU where it can), and builds launchable kernels. Candidates are plain
+// data (a name that encodes every parameter, and a JSON config), so they cross process
+// boundaries and live in the tuning DB.
 #include <cuda_runtime_api.h>
 
 #include <memory>
@@ -13,9 +14,9 @@
 #include "gemmforge/compile_report.hpp"
 #include "gemmforge/device.hpp"
 #include "gemmforge/problem.hpp"
+#include "gemmforge/rowop.hpp"
 
 namespace gf {
-
 
 struct Candidate {
   std::string backend;
@@ -38,46 +39,55 @@ Search parse_search(std::string_view s);  // fast | default | exhaustive; throws
 
 struct SearchOptions {
   Search level = Search::normal;
-  int top_k = 0;  // cuBLASLt heuristic results to take; 0: by level (4, 16, 64)
+  int top_k = 0;  // at most this many candidates a backend (cuBLASLt: heuristic results); 0: by level
 };
 
-class Kernel {
+// A launchable kernel of the family whose launches take Args.
+template <class Args>
+class KernelOf {
  public:
-  virtual ~Kernel() = default;
-  virtual void launch(const GemmArgs& args, cudaStream_t stream) = 0;
+  virtual ~KernelOf() = default;
+  virtual void launch(const Args& args, cudaStream_t stream) = 0;
   virtual size_t workspace_bytes() const { return 0; }
 };
 
-
-class Backend {
+template <class Problem>
+class BackendOf {
  public:
-  virtual ~Backend() = default;
+  using Kernel = KernelOf<typename Problem::Args>;
+  virtual ~BackendOf() = default;
   virtual std::string name() const = 0;
-  // Version of the library or compiler behind it; part of the tuning DB's device fingerprint.
+  // Version of the library, compiler or templates behind it: a stored decision is used only while
+  // its backend's version is the one that chose it.
   virtual std::string version() const = 0;
   // "" when the backend's toolchain is present; else why it offers nothing.
   virtual std::string unavailable() const { return ""; }
   // "" when the backend can run the problem; else why not.
-  virtual std::string supports(const GemmProblem& problem) const = 0;
+  virtual std::string supports(const Problem& problem) const = 0;
   // The candidates, best first by the backend's own estimate. May throw gf::Error (e.g. a
   // backend that needs the GPU to enumerate, on a machine without one).
-  virtual std::vector<Candidate> candidates(const GemmProblem& problem, const DeviceInfo& device,
+  virtual std::vector<Candidate> candidates(const Problem& problem, const DeviceInfo& device,
                                             const SearchOptions& search) const = 0;
   // Compiles ahead of launching; needs no GPU; thread-safe. use_cache=false compiles even when
   // the kernel cache holds the binary. Backends with nothing to compile keep the default.
-  virtual CompileReport compile(const GemmProblem&, const Candidate&, bool /*use_cache*/) const { return {}; }
+  virtual CompileReport compile(const Problem&, const Candidate&, bool /*use_cache*/) const { return {}; }
   // A launchable kernel; needs the GPU; thread-safe; throws gf::Error.
-  virtual std::unique_ptr<Kernel> build(const GemmProblem& problem, const Candidate& candidate) const = 0;
+  virtual std::unique_ptr<Kernel> build(const Problem& problem, const Candidate& candidate) const = 0;
 };
 
-// Every backend of this build. The planted-fault test backend is included only when
-// GEMMFORGE_PLANT_FAULTS=1.
-const std::vector<std::shared_ptr<Backend>>& all_backends();
-// nullptr when no backend has that name.
-std::shared_ptr<Backend> find_backend(const std::string& name);
-// "cublaslt=13.1.0.3,native=0.1.0+1a2b3c4d": joined with the device fingerprint, the DB key.
-std::string backend_versions();
-// The device fingerprint joined with the backends' versions: the tuning DB's device key.
-std::string tuning_fingerprint(const DeviceInfo& device);
+using Kernel = KernelOf<GemmArgs>;
+using Backend = BackendOf<GemmProblem>;
+using RowOpKernel = KernelOf<RowOpArgs>;
+using RowOpBackend = BackendOf<RowOpSpec>;
+
+// Every backend of the family in this build; the planted-fault test backends are included only
+// when GEMMFORGE_PLANT_FAULTS=1.
+template <class Problem>
+const std::vector<std::shared_ptr<BackendOf<Problem>>>& backends();
+// The family's backend of that name, or nullptr.
+template <class Problem>
+std::shared_ptr<BackendOf<Problem>> find_backend(std::string_view name);
+// Every backend name of every family, for messages: "cublaslt, native, triton, unfused".
+std::string backend_names();
 
 }  // namespace gf

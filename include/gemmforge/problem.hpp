@@ -46,6 +46,21 @@ std::string_view to_string(ScaleKind s);
 enum class Layout : uint8_t { tn, nn };
 std::string_view to_string(Layout l);
 
+// Device pointers for one launch. All matrices are dense and row-major as GemmProblem describes.
+// bias has D's dtype (length N, or M for a per-row bias); C has D's shape and dtype.
+struct GemmArgs {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* d = nullptr;
+  const void* c = nullptr;
+  const void* bias = nullptr;
+  size_t bias_len = 0;  // elements of bias, where the caller knows it (0: unknown); checked
+  const float* scale_a = nullptr;  // fp8: one float (tensor) or M floats (rowcol)
+  const float* scale_b = nullptr;  // fp8: one float (tensor) or N floats (rowcol)
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+};
+
 struct GemmProblem {
   int64_t m = 0, n = 0, k = 0;
   int64_t batch = 1;
@@ -71,26 +86,16 @@ struct GemmProblem {
   // Parses the text form: "MxNxK[xBATCH][:DTYPE[->OUT]][:tn|nn][:EPILOGUE]". Fields after the
   // sizes may come in any order. Throws gf::Error with a one-line message on bad input.
   static GemmProblem parse(std::string_view spec);
+  // The tuner's view of the family: launch arguments, family name, rate (TFLOP/s).
+  using Args = GemmArgs;
+  static constexpr std::string_view kFamily = "gemm", kRateUnit = "TFLOP/s";
+  double rate(double us) const { return us > 0 ? flops() / (us * 1e6) : 0.0; }
   bool operator==(const GemmProblem& o) const {
     return m == o.m && n == o.n && k == o.k && batch == o.batch && a == o.a && out == o.out && layout == o.layout &&
            epilogue == o.epilogue;
   }
 };
 
-// Device pointers for one launch. All matrices are dense and row-major as GemmProblem describes.
-// bias has D's dtype (length N, or M for a per-row bias); C has D's shape and dtype.
-struct GemmArgs {
-  const void* a = nullptr;
-  const void* b = nullptr;
-  void* d = nullptr;
-  const void* c = nullptr;
-  const void* bias = nullptr;
-  size_t bias_len = 0;  // elements of bias, where the caller knows it (0: unknown); checked
-  const float* scale_a = nullptr;  // fp8: one float (tensor) or M floats (rowcol)
-  const float* scale_b = nullptr;  // fp8: one float (tensor) or N floats (rowcol)
-  void* workspace = nullptr;
-  size_t workspace_bytes = 0;
-};
 
 // Throws gf::Error naming the operand the problem needs that args lack, or one of the wrong size.
 void check_gemm_args(const GemmProblem& problem, const GemmArgs& args);

@@ -11,6 +11,18 @@ namespace gf {
 
 std::string_view to_string(RowOpKind k);
 
+struct RowOpArgs {
+  const void* x = nullptr;
+  void* y = nullptr;
+  const void* weight = nullptr;    // norms: cols elements of the input dtype
+  const void* bias = nullptr;      // layernorm: cols elements of the input dtype
+  const void* residual = nullptr;  // rmsnorm with residual
+  void* residual_out = nullptr;    // rmsnorm with residual: x + residual (input dtype)
+  const int* valid_len = nullptr;  // softmax with valid_len: rows ints
+  float scale = 1.0f;              // softmax: applied to x first
+  float eps = 1e-5f;               // norms
+};
+
 struct RowOpSpec {
   RowOpKind kind = RowOpKind::softmax;
   int64_t rows = 0, cols = 0;
@@ -24,18 +36,16 @@ struct RowOpSpec {
   std::string invalid_reason() const;             // "" when valid
   // Bytes the op must move: every input read once, every output written once.
   double bytes() const;
+
+  // The tuner's view of the family: launch arguments, family name, rate (TB/s moved).
+  using Args = RowOpArgs;
+  static constexpr std::string_view kFamily = "rowop", kRateUnit = "TB/s";
+  double rate(double us) const { return us > 0 ? bytes() / (us * 1e6) : 0.0; }
+  bool operator==(const RowOpSpec& o) const {
+    return kind == o.kind && rows == o.rows && cols == o.cols && in == o.in && out == o.out &&
+           residual == o.residual && valid_len == o.valid_len;
+  }
 };
 
-struct RowOpArgs {
-  const void* x = nullptr;
-  void* y = nullptr;
-  const void* weight = nullptr;    // norms: cols elements of the input dtype
-  const void* bias = nullptr;      // layernorm: cols elements of the input dtype
-  const void* residual = nullptr;  // rmsnorm with residual
-  void* residual_out = nullptr;    // rmsnorm with residual: x + residual (input dtype)
-  const int* valid_len = nullptr;  // softmax with valid_len: rows ints
-  float scale = 1.0f;              // softmax: applied to x first
-  float eps = 1e-5f;               // norms
-};
 
 }  // namespace gf

@@ -1,6 +1,7 @@
 #pragma once
-// The tuner: candidates from every enabled backend -> compile (in parallel, no GPU needed) ->
-// verify against the reference and time, in a worker process -> choose -> store.
+// The tuner, one for every kernel family (GEMMs, row ops): candidates from the family's enabled
+// backends -> compile in parallel (no GPU needed) -> verify against the reference and time, in a
+// worker process -> time the close contenders again -> choose -> store.
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -13,9 +14,9 @@
 namespace gf {
 
 struct TuneOptions {
-  std::vector<std::string> backends;  // empty: every available backend
+  std::vector<std::string> backends;  // empty: every available backend of each family
   SearchOptions search;
-  bool force = false;               // tune again even when the DB has a decision
+  bool force = false;  // tune again even when the DB has a decision
   // Only candidates whose names contain one of these comma-separated texts, to study a few
   // variants; the DB is neither read nor written, since the winner of a cut space is no decision.
   std::string only;
@@ -30,7 +31,7 @@ struct TuneOptions {
 };
 
 struct TuneResult {
-  GemmProblem problem;
+  std::string problem;  // the problem's key
   Decision decision;
   std::vector<Measurement> measurements;       // every candidate, failed ones with their error
   std::map<std::string, std::string> skipped;  // backend -> why it offered nothing
@@ -38,25 +39,36 @@ struct TuneResult {
   double seconds = 0;
 };
 
-// One row of `gemmforge bench`: a backend's best kernel re-timed beside the others in one run.
+// One row of a bench: a backend's best kernel timed again beside the others in one run.
 struct BenchRow {
-  std::string backend;  // "cublaslt-default" for cuBLASLt's own pick
+  std::string backend;  // also "cublaslt-default" (cuBLASLt's own pick) and "eager" (unfused)
   Candidate candidate;
   Measurement measurement;  // the median round's
   bool chosen = false;
   std::vector<double> round_us;  // every round's time, in order (0: not verified)
 };
 
+struct BenchResult {
+  TuneResult tuned;            // the decision the rows were timed under
+  std::vector<BenchRow> rows;  // each backend's best, then the baselines
+};
+
 class Tuner {
  public:
   explicit Tuner(TuneOptions options);
   ~Tuner();
-  // Looks the problem up in the DB, else tunes and stores it. Throws gf::Error when no
-  // candidate of any backend passes verification.
+  // Looks the problem up in the DB, else tunes and stores it. A stored decision counts when its
+  // backend's version is still the one that chose it, it considered every backend now enabled,
+  // and it was tuned at this search level or a wider one. Throws gf::Error when no candidate of
+  // any backend passes verification.
   TuneResult tune(const GemmProblem& problem);
-  // Tunes if needed, then times the winner, each backend's best and cuBLASLt's default again,
-  // side by side in one worker.
-  std::vector<BenchRow> bench(const GemmProblem& problem);
+  TuneResult tune(const RowOpSpec& problem);
+  // Tunes if needed, then times the winner, each backend's best and the family's baselines
+  // (GEMMs: cuBLASLt's own pick and the eager plan) again, side by side in interleaved rounds.
+  BenchResult bench(const GemmProblem& problem);
+  BenchResult bench(const RowOpSpec& problem);
+  // Device-to-device copy bandwidth measured in a worker: bytes read + written, TB/s.
+  double copy_bandwidth_tbps();
   const DeviceInfo& device() const;
   TuningDb& db();
 

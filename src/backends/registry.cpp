@@ -4,10 +4,27 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <set>
 
 #include "gemmforge/error.hpp"
 
 namespace gf {
+namespace {
+
+bool plant_faults() {
+  const char* plant = std::getenv("GEMMFORGE_PLANT_FAULTS");
+  return plant && std::strcmp(plant, "1") == 0;
+}
+
+template <class Problem>
+std::shared_ptr<BackendOf<Problem>> find_in(const std::vector<std::shared_ptr<BackendOf<Problem>>>& list,
+                                            std::string_view name) {
+  for (const auto& b : list)
+    if (b->name() == name) return b;
+  return nullptr;
+}
+
+}  // namespace
 
 std::string_view to_string(Search s) {
   switch (s) {
@@ -28,29 +45,42 @@ Search parse_search(std::string_view s) {
   GF_FAIL("unknown search level '{}' (fast, default, exhaustive)", s);
 }
 
-const std::vector<std::shared_ptr<Backend>>& all_backends() {
-  static const std::vector<std::shared_ptr<Backend>> backends = [] {
+template <>
+const std::vector<std::shared_ptr<Backend>>& backends<GemmProblem>() {
+  static const std::vector<std::shared_ptr<Backend>> list = [] {
     std::vector<std::shared_ptr<Backend>> v = {cublaslt::make_backend(), native::make_backend(),
                                                triton_backend::make_backend(), unfused::make_backend()};
-    const char* plant = std::getenv("GEMMFORGE_PLANT_FAULTS");
-    if (plant && std::strcmp(plant, "1") == 0) v.push_back(faulty::make_backend());
+    if (plant_faults()) v.push_back(faulty::make_gemm_backend());
     return v;
   }();
-  return backends;
+  return list;
 }
 
-std::shared_ptr<Backend> find_backend(const std::string& name) {
-  for (const auto& b : all_backends())
-    if (b->name() == name) return b;
-  return nullptr;
+template <>
+const std::vector<std::shared_ptr<RowOpBackend>>& backends<RowOpSpec>() {
+  static const std::vector<std::shared_ptr<RowOpBackend>> list = [] {
+    std::vector<std::shared_ptr<RowOpBackend>> v = {rowops::make_backend()};
+    if (plant_faults()) v.push_back(faulty::make_rowop_backend());
+    return v;
+  }();
+  return list;
 }
 
-std::string backend_versions() {
-  std::vector<std::string> parts;
-  for (const auto& b : all_backends()) parts.push_back(b->name() + "=" + b->version());
-  return fmt::format("{}", fmt::join(parts, ","));
+template <>
+std::shared_ptr<Backend> find_backend<GemmProblem>(std::string_view name) {
+  return find_in(backends<GemmProblem>(), name);
 }
 
-std::string tuning_fingerprint(const DeviceInfo& device) { return device.fingerprint() + "|" + backend_versions(); }
+template <>
+std::shared_ptr<RowOpBackend> find_backend<RowOpSpec>(std::string_view name) {
+  return find_in(backends<RowOpSpec>(), name);
+}
+
+std::string backend_names() {
+  std::set<std::string> names;
+  for (const auto& b : backends<GemmProblem>()) names.insert(b->name());
+  for (const auto& b : backends<RowOpSpec>()) names.insert(b->name());
+  return fmt::format("{}", fmt::join(names, ", "));
+}
 
 }  // namespace gf

@@ -1,5 +1,5 @@
 #pragma once
-// Each backend folder exposes one factory; registry.cpp lists them.
+// Each backend folder exposes one factory; registry.cpp lists them per family.
 #include <memory>
 
 #include "gemmforge/backend.hpp"
@@ -17,7 +17,11 @@ std::shared_ptr<Backend> make_backend();
 namespace unfused {
 std::shared_ptr<Backend> make_backend();
 }
-namespace faulty {
-std::shared_ptr<Backend> make_backend();
+namespace rowops {
+std::shared_ptr<RowOpBackend> make_backend();
 }
+namespace faulty {
+std::shared_ptr<Backend> make_gemm_backend();
+std::shared_ptr<RowOpBackend> make_rowop_backend();
+}  // namespace faulty
 }  // namespace gf

@@ -1,13 +1,13 @@
-// gemmforge candidates / compile: what each backend would try for a problem, and compiling it.
-// Neither needs a GPU (cuBLASLt's list does: it says so).
+// gemmforge candidates / compile: what each backend would try for a problem of either family,
+// and compiling it. Neither needs a GPU (cuBLASLt's list does: it says so).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
-#include <thread>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "core/parallel.hpp"
 #include "core/ranking.hpp"
 #include "core/strings.hpp"
 #include "gemmforge/error.hpp"
@@ -26,31 +26,35 @@ struct CandidateArgs {
   std::string only;
 };
 
-std::vector<std::shared_ptr<Backend>> selected(const std::string& list) {
-  std::vector<std::shared_ptr<Backend>> out;
-  if (list.empty()) return all_backends();
-  for (const auto& name : split_list(list, "--backends", true)) {
-    auto b = find_backend(name);
-    GF_CHECK(b, "unknown backend '{}' (known: {})", name, backend_versions());
-    out.push_back(b);
-  }
+// The family's backends named by --backends (all when none is); a name no family knows is an error.
+template <class Problem>
+std::vector<std::shared_ptr<BackendOf<Problem>>> selected(const std::string& list) {
+  const auto names = split_list(list, "--backends", true);
+  for (const auto& name : names)
+    GF_CHECK(find_backend<GemmProblem>(name) || find_backend<RowOpSpec>(name), "unknown backend {} (known: {})",
+             quote(name), backend_names());
+  std::vector<std::shared_ptr<BackendOf<Problem>>> out;
+  for (const auto& b : backends<Problem>())
+    if (names.empty() || std::find(names.begin(), names.end(), b->name()) != names.end()) out.push_back(b);
   return out;
 }
 
-// The candidates of each selected backend for p; a backend that offers none says why.
-std::vector<std::pair<std::shared_ptr<Backend>, std::vector<Candidate>>> enumerate(const CandidateArgs& a,
-                                                                                   const GemmProblem& p,
-                                                                                   const DeviceInfo& device,
-                                                                                   std::vector<std::string>& notes) {
-  std::vector<std::pair<std::shared_ptr<Backend>, std::vector<Candidate>>> out;
-  for (const auto& b : selected(a.backends)) {
+template <class Problem>
+using Offer = std::pair<std::shared_ptr<BackendOf<Problem>>, Candidate>;
+
+// The candidates of each selected backend for p; a backend that offers none says why in notes.
+template <class Problem>
+std::vector<Offer<Problem>> enumerate(const CandidateArgs& a, const Problem& p, const DeviceInfo& device,
+                                      std::vector<std::string>& notes) {
+  std::vector<Offer<Problem>> out;
+  const SearchOptions search{parse_search(a.search), a.top_k};
+  for (const auto& b : selected<Problem>(a.backends)) {
     std::string why = b->unavailable();
     if (why.empty()) why = b->supports(p);
     if (why.empty()) {
       try {
-        std::vector<Candidate> cands = b->candidates(p, device, {parse_search(a.search), a.top_k});
-        std::erase_if(cands, [&](const Candidate& c) { return !name_matches(c.name, a.only); });
-        out.emplace_back(b, std::move(cands));
+        for (auto& c : b->candidates(p, device, search))
+          if (name_matches(c.name, a.only)) out.emplace_back(b, std::move(c));
         continue;
       } catch (const Error& e) {
         why = e.what();
@@ -66,23 +70,28 @@ DeviceInfo device_or_assumed() {
   return d.present ? d : DeviceInfo::assumed_hopper();
 }
 
+// Runs fn(label, problem) for every GEMM, then every row op, the commands ask for.
+template <class Fn>
+void for_each_problem(const ProblemArgs& problems, Fn&& fn) {
+  for (const auto& [label, p] : problems.resolve()) fn(label, p);
+  for (const auto& op : problems.resolve_ops()) fn(op.key(), op);
+}
+
 void run_candidates(const CandidateArgs& a) {
   DeviceInfo device = device_or_assumed();
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& [label, p] : a.problems.resolve()) {
+  for_each_problem(a.problems, [&](const std::string& label, const auto& p) {
     std::vector<std::string> notes;
     fmt::print("{} ({})\n", label, p.key());
     Table table({"backend", "candidate", "config"});
-    for (const auto& [b, cands] : enumerate(a, p, device, notes)) {
-      for (const auto& c : cands) {
-        table.add({c.backend, c.name, c.config.dump().substr(0, 100)});
-        out.push_back({{"problem", p.key()}, {"backend", c.backend}, {"name", c.name}, {"config", c.config}});
-      }
+    for (const auto& [b, c] : enumerate(a, p, device, notes)) {
+      table.add({c.backend, c.name, c.config.dump().substr(0, 100)});
+      out.push_back({{"problem", p.key()}, {"backend", c.backend}, {"name", c.name}, {"config", c.config}});
     }
     table.print();
     for (const auto& n : notes) fmt::print("  no candidates from {}\n", n);
     fmt::print("\n");
-  }
+  });
   if (!device.present) fmt::print("({})\n", device.absent_reason);
   if (!a.json.empty()) write_json(a.json, out);
 }
@@ -91,23 +100,23 @@ void run_compile(const CandidateArgs& a) {
   DeviceInfo device = device_or_assumed();
   nlohmann::json out = nlohmann::json::array();
   Progress progress;
-  for (const auto& [label, p] : a.problems.resolve()) {
+  int failed = 0;
+  for_each_problem(a.problems, [&](const std::string& label, const auto& p) {
     std::vector<std::string> notes;
-    std::vector<std::pair<std::shared_ptr<Backend>, Candidate>> work;
-    for (const auto& [b, cands] : enumerate(a, p, device, notes))
-      for (const auto& c : cands) work.emplace_back(b, c);
+    const auto work = enumerate(a, p, device, notes);
     std::vector<CompileReport> reports(work.size());
-    std::atomic<int> next{0}, done{0};
-    int jobs = a.jobs > 0 ? a.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
-    std::vector<std::thread> threads;
-    for (int t = 0; t < std::min<int>(jobs, int(work.size())); ++t)
-      threads.emplace_back([&] {
-        for (size_t i = size_t(next++); i < work.size(); i = size_t(next++)) {
-          reports[i] = work[i].first->compile(p, work[i].second, !a.no_cache);
-          progress.update(label + " compile", ++done, int(work.size()));
-        }
-      });
-    for (auto& t : threads) t.join();
+    std::atomic<int> done{0};
+    parallel_for(int(work.size()), a.jobs > 0 ? a.jobs : default_jobs(), [&](int i) {
+      const auto& [backend, cand] = work[size_t(i)];
+      // A compile that throws (a cache that cannot be written, a worker that died) is that
+      // candidate's failure, reported with the rest.
+      try {
+        reports[size_t(i)] = backend->compile(p, cand, !a.no_cache);
+      } catch (const std::exception& e) {
+        reports[size_t(i)] = {.ok = false, .log = e.what()};
+      }
+      progress.update(label + " compile", ++done, int(work.size()));
+    });
     progress.finish();
 
     fmt::print("{} ({})\n", label, p.key());
@@ -116,6 +125,7 @@ void run_compile(const CandidateArgs& a) {
     for (size_t i = 0; i < work.size(); ++i) {
       const auto& r = reports[i];
       const auto& c = work[i].second;
+      failed += !r.ok;
       table.add({c.backend, c.name, r.ok ? "yes" : "NO", fixed(r.seconds, 3), fmt::format("{}", r.registers),
                  fmt::format("{}", r.spill_bytes), r.cached ? "yes" : "no"});
       if (r.ok && !r.cached) cold.push_back(r.seconds);
@@ -137,15 +147,19 @@ void run_compile(const CandidateArgs& a) {
       fmt::print("  {} cold compiles, median {:.3f} s\n", cold.size(), cold[cold.size() / 2]);
     }
     fmt::print("\n");
-  }
+  });
   if (!a.json.empty()) write_json(a.json, out);
+  GF_CHECK(failed == 0, "{} candidate{} failed to compile", failed, failed == 1 ? "" : "s");
 }
 
 void add_options(CLI::App* cmd, CandidateArgs& a) {
-  a.problems.add_to(*cmd);
+  a.problems.add_to(*cmd, /*with_ops=*/true);
   cmd->add_option("-b,--backends", a.backends, "comma-separated backends (default: all)");
-  cmd->add_option("-s,--search", a.search, "search effort: fast, default, exhaustive")->capture_default_str();
-  cmd->add_option("--top-k", a.top_k, "cuBLASLt heuristic algorithms to list");
+  cmd->add_option("-s,--search", a.search, "search effort: fast, default, exhaustive")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fast", "default", "exhaustive"}));
+  cmd->add_option("--top-k", a.top_k, "at most this many candidates a backend (cuBLASLt: heuristic results)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--json", a.json, "also write the list as JSON to FILE");
   cmd->add_option("--only", a.only,
                   "only the candidates (of the --search level) whose names contain one of the comma-separated TEXTs");
@@ -165,7 +179,7 @@ void add_compile(CLI::App& app) {
   auto* cmd = app.add_subcommand("compile", "compile each backend's candidates for problems (no GPU needed)");
   add_options(cmd, *a);
   cmd->add_flag("--no-cache", a->no_cache, "compile even what the kernel cache holds");
-  cmd->add_option("-j,--jobs", a->jobs, "parallel compiles (default: one per core)");
+  cmd->add_option("-j,--jobs", a->jobs, "parallel compiles (default: one per core)")->check(CLI::NonNegativeNumber);
   cmd->callback([a] { run_compile(*a); });
 }
 

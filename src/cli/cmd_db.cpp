@@ -5,16 +5,54 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "gemmforge/backend.hpp"
+#include "core/log.hpp"
+#include "gemmforge/error.hpp"
 #include "gemmforge/tuning_db.hpp"
 
 namespace gf::cli {
 namespace {
 
+std::filesystem::path db_path(const std::string& path) {
+  return path.empty() ? TuningDb::default_path() : std::filesystem::path(path);
+}
+
 std::unique_ptr<TuningDb> open_db(const std::string& path) {
-  DeviceInfo device = DeviceInfo::query();
-  return std::make_unique<TuningDb>(path.empty() ? TuningDb::default_path() : std::filesystem::path(path),
-                                    tuning_fingerprint(device));
+  return std::make_unique<TuningDb>(db_path(path), DeviceInfo::query().fingerprint());
+}
+
+void show(const std::string& path) {
+  auto d = open_db(path);
+  const nlohmann::json all = d->dump();
+  std::string device;
+  std::unique_ptr<Table> table;
+  auto flush = [&] {
+    if (table) table->print();
+  };
+  for (const auto& row : all) {
+    if (row["device"] != device) {
+      flush();
+      device = row["device"];
+      fmt::print("\ndevice: {}{}\n", device, device == d->device() ? "  (this machine)" : "");
+      table = std::make_unique<Table>(
+          std::vector<std::string>{"problem", "backend", "candidate", "us", "rate", "search", "tuned at"});
+    }
+    table->add({row["problem"], row["backend"], row["candidate"], fixed(row["us"], 1), fixed(row["rate"], 1),
+                row["search"], row["tuned_at"]});
+  }
+  flush();
+  fmt::print("{} decisions in {}\n", all.size(), d->path().string());
+}
+
+// Empties the DB; a file that cannot be opened as one (damaged, foreign) is deleted instead.
+void clear(const std::string& path) {
+  try {
+    fmt::print("removed {} decisions\n", open_db(path)->clear());
+  } catch (const Error& e) {
+    const auto file = db_path(path);
+    log().warn("{}", e.what());
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(file.string() + suffix);
+    fmt::print("deleted {}; the next run creates it afresh\n", file.string());
+  }
 }
 
 }  // namespace
@@ -26,37 +64,20 @@ void add_db(CLI::App& app) {
   db->require_subcommand(1);
   db->add_option("--db", *path, "tuning DB path (default: ~/.cache/gemmforge/tuning.db)");
 
-  db->add_subcommand("show", "the stored decisions, per device")->callback([path] {
-    auto d = open_db(*path);
-    nlohmann::json all = d->dump();
-    std::string device;
-    for (const auto& row : all) {
-      if (row["device"] != device) {
-        device = row["device"];
-        fmt::print("\ndevice: {}{}\n", device, device == d->device() ? "  (this machine)" : "");
-      }
-    }
-    Table table({"problem", "backend", "candidate", "us", "TFLOP/s", "tuned at"});
-    for (const auto& row : all)
-      table.add({row["problem"], row["backend"], row["candidate"], fixed(row["us"], 1), fixed(row["tflops"], 1),
-                 row["tuned_at"]});
-    table.print();
-    fmt::print("{} decisions\n", all.size());
-  });
+  db->add_subcommand("show", "the stored decisions, per device")->callback([path] { show(*path); });
 
   auto* exp = db->add_subcommand("export", "every decision as JSON (to --json FILE or stdout)");
   exp->add_option("--json", *json, "output file");
   exp->callback([path, json] {
     auto all = open_db(*path)->dump();
     if (json->empty())
-      std::cout << all.dump(2) << "\n";
+      std::cout << all.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     else
       write_json(*json, all);
   });
 
-  db->add_subcommand("clear", "delete every decision and measurement")->callback([path] {
-    fmt::print("removed {} decisions\n", open_db(*path)->clear());
-  });
+  db->add_subcommand("clear", "delete every decision and measurement (a damaged DB file is deleted)")
+      ->callback([path] { clear(*path); });
 }
 
 }  // namespace gf::cli

@@ -27,10 +27,12 @@ void run_doctor() {
   line("NVRTC", fmt::format("{}: {}", cuda::nvrtc_version(),
                             probe.ok ? fmt::format("compiles for sm_90a ({:.2f} s for a probe kernel)", probe.seconds)
                                      : "FAILED: " + probe.log));
-  for (const auto& b : all_backends()) {
+  auto report = [&](const auto& b, std::string_view family) {
     std::string why = b->unavailable();
-    line("backend " + b->name(), b->version() + (why.empty() ? ": available" : ": unavailable: " + why));
-  }
+    line(fmt::format("{} {}", family, b->name()), b->version() + (why.empty() ? ": available" : ": unavailable: " + why));
+  };
+  for (const auto& b : backends<GemmProblem>()) report(b, "gemm");
+  for (const auto& b : backends<RowOpSpec>()) report(b, "rowop");
   line("tuning DB", TuningDb::default_path().string());
   line("kernel cache", KernelCache::shared().dir().string());
   if (!device.present) fmt::print("\nNo GPU: tune and bench need one; candidates, compile and doctor work here.\n");

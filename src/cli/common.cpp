@@ -12,7 +12,10 @@
 
 namespace gf::cli {
 
-void ProblemArgs::add_to(CLI::App& app) {
+void ProblemArgs::add_to(CLI::App& app, bool with_ops) {
+  if (with_ops)
+    app.add_option("-o,--op", ops,
+                   "row op OP[+residual|+valid]:ROWSxCOLS[:dtype[->out]] (softmax, rmsnorm, layernorm), repeatable");
   app.add_option("-p,--problem", specs,
                  "GEMM spec MxNxK[xBATCH][:dtype[->out]][:tn|nn][:epilogue], repeatable; with --model or "
                  "--hf-config, after the model's GEMMs");
@@ -30,11 +33,17 @@ std::vector<LabeledProblem> ProblemArgs::resolve() const {
   // A model's GEMMs (the default model when no --problem is given), then the --problem specs.
   std::vector<LabeledProblem> out;
   GF_CHECK(model.empty() || hf_config.empty(), "give either --model or --hf-config, not both");
-  if (specs.empty() || !model.empty() || !hf_config.empty()) out = model_problems();
+  if ((specs.empty() && ops.empty()) || !model.empty() || !hf_config.empty()) out = model_problems();
   for (const auto& s : specs) {
     GemmProblem p = GemmProblem::parse(s);
     out.push_back({p.key(), p});
   }
+  return out;
+}
+
+std::vector<RowOpSpec> ProblemArgs::resolve_ops() const {
+  std::vector<RowOpSpec> out;
+  for (const auto& s : ops) out.push_back(RowOpSpec::parse(s));
   return out;
 }
 
@@ -107,6 +116,56 @@ void Progress::finish() {
   if (open_line_) fmt::print(stderr, "\r\033[K");
   open_line_ = false;
   std::fflush(stderr);
+}
+
+void TuneArgs::add_to(CLI::App* cmd, bool with_ops) {
+  problems.add_to(*cmd, with_ops);
+  cmd->add_option("-b,--backends", backends, "comma-separated backends (default: all available)");
+  cmd->add_option("-s,--search", search, "search effort: fast, default, exhaustive")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fast", "default", "exhaustive"}));
+  cmd->add_option("--top-k", top_k, "at most this many candidates a backend (cuBLASLt: heuristic results)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--timeout", timeout_s, "seconds one candidate may take in the worker (1 to 86400)")
+      ->capture_default_str()
+      ->check([](const std::string& v) {
+        auto t = parse_float(v);  // plain decimals: no nan, inf or hex
+        return t && *t >= 1.0f && *t <= 86400.0f ? "" : "--timeout takes seconds from 1 to 86400";
+      });
+  cmd->add_option("--db", db, "tuning DB path (default: ~/.cache/gemmforge/tuning.db)");
+  cmd->add_option("--json", json, "also write the results as JSON to FILE");
+}
+
+void TuneArgs::add_selection(CLI::App* cmd) {
+  cmd->add_flag("-f,--force", force, "tune again even when the DB has a decision");
+  cmd->add_option("--only", only,
+                  "only the candidates (of the --search level) whose names contain one of the comma-separated TEXTs, "
+                  "to study a few variants; the DB is left alone");
+}
+
+void TuneArgs::add_rounds(CLI::App* cmd) {
+  cmd->add_option("--rounds", rounds, "interleaved timing rounds; each row reports its median (odd, 1-15)")
+      ->check(CLI::Range(1, 15))
+      ->check([](const std::string& v) { return std::stoi(v) % 2 ? "" : "--rounds must be odd"; })
+      ->capture_default_str();
+}
+
+std::unique_ptr<Tuner> make_tuner(const TuneArgs& a, Progress& progress) {
+  TuneOptions o;
+  o.backends = split_list(a.backends, "--backends", true);
+  o.search = {parse_search(a.search), a.top_k};
+  o.force = a.force;
+  o.only = a.only;
+  o.candidate_timeout_s = a.timeout_s;
+  o.bench_rounds = a.rounds;
+  o.db_path = a.db;
+  o.progress = [&progress](const std::string& what, int done, int total) { progress.update(what, done, total); };
+  DeviceInfo device = DeviceInfo::query();
+  GF_CHECK(device.present,
+           "no GPU found: {}. Without a GPU these still work: gemmforge candidates (list a problem's candidates), "
+           "gemmforge compile (compile them), gemmforge doctor",
+           device.absent_reason);
+  return std::make_unique<Tuner>(std::move(o));
 }
 
 void write_json(const std::string& path, const nlohmann::json& j) {

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "gemmforge/backend.hpp"
+#include "gemmforge/rowop.hpp"
+#include "gemmforge/tuner.hpp"
 #include "gemmforge/workloads.hpp"
 
 namespace gf::cli {
@@ -18,6 +20,7 @@ struct LabeledProblem {
 
 struct ProblemArgs {
   std::vector<std::string> specs;  // --problem
+  std::vector<std::string> ops;    // --op
   std::string model;               // --model
   std::string hf_config;           // --hf-config
   std::string tokens = "16,128,4096";
@@ -25,10 +28,13 @@ struct ProblemArgs {
   std::string epilogue;  // applied to every model GEMM
   std::string fuse = "none";
 
-  void add_to(CLI::App& app);
-  // The model's GEMMs (llama3-8b when neither --model, --hf-config nor --problem is given), then
-  // the --problem specs. Throws gf::Error.
+  // with_ops: the command takes row ops too (-o).
+  void add_to(CLI::App& app, bool with_ops = false);
+  // The model's GEMMs (llama3-8b when neither --model, --hf-config, --problem nor --op is
+  // given), then the --problem specs. Throws gf::Error.
   std::vector<LabeledProblem> resolve() const;
+  // The --op specs. Throws gf::Error.
+  std::vector<RowOpSpec> resolve_ops() const;
 
  private:
   std::vector<LabeledProblem> model_problems() const;
@@ -56,6 +62,28 @@ class Progress {
   bool started_ = false;
   bool open_line_ = false;
 };
+
+// The options of the commands that tune (tune, bench, bench-ops) and the tuner they make.
+struct TuneArgs {
+  ProblemArgs problems;
+  std::string backends;
+  std::string search = "default";
+  int top_k = 0;
+  bool force = false;
+  std::string only;
+  double timeout_s = 60;
+  int rounds = 3;
+  std::string db;
+  std::string json;
+  // Adds the options every tuning command takes (problems as ProblemArgs::add_to with with_ops).
+  void add_to(CLI::App* cmd, bool with_ops);
+  // --force, --only.
+  void add_selection(CLI::App* cmd);
+  // --rounds.
+  void add_rounds(CLI::App* cmd);
+};
+// Throws gf::Error (naming what still works) without a GPU.
+std::unique_ptr<Tuner> make_tuner(const TuneArgs& a, Progress& progress);
 
 void write_json(const std::string& path, const nlohmann::json& j);
 std::string fixed(double v, int digits);

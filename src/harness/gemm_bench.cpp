@@ -1,8 +1,13 @@
 #include "harness/gemm_bench.hpp"
 
 #include <algorithm>
+#include <cmath>
 
-namespace gf::tune {
+#include "harness/fill.hpp"
+#include "harness/reference.hpp"
+#include "harness/verify.hpp"
+
+namespace gf::harness {
 namespace {
 
 constexpr size_t kMaxWorkspace = 64u << 20;
@@ -13,7 +18,7 @@ int64_t elems_d(const GemmProblem& p) { return p.batch * p.m * p.out_cols(); }
 
 }  // namespace
 
-ProblemBench::ProblemBench(const GemmProblem& p, const DeviceInfo& device, uint64_t seed)
+GemmBench::GemmBench(const GemmProblem& p, const DeviceInfo& device, uint64_t seed)
     : problem_(p), timer_(device.l2_bytes) {
   p.validate();
   const Epilogue& e = p.epilogue;
@@ -47,24 +52,24 @@ ProblemBench::ProblemBench(const GemmProblem& p, const DeviceInfo& device, uint6
     }
     sets_.push_back(std::move(set));
   }
-  d_ = cuda::DeviceBuffer(size_t(elems_d(p)) * out);
+  d_ = cuda::DeviceBuffer(d_bytes() + kGuardBytes);
   workspace_ = cuda::DeviceBuffer(kMaxWorkspace);
 
   // The reference: pre-activation G in fp32, then the activation or gate when there is one.
-  g_ = cuda::DeviceBuffer(size_t(p.batch * p.m * p.n) * 4);
-  reference_gemm(p, args(0), g_.as<float>(), stream());
+  cuda::DeviceBuffer g(size_t(p.batch * p.m * p.n) * 4);
+  reference_gemm(p, args(0), g.as<float>(), stream());
   if (e.act == Activation::none && e.gate == GateKind::none) {
-    ref_ = std::move(g_);
+    ref_ = std::move(g);
   } else {
     ref_ = cuda::DeviceBuffer(size_t(elems_d(p)) * 4);
-    reference_epilogue(p, g_.as<float>(), ref_.as<float>(), stream());
-    stream_.sync();
-    g_ = cuda::DeviceBuffer();
+    reference_epilogue(p, g.as<float>(), ref_.as<float>(), stream());
   }
   stream_.sync();
 }
 
-GemmArgs ProblemBench::args(int set) const {
+size_t GemmBench::d_bytes() const { return size_t(elems_d(problem_)) * size_t(dtype_bytes(problem_.out)); }
+
+GemmArgs GemmBench::args(int set) const {
   const InputSet& s = sets_[size_t(set) % sets_.size()];
   GemmArgs a;
   a.a = s.a.get();
@@ -79,23 +84,30 @@ GemmArgs ProblemBench::args(int set) const {
   return a;
 }
 
-MeasureResult ProblemBench::measure(Kernel& kernel, bool time, const TimingOptions& timing) {
-  MeasureResult r;
-  GF_CHECK(kernel.workspace_bytes() <= workspace_.bytes(), "kernel wants {} bytes of workspace, more than {}",
-           kernel.workspace_bytes(), workspace_.bytes());
-  fill_nan(d_.get(), problem_.out, elems_d(problem_), stream());
-  kernel.launch(args(0), stream());
-  GF_CUDA_CHECK(cudaGetLastError());
-  GF_CUDA_CHECK(cudaStreamSynchronize(stream()));
-  Comparison c = compare(d_.get(), problem_.out, ref_.as<float>(), elems_d(problem_), stream());
-  r.rel_err = c.rel_err();
-  r.error = verdict(c, problem_.out);
-  r.verified = r.error.empty();
-  if (!r.verified || !time) return r;
-  Timing t = timer_.time([&](int set) { kernel.launch(args(set), stream()); }, sets(), stream(), timing);
-  r.us = t.median_us;
-  r.reps = t.reps;
-  return r;
+MeasureResult GemmBench::measure(const Candidate& candidate, bool time, const TimingOptions& timing) {
+  auto backend = find_backend<GemmProblem>(candidate.backend);
+  GF_CHECK(backend, "unknown GEMM backend '{}'", candidate.backend);
+  std::unique_ptr<Kernel> kernel = backend->build(problem_, candidate);
+  return measure(*kernel, time, timing);
 }
 
-}  // namespace gf::tune
+MeasureResult GemmBench::measure(Kernel& kernel, bool time, const TimingOptions& timing) {
+  GF_CHECK(kernel.workspace_bytes() <= workspace_.bytes(), "kernel wants {} bytes of workspace, more than {}",
+           kernel.workspace_bytes(), workspace_.bytes());
+  u_char* guard = static_cast<u_char*>(d_.get()) + d_bytes();
+  auto poison = [&] {
+    fill_nan(d_.get(), problem_.out, elems_d(problem_), stream());
+    fill_guard(guard, kGuardBytes, stream());
+  };
+  auto launch = [&](int set) { kernel.launch(args(set), stream()); };
+  auto verify = [&] {
+    const Comparison c = compare(d_.get(), problem_.out, ref_.as<float>(), elems_d(problem_), stream());
+    Verdict v{verdict(c, problem_.out), c.rel_err()};
+    if (const int64_t damaged = guard_damage(guard, kGuardBytes, stream()); v.error.empty() && damaged > 0)
+      v.error = fmt::format("wrote {} bytes past the end of D", damaged);
+    return v;
+  };
+  return measure_kernel(poison, launch, verify, timer_, sets(), stream(), time, timing);
+}
+
+}  // namespace gf::harness

@@ -1,15 +1,14 @@
 #include "harness/rowop_bench.hpp"
 
 #include <algorithm>
-#include <atomic>
+#include <cmath>
 #include <random>
-#include <thread>
 
-#include "core/ranking.hpp"
+#include "harness/fill.hpp"
 #include "harness/rowop_reference.hpp"
 #include "harness/verify.hpp"
 
-namespace gf::ops {
+namespace gf::harness {
 
 RowOpBench::RowOpBench(const RowOpSpec& s, const DeviceInfo& device, uint64_t seed)
     : spec_(s), timer_(device.l2_bytes) {
@@ -23,22 +22,22 @@ RowOpBench::RowOpBench(const RowOpSpec& s, const DeviceInfo& device, uint64_t se
     set.x = cuda::DeviceBuffer(in_bytes);
     // Softmax sees a wider range, so exp() is exercised; norms get centred data.
     const float range = s.kind == RowOpKind::softmax ? 4.0f : 1.0f;
-    tune::fill_uniform(set.x.get(), s.in, n, seed * 7919 + uint64_t(i) * 8, -range, range, stream());
+    fill_uniform(set.x.get(), s.in, n, seed * 7919 + uint64_t(i) * 8, -range, range, stream());
     if (s.residual) {
       set.residual = cuda::DeviceBuffer(in_bytes);
-      tune::fill_uniform(set.residual.get(), s.in, n, seed * 7919 + uint64_t(i) * 8 + 1, -1.0f, 1.0f, stream());
+      fill_uniform(set.residual.get(), s.in, n, seed * 7919 + uint64_t(i) * 8 + 1, -1.0f, 1.0f, stream());
     }
     sets_.push_back(std::move(set));
   }
-  y_ = cuda::DeviceBuffer(size_t(n) * size_t(dtype_bytes(s.out)));
-  if (s.residual) residual_out_ = cuda::DeviceBuffer(in_bytes);
+  y_ = cuda::DeviceBuffer(size_t(n) * size_t(dtype_bytes(s.out)) + kGuardBytes);
+  if (s.residual) residual_out_ = cuda::DeviceBuffer(in_bytes + kGuardBytes);
   if (s.kind != RowOpKind::softmax) {
     weight_ = cuda::DeviceBuffer(size_t(s.cols) * size_t(dtype_bytes(s.in)));
-    tune::fill_uniform(weight_.get(), s.in, s.cols, seed + 11, 0.5f, 1.5f, stream());
+    fill_uniform(weight_.get(), s.in, s.cols, seed + 11, 0.5f, 1.5f, stream());
   }
   if (s.kind == RowOpKind::layernorm) {
     bias_ = cuda::DeviceBuffer(size_t(s.cols) * size_t(dtype_bytes(s.in)));
-    tune::fill_uniform(bias_.get(), s.in, s.cols, seed + 13, -0.5f, 0.5f, stream());
+    fill_uniform(bias_.get(), s.in, s.cols, seed + 13, -0.5f, 0.5f, stream());
   }
   if (s.valid_len) {
     std::mt19937_64 rng(seed);
@@ -69,75 +68,42 @@ RowOpArgs RowOpBench::args(int set) const {
   return a;
 }
 
-RowMeasurement RowOpBench::measure(const RowKernel& kernel, bool time, const tune::TimingOptions& timing) {
-  RowMeasurement m;
-  m.config = kernel.config();
-  m.name = kernel.config().name(spec_);
-  m.ctas = kernel.ctas();
-  const int64_t n = spec_.rows * spec_.cols;
-  tune::fill_nan(y_.get(), spec_.out, n, stream());
-  if (spec_.residual) tune::fill_nan(residual_out_.get(), spec_.in, n, stream());
-  kernel.launch(args(0), stream());
-  GF_CUDA_CHECK(cudaGetLastError());
-  stream_.sync();
-  tune::Comparison c = tune::compare(y_.get(), spec_.out, ref_.as<float>(), n, stream());
-  m.rel_err = c.rel_err();
-  m.error = tune::verdict(c, spec_.out);
-  if (m.error.empty() && spec_.residual) {
-    tune::Comparison r = tune::compare(residual_out_.get(), spec_.in, ref_residual_.as<float>(), n, stream());
-    if (std::string why = tune::verdict(r, spec_.in); !why.empty()) m.error = "residual_out: " + why;
-  }
-  m.verified = m.error.empty();
-  if (!m.verified || !time) return m;
-  tune::Timing t =
-      timer_.time([&](int set) { kernel.launch(args(set), stream()); }, int(sets_.size()), stream(), timing);
-  m.us = t.median_us;
-  m.tbps = spec_.bytes() / (m.us * 1e-6) / 1e12;
-  return m;
+MeasureResult RowOpBench::measure(const Candidate& candidate, bool time, const TimingOptions& timing) {
+  auto backend = find_backend<RowOpSpec>(candidate.backend);
+  GF_CHECK(backend, "unknown row-op backend '{}'", candidate.backend);
+  std::unique_ptr<RowOpKernel> kernel = backend->build(spec_, candidate);
+  return measure(*kernel, time, timing);
 }
 
-std::vector<RowMeasurement> tune_row_op(const RowOpSpec& spec, const DeviceInfo& device, int max_configs,
-                                        const std::function<void(int, int)>& progress, const std::string& only) {
-  auto configs = row_configs(spec);
-  GF_CHECK(!configs.empty(), "no row-op configuration fits {}", spec.key());
-  std::erase_if(configs, [&](const RowConfig& c) { return !name_matches(c.name(spec), only); });
-  if (configs.empty()) return {};
-  configs = first_configs(std::move(configs), max_configs);
-  std::vector<jit::Compiled> compiled(configs.size());
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> threads;
-  for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t)
-    threads.emplace_back([&] {
-      for (size_t i = next++; i < configs.size(); i = next++) compiled[i] = compile_row_kernel(spec, configs[i], true);
-    });
-  for (auto& t : threads) t.join();
-
-  RowOpBench bench(spec, device, std::random_device{}());
-  std::vector<RowMeasurement> out;
-  for (size_t i = 0; i < configs.size(); ++i) {
-    RowMeasurement m;
-    m.config = configs[i];
-    m.name = configs[i].name(spec);
-    m.compile_seconds = compiled[i].report.seconds;
-    if (!compiled[i].report.ok) {
-      m.error = "compile failed: " + compiled[i].report.log.substr(0, 1000);
-    } else {
-      try {
-        RowKernel kernel(spec, configs[i], compiled[i].cubin);
-        m = bench.measure(kernel, true, {});
-        m.compile_seconds = compiled[i].report.seconds;
-      } catch (const Error& e) {
-        m.error = e.what();
-      }
+MeasureResult RowOpBench::measure(RowOpKernel& kernel, bool time, const TimingOptions& timing) {
+  const int64_t n = spec_.rows * spec_.cols;
+  const size_t y_bytes = size_t(n) * size_t(dtype_bytes(spec_.out)), sum_bytes = size_t(n) * size_t(dtype_bytes(spec_.in));
+  u_char* y_guard = static_cast<u_char*>(y_.get()) + y_bytes;
+  u_char* sum_guard = static_cast<u_char*>(residual_out_.get()) + sum_bytes;
+  auto poison = [&] {
+    fill_nan(y_.get(), spec_.out, n, stream());
+    fill_guard(y_guard, kGuardBytes, stream());
+    if (spec_.residual) {
+      fill_nan(residual_out_.get(), spec_.in, n, stream());
+      fill_guard(sum_guard, kGuardBytes, stream());
     }
-    out.push_back(std::move(m));
-    if (progress) progress(int(i + 1), int(configs.size()));
-  }
-  std::stable_sort(out.begin(), out.end(), [](const RowMeasurement& a, const RowMeasurement& b) {
-    if (a.verified != b.verified) return a.verified;
-    return a.us < b.us;
-  });
-  return out;
+  };
+  auto launch = [&](int set) { kernel.launch(args(set), stream()); };
+  auto verify = [&] {
+    const Comparison c = compare(y_.get(), spec_.out, ref_.as<float>(), n, stream());
+    Verdict v{verdict(c, spec_.out), c.rel_err()};
+    if (v.error.empty() && spec_.residual) {
+      const Comparison r = compare(residual_out_.get(), spec_.in, ref_residual_.as<float>(), n, stream());
+      if (std::string why = verdict(r, spec_.in); !why.empty()) v.error = "residual_out: " + why;
+    }
+    if (const int64_t damaged = guard_damage(y_guard, kGuardBytes, stream()); v.error.empty() && damaged > 0)
+      v.error = fmt::format("wrote {} bytes past the end of y", damaged);
+    if (spec_.residual && v.error.empty())
+      if (const int64_t damaged = guard_damage(sum_guard, kGuardBytes, stream()); damaged > 0)
+        v.error = fmt::format("wrote {} bytes past the end of residual_out", damaged);
+    return v;
+  };
+  return measure_kernel(poison, launch, verify, timer_, sets(), stream(), time, timing);
 }
 
 double copy_bandwidth_tbps(const DeviceInfo& device) {
@@ -145,11 +111,11 @@ double copy_bandwidth_tbps(const DeviceInfo& device) {
   cuda::DeviceBuffer src(bytes), dst(bytes);
   cuda::Stream stream;
   GF_CUDA_CHECK(cudaMemsetAsync(src.get(), 1, bytes, stream.get()));
-  tune::Timer timer(device.l2_bytes);
-  tune::Timing t = timer.time(
+  Timer timer(device.l2_bytes);
+  Timing t = timer.time(
       [&](int) { GF_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, stream.get())); },
       1, stream.get(), {.warmup = 2, .min_reps = 10, .max_reps = 20, .budget_ms = 50});
   return 2.0 * double(bytes) / (t.median_us * 1e-6) / 1e12;
 }
 
-}  // namespace gf::ops
+}  // namespace gf::harness

@@ -8,7 +8,7 @@
 #include "cuda/convert.cuh"
 #include "harness/rowop_reference.hpp"
 
-namespace gf::ops {
+namespace gf::harness {
 namespace {
 
 template <class T>
@@ -86,4 +86,4 @@ void row_reference(const RowOpSpec& s, const RowOpArgs& a, float* ref, float* re
   GF_CUDA_CHECK(cudaGetLastError());
 }
 
-}  // namespace gf::ops
+}  // namespace gf::harness

@@ -4,7 +4,7 @@
 
 #include "gemmforge/rowop.hpp"
 
-namespace gf::ops {
+namespace gf::harness {
 // ref: rows x cols floats of y. residual_sum (if spec.residual): rows x cols floats of x + residual.
 void row_reference(const RowOpSpec& s, const RowOpArgs& a, float* ref, float* residual_sum, cudaStream_t stream);
-}  // namespace gf::ops
+}  // namespace gf::harness

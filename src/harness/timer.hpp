@@ -7,7 +7,7 @@
 
 #include "cuda/memory.hpp"
 
-namespace gf::tune {
+namespace gf::harness {
 
 struct TimingOptions {
   int warmup = 3;  // launches at least, and ...
@@ -33,11 +33,12 @@ class Timer {
  public:
   // l2_bytes: the device's L2 size; the flush writes twice that.
   explicit Timer(int64_t l2_bytes);
-  // launch(set) launches one run reading input set `set`; sets rotate.
+  // launch(set) launches one run reading input set `set`; sets rotate, and the last timed launch
+  // reads set 0, so that its output can be checked against set 0's reference.
   Timing time(const std::function<void(int)>& launch, int sets, cudaStream_t stream, const TimingOptions& o);
 
  private:
   cuda::DeviceBuffer flush_;
 };
 
-}  // namespace gf::tune
+}  // namespace gf::harness

@@ -1,137 +1,15 @@
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_fp8.h>
+#include "harness/verify.hpp"
+
 #include <fmt/format.h>
 
 #include <cstring>
 
 #include "cuda/check.hpp"
 #include "cuda/convert.cuh"
-#include "epilogue/activation.cuh"
-#include "harness/verify.hpp"
+#include "harness/dispatch.cuh"
 
-namespace gf::tune {
+namespace gf::harness {
 namespace {
-
-// Calls fn with a null pointer of the C++ type for t.
-template <class Fn>
-void dispatch(DType t, Fn&& fn) {
-  switch (t) {
-    case DType::f32:
-      return fn(static_cast<float*>(nullptr));
-    case DType::f16:
-      return fn(static_cast<__half*>(nullptr));
-    case DType::bf16:
-      return fn(static_cast<__nv_bfloat16*>(nullptr));
-    case DType::e4m3:
-      return fn(static_cast<__nv_fp8_e4m3*>(nullptr));
-    case DType::e5m2:
-      return fn(static_cast<__nv_fp8_e5m2*>(nullptr));
-  }
-}
-
-unsigned grid_for(int64_t count, int threads) {
-  return unsigned(std::min<int64_t>((count + threads - 1) / threads, 65536));
-}
-
-__device__ __forceinline__ uint64_t mix(uint64_t x) {  // splitmix64
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-template <class T>
-__global__ void fill_uniform_kernel(T* p, int64_t n, uint64_t seed, float lo, float hi) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    float u = float(mix(seed ^ mix(uint64_t(i))) >> 40) * (1.0f / 16777216.0f);
-    p[i] = from_float<T>(lo + (hi - lo) * u);
-  }
-}
-
-template <class T>
-__global__ void fill_nan_kernel(T* p, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    p[i] = from_float<T>(__int_as_float(0x7fffffff));
-}
-
-struct RefParams {
-  int64_t m, n, k;
-  bool nn;
-  float alpha, beta;
-  BiasKind bias;
-  ScaleKind scale;
-};
-
-constexpr int kTile = 64, kTileK = 16;
-
-// One 64 x 64 tile of G per block of 16 x 16 threads, each thread 4 x 4 outputs; batch in z.
-template <class TIn, class TOut>
-__global__ void reference_gemm_kernel(RefParams p, const TIn* a, const TIn* b, const TOut* c, const TOut* bias,
-                                      const float* scale_a, const float* scale_b, float* g) {
-  __shared__ float as[kTileK][kTile + 1], bs[kTileK][kTile + 1];
-  const int64_t batch = blockIdx.z;
-  a += batch * p.m * p.k;
-  b += batch * p.n * p.k;
-  g += batch * p.m * p.n;
-  if (c) c += batch * p.m * p.n;
-  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 16 + tx;
-  const int64_t m0 = int64_t(blockIdx.y) * kTile, n0 = int64_t(blockIdx.x) * kTile;
-  float acc[4][4] = {};
-  for (int64_t k0 = 0; k0 < p.k; k0 += kTileK) {
-    for (int idx = tid; idx < kTile * kTileK; idx += 256) {
-      int r = idx / kTileK, kk = idx % kTileK;  // row-major A: k fastest
-      int64_t gm = m0 + r, gk = k0 + kk;
-      as[kk][r] = gm < p.m && gk < p.k ? to_float(a[gm * p.k + gk]) : 0.0f;
-      int cc = p.nn ? idx % kTile : r, kb = p.nn ? idx / kTile : kk;
-      int64_t gn = n0 + cc, gkb = k0 + kb;
-      float bv = 0.0f;
-      if (gn < p.n && gkb < p.k) bv = to_float(p.nn ? b[gkb * p.n + gn] : b[gn * p.k + gkb]);
-      bs[kb][cc] = bv;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int kk = 0; kk < kTileK; ++kk)
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) acc[i][j] += as[kk][ty + 16 * i] * bs[kk][tx + 16 * j];
-    __syncthreads();
-  }
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      int64_t gm = m0 + ty + 16 * i, gn = n0 + tx + 16 * j;
-      if (gm >= p.m || gn >= p.n) continue;
-      float v = acc[i][j];
-      if (p.scale == ScaleKind::tensor) v *= scale_a[0] * scale_b[0];
-      if (p.scale == ScaleKind::rowcol) v *= scale_a[gm] * scale_b[gn];
-      v *= p.alpha;
-      if (c && p.beta != 0.0f) v += p.beta * to_float(c[gm * p.n + gn]);
-      if (p.bias == BiasKind::col) v += to_float(bias[gn]);
-      if (p.bias == BiasKind::row) v += to_float(bias[gm]);
-      g[gm * p.n + gn] = v;
-    }
-  }
-}
-
-// rows = batch * M.
-__global__ void reference_epilogue_kernel(const float* g, float* out, int64_t rows, int64_t n, Activation act,
-                                          GateKind gate) {
-  int64_t cols = gate != GateKind::none ? n / 2 : n;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < rows * cols;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t r = i / cols, j = i % cols;
-    const float* row = g + r * n;
-    if (gate == GateKind::none) {
-      out[i] = epi::activate(row[j], act);
-    } else {
-      const bool pairs = gate == GateKind::interleaved;
-      out[i] = epi::swiglu(pairs ? row[2 * j] : row[j], pairs ? row[2 * j + 1] : row[j + cols]);
-    }
-  }
-}
 
 template <class T>
 __global__ void compare_kernel(const T* out, const float* ref, int64_t n, float rel_slack, double* sums,
@@ -165,56 +43,6 @@ __global__ void compare_kernel(const T* out, const float* ref, int64_t n, float 
 }
 
 }  // namespace
-
-void fill_uniform(void* ptr, DType t, int64_t count, uint64_t seed, float lo, float hi, cudaStream_t s) {
-  dispatch(t, [&](auto* tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    fill_uniform_kernel<<<grid_for(count, 256), 256, 0, s>>>(static_cast<T*>(ptr), count, seed, lo, hi);
-  });
-  GF_CUDA_CHECK(cudaGetLastError());
-}
-
-void fill_nan(void* ptr, DType t, int64_t count, cudaStream_t s) {
-  dispatch(t, [&](auto* tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    fill_nan_kernel<<<grid_for(count, 256), 256, 0, s>>>(static_cast<T*>(ptr), count);
-  });
-  GF_CUDA_CHECK(cudaGetLastError());
-}
-
-void reference_gemm(const GemmProblem& p, const GemmArgs& args, float* g, cudaStream_t s) {
-  const Epilogue& e = p.epilogue;
-  RefParams rp{};
-  rp.m = p.m, rp.n = p.n, rp.k = p.k;
-  rp.nn = p.layout == Layout::nn;
-  rp.alpha = e.alpha, rp.beta = e.beta;
-  rp.bias = e.bias;
-  rp.scale = e.scale;
-  dim3 grid(unsigned((p.n + kTile - 1) / kTile), unsigned((p.m + kTile - 1) / kTile), unsigned(p.batch));
-  GF_CHECK(grid.y <= 65535 && grid.z <= 65535, "reference GEMM grid too large for {}", p.key());
-  dispatch(p.a, [&](auto* in_tag) {
-    using TIn = std::remove_pointer_t<decltype(in_tag)>;
-    dispatch(p.out, [&](auto* out_tag) {
-      using TOut = std::remove_pointer_t<decltype(out_tag)>;
-      if constexpr (std::is_same_v<TOut, float> || std::is_same_v<TOut, __half> ||
-                    std::is_same_v<TOut, __nv_bfloat16>) {
-        reference_gemm_kernel<TIn, TOut><<<grid, dim3(16, 16), 0, s>>>(
-            rp, static_cast<const TIn*>(args.a), static_cast<const TIn*>(args.b), static_cast<const TOut*>(args.c),
-            static_cast<const TOut*>(args.bias), args.scale_a, args.scale_b, g);
-      } else {
-        GF_FAIL("no reference for output dtype {}", to_string(p.out));
-      }
-    });
-  });
-  GF_CUDA_CHECK(cudaGetLastError());
-}
-
-void reference_epilogue(const GemmProblem& p, const float* g, float* ref, cudaStream_t s) {
-  const int64_t rows = p.batch * p.m;
-  reference_epilogue_kernel<<<grid_for(rows * p.out_cols(), 256), 256, 0, s>>>(g, ref, rows, p.n, p.epilogue.act,
-                                                                               p.epilogue.gate);
-  GF_CUDA_CHECK(cudaGetLastError());
-}
 
 Comparison compare(const void* out, DType t, const float* ref, int64_t count, cudaStream_t s) {
   struct Sums {
@@ -273,4 +101,4 @@ std::string verdict(const Comparison& c, DType out) {
   return "";
 }
 
-}  // namespace gf::tune
+}  // namespace gf::harness

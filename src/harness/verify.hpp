@@ -1,25 +1,15 @@
 #pragma once
-// Device-side helpers of the harness, compiled ahead of time by nvcc: random fill, poisoning,
-// the fp32 reference GEMM and the comparison of an output with the reference.
+// The verdict on an output: relative Frobenius error against the fp32 (or float64) reference,
+// with a bound on the worst element; NaN and inf never pass.
 #include <cuda_runtime_api.h>
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 
-#include "gemmforge/backend.hpp"
+#include "gemmforge/dtype.hpp"
 
-namespace gf::tune {
-
-// Uniform values in [lo, hi), rounded to t; a different stream of values per seed.
-void fill_uniform(void* ptr, DType t, int64_t count, uint64_t seed, float lo, float hi, cudaStream_t s);
-// NaN in every element: an output the kernel fails to write fails verification.
-void fill_nan(void* ptr, DType t, int64_t count, cudaStream_t s);
-
-// The pre-activation G = alpha * scales * (A B^T) + beta * C + bias, in fp32, batch x M x N.
-// A simple tiled SIMT kernel: obviously correct, tested against a float64 CPU result.
-void reference_gemm(const GemmProblem& p, const GemmArgs& args, float* g, cudaStream_t s);
-// D = act(G), or the SwiGLU gate of G; batch x M x out_cols, fp32.
-void reference_epilogue(const GemmProblem& p, const float* g, float* ref, cudaStream_t s);
+namespace gf::harness {
 
 struct Comparison {
   double err_sq = 0, ref_sq = 0;
@@ -39,4 +29,4 @@ double tolerance(DType out);
 // "" when the comparison passes; else why not. NaN never passes.
 std::string verdict(const Comparison& c, DType out);
 
-}  // namespace gf::tune
+}  // namespace gf::harness

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 
+#include "core/log.hpp"
 #include "core/strings.hpp"
 #include "gemmforge/error.hpp"
 #include "gemmforge/paths.hpp"
@@ -14,15 +15,20 @@ namespace {
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS decisions (
-  problem TEXT NOT NULL, device TEXT NOT NULL, backend TEXT NOT NULL, candidate TEXT NOT NULL,
-  config TEXT NOT NULL, us REAL NOT NULL, tflops REAL NOT NULL, backends TEXT NOT NULL,
+  problem TEXT NOT NULL, device TEXT NOT NULL, family TEXT NOT NULL, backend TEXT NOT NULL,
+  backend_version TEXT NOT NULL, candidate TEXT NOT NULL, config TEXT NOT NULL, us REAL NOT NULL,
+  rate REAL NOT NULL, search TEXT NOT NULL, candidates INTEGER NOT NULL, backends TEXT NOT NULL,
   tuned_at TEXT NOT NULL, PRIMARY KEY (problem, device));
 CREATE TABLE IF NOT EXISTS measurements (
   problem TEXT NOT NULL, device TEXT NOT NULL, backend TEXT NOT NULL, candidate TEXT NOT NULL,
-  config TEXT NOT NULL, verified INTEGER NOT NULL, us REAL NOT NULL, tflops REAL NOT NULL,
+  config TEXT NOT NULL, verified INTEGER NOT NULL, us REAL NOT NULL, rate REAL NOT NULL,
   rel_err REAL NOT NULL, compile_seconds REAL NOT NULL, error TEXT NOT NULL,
   PRIMARY KEY (problem, device, backend, candidate));
 )sql";
+
+constexpr const char* kDecisionColumns =
+    "problem, device, family, backend, backend_version, candidate, config, us, rate, search, candidates, backends, "
+    "tuned_at";
 
 // A prepared statement that binds by position and finalizes itself.
 class Statement {
@@ -32,6 +38,8 @@ class Statement {
              sqlite3_errmsg(db), sql);
   }
   ~Statement() { sqlite3_finalize(st_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
   template <class... Args>
   Statement& bind(const Args&... args) {
     int i = 0;
@@ -62,12 +70,17 @@ class Statement {
   sqlite3_stmt* st_ = nullptr;
 };
 
-void exec(sqlite3* db, const char* sql) {
+int exec_rc(sqlite3* db, const char* sql, std::string* error = nullptr) {
   char* err = nullptr;
-  int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
-  std::string msg = err ? err : "";
+  const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
+  if (error) *error = err ? err : sqlite3_errmsg(db);
   sqlite3_free(err);
-  GF_CHECK(rc == SQLITE_OK, "sqlite: {} ({})", msg, sql);
+  return rc;
+}
+
+void exec(sqlite3* db, const char* sql) {
+  std::string msg;
+  GF_CHECK(exec_rc(db, sql, &msg) == SQLITE_OK, "sqlite: {} ({})", msg, sql);
 }
 
 std::string now_utc() {
@@ -81,81 +94,141 @@ std::string now_utc() {
 
 std::string join(const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ",")); }
 
-}  // namespace
-
-TuningDb::TuningDb(const std::filesystem::path& path, std::string device) : device_(std::move(device)) {
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-  int rc =
-      sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
-  if (rc != SQLITE_OK) {
-    std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
-    sqlite3_close(db_);
-    GF_FAIL("cannot open tuning DB {}: {}", path.string(), msg);
-  }
-  sqlite3_busy_timeout(db_, 10000);  // other processes may hold the write lock briefly
-  // The switch to WAL can fail BUSY at once, without the busy handler, while other connections
-  // open the same new file (CI: four threads, "database is locked"): retry it within the timeout.
-  int wal = SQLITE_BUSY;
-  for (int tries = 0; tries <= 1000; ++tries) {
-    wal = sqlite3_exec(db_, "PRAGMA journal_mode=WAL;", nullptr, nullptr, nullptr);
-    if (wal != SQLITE_BUSY) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  if (wal != SQLITE_OK) exec(db_, "PRAGMA journal_mode=WAL;");  // once more, for its error message
-  exec(db_, "PRAGMA synchronous=NORMAL;");
-  exec(db_, kSchema);
+// A row's JSON column, or nullopt (and a warning naming the row) when it does not parse: one
+// damaged row costs its problem a re-tune, not the whole DB.
+std::optional<nlohmann::json> json_column(const std::string& text, const std::string& what) {
+  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_discarded()) return j;
+  log().warn("tuning DB: skipping {} (its config is not valid JSON)", what);
+  return std::nullopt;
 }
 
-TuningDb::~TuningDb() { sqlite3_close(db_); }
+// The decision columns (kDecisionColumns order) of st's current row.
+std::optional<Decision> decision_of(const Statement& st) {
+  Decision d;
+  d.problem = st.text(0);
+  d.family = st.text(2);
+  d.backend = st.text(3);
+  d.backend_version = st.text(4);
+  d.candidate = st.text(5);
+  auto config = json_column(st.text(6), fmt::format("the decision for {} on {}", quote(d.problem), st.text(1)));
+  if (!config) return std::nullopt;
+  d.config = std::move(*config);
+  d.us = st.real(7);
+  d.rate = st.real(8);
+  d.search = st.text(9);
+  d.candidates = int(st.integer(10));
+  d.backends_considered = split_list(st.text(11));
+  d.tuned_at = st.text(12);
+  return d;
+}
+
+}  // namespace
+
+struct TuningDb::Handle {
+  sqlite3* db = nullptr;
+  ~Handle() { sqlite3_close(db); }
+};
+
+TuningDb::TuningDb(const std::filesystem::path& path, std::string device)
+    : db_(std::make_unique<Handle>()), path_(path), device_(std::move(device)) {
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  const int rc = sqlite3_open_v2(path.c_str(), &db_->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                                 nullptr);
+  GF_CHECK(rc == SQLITE_OK, "cannot open tuning DB {}: {}", path.string(),
+           db_->db ? sqlite3_errmsg(db_->db) : "out of memory");
+  sqlite3* db = db_->db;
+  sqlite3_busy_timeout(db, 10000);  // other processes may hold the write lock briefly
+  auto damaged = [&](const std::string& why) {
+    GF_FAIL("tuning DB {} is damaged or not a gemmforge DB ({}): move it away, or delete it with gemmforge db clear "
+            "--db {}",
+            path.string(), why, path.string());
+  };
+  // The switch to WAL can fail BUSY at once, without the busy handler, while other connections
+  // open the same new file (CI: four threads, "database is locked"): retry it within the timeout.
+  std::string why;
+  int wal = SQLITE_BUSY;
+  for (int tries = 0; tries <= 1000 && wal == SQLITE_BUSY; ++tries) {
+    wal = exec_rc(db, "PRAGMA journal_mode=WAL;", &why);
+    if (wal == SQLITE_BUSY) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (wal == SQLITE_NOTADB || wal == SQLITE_CORRUPT) damaged(why);
+  GF_CHECK(wal == SQLITE_OK, "tuning DB {}: {}", path.string(), why);
+  exec(db, "PRAGMA synchronous=NORMAL;");
+
+  // The schema: created in an empty file; a file of the older unversioned schema is emptied.
+  exec(db, "BEGIN IMMEDIATE;");
+  try {
+    // Each query's statement ends before the schema changes (an open one locks its table).
+    auto count = [&](const char* sql) {
+      Statement st(db, sql);
+      st.step();
+      return st.integer(0);
+    };
+    const int64_t found = count("PRAGMA user_version");
+    const bool empty = count("SELECT count(*) FROM sqlite_master WHERE type = 'table'") == 0;
+    if (found > kSchemaVersion)
+      GF_FAIL("tuning DB {} has schema {}, newer than this gemmforge's {}: use a newer gemmforge, or another --db",
+              path.string(), found, kSchemaVersion);
+    if (found == 0 && !empty) {
+      if (count("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'decisions'") == 0)
+        damaged("it holds tables but no gemmforge schema");
+      log().warn("tuning DB {} was written by an older gemmforge (schema 1): its decisions are dropped and will be "
+                 "tuned again",
+                 path.string());
+      exec(db, "DROP TABLE IF EXISTS decisions; DROP TABLE IF EXISTS measurements;");
+    }
+    if (found < kSchemaVersion) {
+      exec(db, kSchema);
+      exec(db, fmt::format("PRAGMA user_version = {};", kSchemaVersion).c_str());
+    }
+    exec(db, "COMMIT;");
+  } catch (...) {
+    exec_rc(db, "ROLLBACK;");
+    throw;
+  }
+}
+
+TuningDb::~TuningDb() = default;
 
 std::filesystem::path TuningDb::default_path() { return home_dir() / "tuning.db"; }
 
 std::optional<Decision> TuningDb::decision(const std::string& problem) const {
-  Statement st(db_,
-               "SELECT backend, candidate, config, us, tflops, backends, tuned_at FROM decisions "
-               "WHERE problem = ? AND device = ?");
+  Statement st(db_->db, fmt::format("SELECT {} FROM decisions WHERE problem = ? AND device = ?", kDecisionColumns).c_str());
   st.bind(problem, device_);
   if (!st.step()) return std::nullopt;
-  Decision d;
-  d.problem = problem;
-  d.backend = st.text(0);
-  d.candidate = st.text(1);
-  d.config = nlohmann::json::parse(st.text(2));
-  d.us = st.real(3);
-  d.tflops = st.real(4);
-  d.backends_considered = split_list(st.text(5));
-  d.tuned_at = st.text(6);
-  return d;
+  return decision_of(st);
 }
 
 void TuningDb::store(const Decision& d, const std::vector<Measurement>& measurements) {
-  exec(db_, "BEGIN IMMEDIATE;");
+  sqlite3* db = db_->db;
+  exec(db, "BEGIN IMMEDIATE;");
   try {
-    Statement(db_, "DELETE FROM measurements WHERE problem = ? AND device = ?").bind(d.problem, device_).step();
+    Statement(db, "DELETE FROM measurements WHERE problem = ? AND device = ?").bind(d.problem, device_).step();
     for (const Measurement& m : measurements) {
-      Statement(db_,
+      Statement(db,
                 "INSERT OR REPLACE INTO measurements (problem, device, backend, candidate, config, verified, us, "
-                "tflops, rel_err, compile_seconds, error) VALUES (?,?,?,?,?,?,?,?,?,?,?)")
-          .bind(m.problem, device_, m.backend, m.candidate, m.config.dump(), m.verified, m.us, m.tflops, m.rel_err,
+                "rate, rel_err, compile_seconds, error) VALUES (?,?,?,?,?,?,?,?,?,?,?)")
+          .bind(m.problem, device_, m.backend, m.candidate, m.config.dump(), m.verified, m.us, m.rate, m.rel_err,
                 m.compile_seconds, m.error)
           .step();
     }
-    Statement(db_,
-              "INSERT OR REPLACE INTO decisions (problem, device, backend, candidate, config, us, tflops, backends, "
-              "tuned_at) VALUES (?,?,?,?,?,?,?,?,?)")
-        .bind(d.problem, device_, d.backend, d.candidate, d.config.dump(), d.us, d.tflops, join(d.backends_considered),
-              d.tuned_at.empty() ? now_utc() : d.tuned_at)
+    Statement(db, fmt::format("INSERT OR REPLACE INTO decisions ({}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                              kDecisionColumns)
+                      .c_str())
+        .bind(d.problem, device_, d.family, d.backend, d.backend_version, d.candidate, d.config.dump(), d.us, d.rate,
+              d.search, d.candidates, join(d.backends_considered), d.tuned_at.empty() ? now_utc() : d.tuned_at)
         .step();
-    exec(db_, "COMMIT;");
+    exec(db, "COMMIT;");
   } catch (...) {
-    exec(db_, "ROLLBACK;");
+    exec_rc(db, "ROLLBACK;");
     throw;
   }
 }
 
 std::vector<Measurement> TuningDb::measurements(const std::string& problem) const {
-  Statement st(db_,
-               "SELECT backend, candidate, config, verified, us, tflops, rel_err, compile_seconds, error "
+  Statement st(db_->db,
+               "SELECT backend, candidate, config, verified, us, rate, rel_err, compile_seconds, error "
                "FROM measurements WHERE problem = ? AND device = ? ORDER BY verified DESC, us ASC");
   st.bind(problem, device_);
   std::vector<Measurement> out;
@@ -164,10 +237,12 @@ std::vector<Measurement> TuningDb::measurements(const std::string& problem) cons
     m.problem = problem;
     m.backend = st.text(0);
     m.candidate = st.text(1);
-    m.config = nlohmann::json::parse(st.text(2));
+    auto config = json_column(st.text(2), fmt::format("the measurement of {} on {}", m.candidate, quote(problem)));
+    if (!config) continue;
+    m.config = std::move(*config);
     m.verified = st.integer(3) != 0;
     m.us = st.real(4);
-    m.tflops = st.real(5);
+    m.rate = st.real(5);
     m.rel_err = st.real(6);
     m.compile_seconds = st.real(7);
     m.error = st.text(8);
@@ -177,30 +252,46 @@ std::vector<Measurement> TuningDb::measurements(const std::string& problem) cons
 }
 
 nlohmann::json TuningDb::dump() const {
-  Statement st(db_,
-               "SELECT problem, device, backend, candidate, config, us, tflops, backends, tuned_at FROM decisions "
-               "ORDER BY device, problem");
+  Statement st(db_->db, fmt::format("SELECT {} FROM decisions ORDER BY device, problem", kDecisionColumns).c_str());
   nlohmann::json out = nlohmann::json::array();
   while (st.step()) {
-    out.push_back({{"problem", st.text(0)},
+    auto d = decision_of(st);
+    if (!d) continue;
+    out.push_back({{"problem", d->problem},
                    {"device", st.text(1)},
-                   {"backend", st.text(2)},
-                   {"candidate", st.text(3)},
-                   {"config", nlohmann::json::parse(st.text(4))},
-                   {"us", st.real(5)},
-                   {"tflops", st.real(6)},
-                   {"backends_considered", split_list(st.text(7))},
-                   {"tuned_at", st.text(8)}});
+                   {"family", d->family},
+                   {"backend", d->backend},
+                   {"backend_version", d->backend_version},
+                   {"candidate", d->candidate},
+                   {"config", d->config},
+                   {"us", d->us},
+                   {"rate", d->rate},
+                   {"search", d->search},
+                   {"candidates", d->candidates},
+                   {"backends_considered", d->backends_considered},
+                   {"tuned_at", d->tuned_at}});
   }
   return out;
 }
 
 int TuningDb::clear() {
-  Statement count(db_, "SELECT COUNT(*) FROM decisions");
-  count.step();
-  int n = int(count.integer(0));
-  exec(db_, "BEGIN IMMEDIATE; DELETE FROM decisions; DELETE FROM measurements; COMMIT;");
-  return n;
+  sqlite3* db = db_->db;
+  // The write lock first: a read (the count) still open when asking for it would fail at once
+  // with "database is locked" instead of waiting for other writers.
+  exec(db, "BEGIN IMMEDIATE;");
+  try {
+    int n = 0;
+    {
+      Statement count(db, "SELECT COUNT(*) FROM decisions");
+      count.step();
+      n = int(count.integer(0));
+    }
+    exec(db, "DELETE FROM decisions; DELETE FROM measurements; COMMIT;");
+    return n;
+  } catch (...) {
+    exec_rc(db, "ROLLBACK;");
+    throw;
+  }
 }
 
 }  // namespace gf

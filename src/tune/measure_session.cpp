@@ -4,23 +4,23 @@
 
 namespace gf::tune {
 
-MeasureSession::MeasureSession(const std::string& worker_exe, const GemmProblem& problem, uint64_t seed,
+MeasureSession::MeasureSession(const std::string& worker_exe, std::string_view family, std::string key, uint64_t seed,
                                double timeout_s)
-    : worker_({worker_exe, "__worker"}), problem_(problem), seed_(seed), timeout_s_(timeout_s) {}
+    : worker_({worker_exe, "__worker"}), family_(family), key_(std::move(key)), seed_(seed), timeout_s_(timeout_s) {}
 
 void MeasureSession::ensure_problem() {
   if (problem_ready_ && worker_.alive()) return;
-  // Setting up allocates the inputs and runs the reference GEMM: allow for large problems.
-  auto reply =
-      worker_.call({{"op", "problem"}, {"problem", problem_.key()}, {"seed", seed_}}, std::max(timeout_s_, 600.0));
-  GF_CHECK(reply.value("ok", false), "worker could not set up {}: {}", problem_.key(), reply.value("error", ""));
+  // Setting up allocates the inputs and runs the reference: allow for large problems.
+  auto reply = worker_.call({{"op", "problem"}, {"family", family_}, {"problem", key_}, {"seed", seed_}},
+                            std::max(timeout_s_, 600.0));
+  GF_CHECK(reply.value("ok", false), "worker could not set up {}: {}", key_, reply.value("error", ""));
   problem_ready_ = true;
 }
 
 Measurement MeasureSession::measure(const Candidate& candidate, bool time) {
   ensure_problem();
   Measurement m;
-  m.problem = problem_.key();
+  m.problem = key_;
   m.backend = candidate.backend;
   m.candidate = candidate.name;
   m.config = candidate.config;
@@ -34,7 +34,6 @@ Measurement MeasureSession::measure(const Candidate& candidate, bool time) {
   m.rel_err = reply.value("rel_err", -1.0);
   m.error = reply.value("error", "");
   m.us = reply.value("us", 0.0);
-  m.tflops = m.us > 0 ? problem_.flops() / (m.us * 1e6) : 0.0;
   return m;
 }
 

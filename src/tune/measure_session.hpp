@@ -1,7 +1,6 @@
 #pragma once
 // Measures candidates of one problem in a worker process, restarting the worker (and setting the
 // problem up again) whenever a candidate crashes it or hangs.
-#include <memory>
 #include <string>
 
 #include "gemmforge/backend.hpp"
@@ -12,15 +11,17 @@ namespace gf::tune {
 
 class MeasureSession {
  public:
-  MeasureSession(const std::string& worker_exe, const GemmProblem& problem, uint64_t seed, double timeout_s);
+  // family and key name the problem (GemmProblem::kFamily and key()).
+  MeasureSession(const std::string& worker_exe, std::string_view family, std::string key, uint64_t seed,
+                 double timeout_s);
   // Verifies and (if `time`) times the candidate. Never throws for a bad candidate: the
-  // Measurement carries the error.
+  // Measurement carries the error. Its rate is left for the caller, who knows the problem.
   Measurement measure(const Candidate& candidate, bool time = true);
 
  private:
   void ensure_problem();
   WorkerProcess worker_;
-  GemmProblem problem_;
+  std::string family_, key_;
   uint64_t seed_;
   double timeout_s_;
   bool problem_ready_ = false;

@@ -3,9 +3,10 @@
 // context) or hangs costs a restart, not the tuning run. The worker is this same program run
 // with the argument "__worker"; it speaks one JSON object per line on stdin/stdout:
 //
-//   {"op":"problem","problem":KEY,"seed":N}                 -> {"ok":true}
+//   {"op":"problem","family":"gemm"|"rowop","problem":KEY,"seed":N}  -> {"ok":true,"sets":N}
 //   {"op":"measure","backend":B,"candidate":{...},"time":true,"timing":{...}}
 //                                                            -> {"ok":true,"verified":..,"us":..,...}
+//   {"op":"copy_bandwidth"}                                 -> {"ok":true,"tbps":X}
 //   {"op":"quit"}
 //
 // A reply with "fatal":true means the worker's CUDA context is lost; it exits after replying.

@@ -5,14 +5,15 @@
 #include <iostream>
 
 #include "gemmforge/error.hpp"
-#include "harness/gemm_bench.hpp"
+#include "harness/bench.hpp"
+#include "harness/rowop_bench.hpp"
 #include "tune/worker.hpp"
 
 namespace gf::tune {
 namespace {
 
-TimingOptions timing_from(const nlohmann::json& j) {
-  TimingOptions o;
+harness::TimingOptions timing_from(const nlohmann::json& j) {
+  harness::TimingOptions o;
   o.warmup = j.value("warmup", o.warmup);
   o.warmup_ms = j.value("warmup_ms", o.warmup_ms);
   o.min_reps = j.value("min_reps", o.min_reps);
@@ -34,7 +35,7 @@ bool context_lost() {
 
 int worker_main() {
   DeviceInfo device = DeviceInfo::query();
-  std::unique_ptr<ProblemBench> bench;
+  std::unique_ptr<harness::Bench> bench;
   std::string line;
   while (std::getline(std::cin, line)) {
     nlohmann::json reply;
@@ -42,23 +43,21 @@ int worker_main() {
     try {
       auto req = nlohmann::json::parse(line);
       std::string op = req.at("op");
-      GF_CHECK(device.present, "{}", device.absent_reason);
       if (op == "quit") break;
+      GF_CHECK(device.present, "{}", device.absent_reason);
       if (op == "problem") {
         bench.reset();
-        bench = std::make_unique<ProblemBench>(GemmProblem::parse(req.at("problem").get<std::string>()), device,
-                                               req.value("seed", uint64_t(1)));
+        bench = harness::make_bench(req.at("family").get<std::string>(), req.at("problem").get<std::string>(), device,
+                                    req.value("seed", uint64_t(1)));
         reply = {{"ok", true}, {"sets", bench->sets()}};
       } else if (op == "measure") {
         GF_CHECK(bench, "measure before problem");
-        Candidate cand = req.at("candidate").get<Candidate>();
-        auto backend = find_backend(cand.backend);
-        GF_CHECK(backend, "unknown backend '{}'", cand.backend);
-        std::unique_ptr<Kernel> kernel = backend->build(bench->problem(), cand);
-        MeasureResult r = bench->measure(*kernel, req.value("time", true),
-                                         timing_from(req.value("timing", nlohmann::json::object())));
+        harness::MeasureResult r = bench->measure(req.at("candidate").get<Candidate>(), req.value("time", true),
+                                                  timing_from(req.value("timing", nlohmann::json::object())));
         reply = {{"ok", true}, {"verified", r.verified}, {"rel_err", r.rel_err},
                  {"us", r.us}, {"reps", r.reps},         {"error", r.error}};
+      } else if (op == "copy_bandwidth") {
+        reply = {{"ok", true}, {"tbps", harness::copy_bandwidth_tbps(device)}};
       } else {
         GF_FAIL("unknown op '{}'", op);
       }

@@ -13,11 +13,11 @@ class CublasLtTest : public ::testing::TestWithParam<const char*> {};
 TEST_P(CublasLtTest, EveryCandidateVerifies) {
   GemmProblem p = GemmProblem::parse(GetParam());
   DeviceInfo dev = DeviceInfo::query();
-  auto lt = find_backend("cublaslt");
+  auto lt = find_backend<GemmProblem>("cublaslt");
   ASSERT_EQ(lt->supports(p), "");
   auto cands = lt->candidates(p, dev, {.level = Search::fast});
   ASSERT_FALSE(cands.empty());
-  tune::ProblemBench bench(p, dev, std::random_device{}());
+  harness::GemmBench bench(p, dev, std::random_device{}());
   for (const auto& c : cands) {
     auto kernel = lt->build(p, c);
     auto r = bench.measure(*kernel, /*time=*/false, {});
@@ -32,7 +32,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CublasLtTest,
                                            "128x256x64:f16:bias+relu", "96x128x64:bf16:alpha=2+residual"));
 
 TEST(CublasLt, DeclinesWhatItCannotDo) {
-  auto lt = find_backend("cublaslt");
+  auto lt = find_backend<GemmProblem>("cublaslt");
   EXPECT_NE(lt->supports(GemmProblem::parse("64x64x64:bf16:swiglu")), "");
   EXPECT_NE(lt->supports(GemmProblem::parse("64x64x64:bf16:gelu")), "");
   EXPECT_NE(lt->supports(GemmProblem::parse("64x64x64:bf16:rowbias")), "");

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "backends/gemm/native/compile.hpp"
-#include "backends/gemm/native/config.hpp"
+#include "backends/gemm/native/space.hpp"
 #include "backends/gemm/native/kernel.hpp"
 #include "harness/gemm_bench.hpp"
 
@@ -78,7 +78,7 @@ void check_problem(const std::string& spec) {
   for (size_t i = 0; i < configs.size(); ++i)
     threads.emplace_back([&, i] { compiled[i] = native::compile_candidate(configs[i], p, true); });
   for (auto& t : threads) t.join();
-  tune::ProblemBench bench(p, dev, std::random_device{}());
+  harness::GemmBench bench(p, dev, std::random_device{}());
   for (size_t i = 0; i < configs.size(); ++i) {
     ASSERT_TRUE(compiled[i].report.ok) << configs[i].name(p) << "\n" << compiled[i].report.log;
     auto kernel = native::load_kernel(configs[i], p, compiled[i].cubin);

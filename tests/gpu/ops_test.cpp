@@ -13,6 +13,8 @@
 #include "gpu_test_util.hpp"
 #include "harness/rowop_bench.hpp"
 #include "harness/rowop_reference.hpp"
+#include "backends/rowop/native/kernel.hpp"
+#include "harness/fill.hpp"
 #include "harness/verify.hpp"
 
 using namespace gf;
@@ -68,7 +70,7 @@ class RowReferenceTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(RowReferenceTest, MatchesCpu) {
   RowOpSpec s = RowOpSpec::parse(GetParam());
-  ops::RowOpBench bench(s, DeviceInfo::query(), std::random_device{}());
+  harness::RowOpBench bench(s, DeviceInfo::query(), std::random_device{}());
   RowOpArgs a = bench.args(0);
   auto x = test::to_host(a.x, s.in, s.rows * s.cols);
   std::vector<double> w, b;
@@ -90,14 +92,14 @@ class RowOpTest : public ::testing::TestWithParam<const char*> {};
 TEST_P(RowOpTest, EveryConfigVerifies) {
   RowOpSpec s = RowOpSpec::parse(GetParam());
   DeviceInfo dev = DeviceInfo::query();
-  auto configs = ops::row_configs(s);
+  auto configs = rowops::row_configs(s);
   ASSERT_FALSE(configs.empty()) << s.key();
   if (configs.size() > 16) configs.resize(16);
-  ops::RowOpBench bench(s, dev, std::random_device{}());
+  harness::RowOpBench bench(s, dev, std::random_device{}());
   for (const auto& c : configs) {
-    auto compiled = ops::compile_row_kernel(s, c, true);
+    auto compiled = rowops::compile_row_kernel(s, c, true);
     ASSERT_TRUE(compiled.report.ok) << c.name(s) << "\n" << compiled.report.log;
-    ops::RowKernel kernel(s, c, compiled.cubin);
+    rowops::RowKernel kernel(s, c, compiled.cubin);
     auto m = bench.measure(kernel, false, {});
     EXPECT_TRUE(m.verified) << c.name(s) << ": " << m.error;
   }
@@ -125,14 +127,14 @@ TEST(RowOp, RegisterRowsFromBulkCopiesVerify) {
                            "layernorm:3000x8192:f16", "softmax:64x65536:bf16->f32", "rmsnorm:1024x262144:bf16",
                            "softmax:16384x16384:bf16", "rmsnorm:4096x65536:bf16"}) {
     RowOpSpec s = RowOpSpec::parse(text);
-    ops::RowOpBench bench(s, dev, std::random_device{}());
+    harness::RowOpBench bench(s, dev, std::random_device{}());
     int tried = 0;
-    for (const auto& c : ops::row_configs(s)) {
+    for (const auto& c : rowops::row_configs(s)) {
       if (!c.bulk || c.stream || tried == 12) continue;
       ++tried;
-      auto compiled = ops::compile_row_kernel(s, c, true);
+      auto compiled = rowops::compile_row_kernel(s, c, true);
       ASSERT_TRUE(compiled.report.ok) << c.name(s) << "\n" << compiled.report.log;
-      ops::RowKernel kernel(s, c, compiled.cubin);
+      rowops::RowKernel kernel(s, c, compiled.cubin);
       auto m = bench.measure(kernel, false, {});
       EXPECT_TRUE(m.verified) << c.name(s) << ": " << m.error;
     }
@@ -161,13 +163,13 @@ TEST(RowOp, NanAndInfBehaveLikeTorch) {
     RowOpArgs a;
     a.x = dx.get();
     a.y = dy.get();
-    std::vector<ops::RowConfig> configs;
-    for (const auto& c : ops::row_configs(s))
+    std::vector<rowops::RowConfig> configs;
+    for (const auto& c : rowops::row_configs(s))
       if (configs.empty() || (c.stream && !configs.back().stream)) configs.push_back(c);
     for (const auto& c : configs) {
-      auto compiled = ops::compile_row_kernel(s, c, true);
+      auto compiled = rowops::compile_row_kernel(s, c, true);
       ASSERT_TRUE(compiled.report.ok) << c.name(s) << "\n" << compiled.report.log;
-      ops::RowKernel kernel(s, c, compiled.cubin);
+      rowops::RowKernel kernel(s, c, compiled.cubin);
       kernel.launch(a, nullptr);
       GF_CUDA_CHECK(cudaDeviceSynchronize());
       auto y = test::to_host(dy.get(), DType::f32, 4 * n);
@@ -201,10 +203,10 @@ TEST(RowOp, NanAndInfBehaveLikeTorch) {
 
 // The first config of each kind in the ranking: registers, two passes (the second from L2), two
 // passes over bulk-copied stages, registers fed by bulk-copied stages.
-static std::vector<ops::RowConfig> one_of_each_kind(const RowOpSpec& s) {
-  std::vector<ops::RowConfig> out;
+static std::vector<rowops::RowConfig> one_of_each_kind(const RowOpSpec& s) {
+  std::vector<rowops::RowConfig> out;
   bool seen[4] = {};
-  for (const auto& c : ops::row_configs(s)) {
+  for (const auto& c : rowops::row_configs(s)) {
     const int kind = c.bulk ? (c.stream ? 2 : 3) : c.stream ? 1 : 0;
     if (!seen[kind]) out.push_back(c);
     seen[kind] = true;
@@ -225,9 +227,9 @@ static void expect_each_kind(const RowOpSpec& s, const std::vector<float>& x, Ro
   a.x = dx.get();
   a.y = dy.get();
   for (const auto& c : one_of_each_kind(s)) {
-    auto compiled = ops::compile_row_kernel(s, c, true);
+    auto compiled = rowops::compile_row_kernel(s, c, true);
     ASSERT_TRUE(compiled.report.ok) << c.name(s) << "\n" << compiled.report.log;
-    ops::RowKernel kernel(s, c, compiled.cubin);
+    rowops::RowKernel kernel(s, c, compiled.cubin);
     kernel.launch(a, nullptr);
     GF_CUDA_CHECK(cudaDeviceSynchronize());
     EXPECT_LT(test::rel_err(test::to_host(dy.get(), DType::f32, n), want), tolerance) << c.name(s);
@@ -327,7 +329,7 @@ TEST(RowOp, SoftmaxTakesAScaleOfEitherSign) {
 
 TEST(RowOp, MisalignedPointersTakeTheScalarPath) {
   RowOpSpec s = RowOpSpec::parse("rmsnorm:64x1024:bf16");
-  ops::RowOpBench bench(s, DeviceInfo::query(), 3);
+  harness::RowOpBench bench(s, DeviceInfo::query(), 3);
   RowOpArgs a = bench.args(0);
   // The same input one element past a 16-byte boundary, and the output likewise: the runtime
   // must take the unvectorized path and agree with the aligned run.
@@ -351,8 +353,8 @@ TEST(Elementwise, SwigluAndGeluMatchCpu) {
   for (int64_t count : {int64_t(1), int64_t(1001), int64_t(1) << 20}) {
     for (DType t : {DType::bf16, DType::f32}) {
       cuda::DeviceBuffer a(size_t(count) * 4), b(size_t(count) * 4), o(size_t(count) * 4);
-      tune::fill_uniform(a.get(), t, count, 1, -4, 4, nullptr);
-      tune::fill_uniform(b.get(), t, count, 2, -4, 4, nullptr);
+      harness::fill_uniform(a.get(), t, count, 1, -4, 4, nullptr);
+      harness::fill_uniform(b.get(), t, count, 2, -4, 4, nullptr);
       auto ha = test::to_host(a.get(), t, count), hb = test::to_host(b.get(), t, count);
       ops::swiglu(a.get(), b.get(), o.get(), count, t);
       auto got = test::to_host(o.get(), t, count);

@@ -11,7 +11,7 @@ class ReferenceTest : public ::testing::TestWithParam<const char*> {};
 TEST_P(ReferenceTest, MatchesFloat64Cpu) {
   GemmProblem p = GemmProblem::parse(GetParam());
   DeviceInfo dev = DeviceInfo::query();
-  tune::ProblemBench bench(p, dev, std::random_device{}());
+  harness::GemmBench bench(p, dev, std::random_device{}());
   GemmArgs args = bench.args(0);
   auto a = test::to_host(args.a, p.a, p.batch * p.m * p.k);
   auto b = test::to_host(args.b, p.a, p.batch * p.n * p.k);

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "backends/gemm/triton/config.hpp"
+#include "backends/gemm/triton/space.hpp"
 #include "gemmforge/backend.hpp"
 #include "harness/gemm_bench.hpp"
 
@@ -16,13 +16,13 @@ using namespace gf;
 class TritonGpuTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(TritonGpuTest, EveryFastCandidateVerifies) {
-  auto triton = find_backend("triton");
+  auto triton = find_backend<GemmProblem>("triton");
   if (!triton->unavailable().empty()) GTEST_SKIP() << "Triton backend unavailable: " << triton->unavailable();
   GemmProblem p = GemmProblem::parse(GetParam());
   DeviceInfo dev = DeviceInfo::query();
   ASSERT_EQ(triton->supports(p), "");
   auto cands = triton->candidates(p, dev, {.level = Search::fast});
-  tune::ProblemBench bench(p, dev, std::random_device{}());
+  harness::GemmBench bench(p, dev, std::random_device{}());
   for (const auto& c : cands) {
     auto report = triton->compile(p, c, true);
     ASSERT_TRUE(report.ok) << c.name << "\n" << report.log;
@@ -51,7 +51,7 @@ void write_device(const std::string& path, const void* dev, size_t bytes) {
 // gemmforge's launcher and Triton's own launcher run the same template on the same inputs: the
 // outputs must agree bit for bit.
 TEST(TritonGpu, LauncherMatchesTritonsOwnLaunch) {
-  auto triton = find_backend("triton");
+  auto triton = find_backend<GemmProblem>("triton");
   if (!triton->unavailable().empty()) GTEST_SKIP() << "Triton backend unavailable: " << triton->unavailable();
   const std::string script = "tests/gpu/triton_own_launch.py";
   if (!std::filesystem::exists(script)) GTEST_SKIP() << "run from the repository root (" << script << " not found)";
@@ -72,7 +72,7 @@ TEST(TritonGpu, LauncherMatchesTritonsOwnLaunch) {
   int compared = 0;
   for (const auto& c : picked) {
     auto cfg = triton_backend::TritonConfig::from_json(c.config);
-    tune::ProblemBench bench(p, dev, 5);
+    harness::GemmBench bench(p, dev, 5);
     GemmArgs args = bench.args(0);
     auto kernel = triton->build(p, c);
     kernel->launch(args, bench.stream());

@@ -24,7 +24,7 @@ std::filesystem::path fresh_db(const std::string& name) {
 }  // namespace
 
 TEST(Tuner, PlantedFaultsDoNotStopTuning) {
-  ASSERT_TRUE(find_backend("faulty")) << "tests run with GEMMFORGE_PLANT_FAULTS=1";
+  ASSERT_TRUE(find_backend<GemmProblem>("faulty")) << "tests run with GEMMFORGE_PLANT_FAULTS=1";
   TuneOptions o;
   o.backends = {"faulty", "cublaslt"};
   o.search = {.level = Search::fast};
@@ -56,13 +56,44 @@ TEST(Tuner, PlantedFaultsDoNotStopTuning) {
   EXPECT_EQ(again.decision.candidate, r.decision.candidate);
 }
 
+// Row ops go through the same tuner: a faulting, hanging, wrong or crashing row-op config is
+// recorded as failed and tuning goes on; the decision is stored under the rowop family, and the
+// ops runtime dispatches to it.
+TEST(Tuner, RowOpsSurvivePlantedFaultsAndDecide) {
+  ASSERT_TRUE(find_backend<RowOpSpec>("faulty")) << "tests run with GEMMFORGE_PLANT_FAULTS=1";
+  TuneOptions o;
+  o.backends = {"faulty", "native"};
+  o.search = {.level = Search::fast, .top_k = 3};
+  o.db_path = fresh_db("rowop_faults");
+  o.candidate_timeout_s = 15;
+  Tuner tuner(o);
+  const RowOpSpec s = RowOpSpec::parse("softmax:1000x4096:bf16");
+  TuneResult r = tuner.tune(s);
+  EXPECT_FALSE(r.from_db);
+  EXPECT_EQ(r.decision.family, "rowop");
+  EXPECT_EQ(r.decision.backend, "native");
+  std::map<std::string, std::string> errors;
+  for (const auto& m : r.measurements)
+    if (m.backend == "faulty") errors[m.candidate] = m.error;
+  EXPECT_NE(errors["illegal_address"].find("illegal"), std::string::npos) << errors["illegal_address"];
+  EXPECT_NE(errors["hang"].find("timed out"), std::string::npos) << errors["hang"];
+  EXPECT_NE(errors["wrong"].find("error"), std::string::npos) << errors["wrong"];
+  EXPECT_NE(errors["abort"].find("signal"), std::string::npos) << errors["abort"];
+  EXPECT_GT(r.decision.rate, 0.5) << "TB/s";
+  EXPECT_TRUE(tuner.tune(s).from_db);
+  const BenchResult b = tuner.bench(s);
+  ASSERT_FALSE(b.rows.empty());
+  EXPECT_TRUE(b.rows.front().measurement.verified);
+  EXPECT_GT(tuner.copy_bandwidth_tbps(), 1.0);
+}
+
 TEST(Tuner, ChoosesNoSlowerThanDefaultAndBenchReportsAll) {
   TuneOptions o;
   o.backends = {"cublaslt"};
   o.db_path = fresh_db("bench");
   o.bench_rounds = 5;
   Tuner tuner(o);
-  auto rows = tuner.bench(GemmProblem::parse("2048x2048x2048:bf16"));
+  auto rows = tuner.bench(GemmProblem::parse("2048x2048x2048:bf16")).rows;
   const BenchRow *chosen = nullptr, *deflt = nullptr;
   for (const auto& r : rows) {
     EXPECT_TRUE(r.measurement.verified) << r.backend << ": " << r.measurement.error;
@@ -93,7 +124,7 @@ TEST(Runtime, DispatchesToWinnerAndFallsBack) {
   EXPECT_EQ(rt.choice(tuned).rfind("cublaslt:", 0), 0u);
   EXPECT_NE(rt.choice(untuned).find("r00"), std::string::npos) << "fallback is cuBLASLt's rank-0 algorithm";
   for (const GemmProblem& p : {tuned, untuned}) {
-    tune::ProblemBench bench(p, DeviceInfo::query(), 7);
+    harness::GemmBench bench(p, DeviceInfo::query(), 7);
     GemmArgs args = bench.args(0);
     args.workspace = nullptr;  // the Runtime brings its own
     args.workspace_bytes = 0;

@@ -14,11 +14,11 @@ class UnfusedTest : public ::testing::TestWithParam<const char*> {};
 TEST_P(UnfusedTest, EveryCandidateVerifies) {
   GemmProblem p = GemmProblem::parse(GetParam());
   DeviceInfo dev = DeviceInfo::query();
-  auto unfused = find_backend("unfused");
+  auto unfused = find_backend<GemmProblem>("unfused");
   ASSERT_EQ(unfused->supports(p), "");
   auto cands = unfused->candidates(p, dev, {.level = Search::fast});
   ASSERT_FALSE(cands.empty());
-  tune::ProblemBench bench(p, dev, std::random_device{}());
+  harness::GemmBench bench(p, dev, std::random_device{}());
   for (const auto& c : cands) {
     ASSERT_TRUE(unfused->compile(p, c, true).ok) << c.name;
     auto kernel = unfused->build(p, c);
@@ -35,5 +35,5 @@ INSTANTIATE_TEST_SUITE_P(Epilogues, UnfusedTest,
                                            "16x6144x4096:bf16:swiglu", "64x96x64x3:bf16:residual"));
 
 TEST(Unfused, DeclinesThePlainProblem) {
-  EXPECT_NE(find_backend("unfused")->supports(GemmProblem::parse("64x64x64:bf16")), "");
+  EXPECT_NE(find_backend<GemmProblem>("unfused")->supports(GemmProblem::parse("64x64x64:bf16")), "");
 }

@@ -8,7 +8,7 @@
 
 #include "backends/gemm/native/codegen.hpp"
 #include "backends/gemm/native/compile.hpp"
-#include "backends/gemm/native/config.hpp"
+#include "backends/gemm/native/space.hpp"
 
 using namespace gf;
 using native::NativeConfig;

@@ -3,7 +3,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <atomic>
 #include <thread>
+
+#include <sqlite3.h>
 
 #include "core/files.hpp"
 #include "gemmforge/error.hpp"
@@ -38,7 +41,17 @@ TEST(TuningDb, StoresDecisionsPerDevice) {
   {
     TuningDb db(path, "gpu-a");
     EXPECT_FALSE(db.decision("16x16x16:bf16"));
-    Decision d{"16x16x16:bf16", "cublaslt", "c1", {{"rank", 1}}, 3.5, 0.1, {"cublaslt", "native"}, ""};
+    const Decision d{.problem = "16x16x16:bf16",
+                     .family = "gemm",
+                     .backend = "cublaslt",
+                     .backend_version = "13.1.0",
+                     .candidate = "c1",
+                     .config = {{"rank", 1}},
+                     .us = 3.5,
+                     .rate = 0.1,
+                     .search = "fast",
+                     .candidates = 3,
+                     .backends_considered = {"cublaslt", "native"}};
     db.store(d, {measurement("c0", 4.0, true), measurement("c1", 3.5, true), measurement("bad", 0, false)});
   }
   TuningDb db(path, "gpu-a");
@@ -48,6 +61,10 @@ TEST(TuningDb, StoresDecisionsPerDevice) {
   EXPECT_EQ(d->config["rank"], 1);
   EXPECT_EQ(d->backends_considered, (std::vector<std::string>{"cublaslt", "native"}));
   EXPECT_FALSE(d->tuned_at.empty());
+  EXPECT_EQ(d->family, "gemm");
+  EXPECT_EQ(d->backend_version, "13.1.0");
+  EXPECT_EQ(d->search, "fast");
+  EXPECT_EQ(d->candidates, 3);
   auto ms = db.measurements("16x16x16:bf16");
   ASSERT_EQ(ms.size(), 3u);
   EXPECT_EQ(ms[0].candidate, "c1");  // verified first, fastest first
@@ -69,11 +86,83 @@ TEST(TuningDb, SeveralWritersAtOnce) {
       TuningDb db(path, "gpu");
       for (int i = 0; i < 20; ++i) {
         std::string key = fmt::format("{}x16x16:bf16", t * 100 + i + 1);
-        db.store({key, "cublaslt", "c", {}, 1.0, 1.0, {"cublaslt"}, ""}, {});
+        db.store({.problem = key, .family = "gemm", .backend = "cublaslt", .candidate = "c", .us = 1.0}, {});
       }
     });
   for (auto& w : writers) w.join();
   EXPECT_EQ(TuningDb(path, "gpu").dump().size(), 80u);
+}
+
+// Runs sql on the DB file directly, as another program (or a crash) might leave it.
+void raw_sql(const std::filesystem::path& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
+
+std::string open_error(const std::filesystem::path& path) {
+  try {
+    TuningDb db(path, "gpu");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TuningDb, CarriesItsSchemaVersion) {
+  const auto dir = fresh_dir("schema");
+  // An older gemmforge's unversioned schema: emptied and rebuilt, its decisions tuned again.
+  raw_sql(dir / "old.db", "CREATE TABLE decisions (problem TEXT, device TEXT); INSERT INTO decisions VALUES ('p', 'gpu');");
+  {
+    TuningDb db(dir / "old.db", "gpu");
+    EXPECT_EQ(db.dump().size(), 0u);
+    db.store({.problem = "p", .family = "gemm", .backend = "b", .candidate = "c"}, {});
+    EXPECT_TRUE(db.decision("p"));
+  }
+  // A newer schema, or another program's tables, or a file that is no database: refused, naming the file.
+  raw_sql(dir / "new.db", "PRAGMA user_version = 99; CREATE TABLE t (x);");
+  EXPECT_NE(open_error(dir / "new.db").find("newer than this gemmforge"), std::string::npos) << open_error(dir / "new.db");
+  raw_sql(dir / "foreign.db", "CREATE TABLE users (name TEXT);");
+  EXPECT_NE(open_error(dir / "foreign.db").find("not a gemmforge DB"), std::string::npos);
+  std::ofstream(dir / "junk.db") << std::string(8192, 'x');
+  const std::string junk = open_error(dir / "junk.db");
+  EXPECT_NE(junk.find((dir / "junk.db").string()), std::string::npos) << junk;
+  EXPECT_NE(junk.find("db clear"), std::string::npos) << junk;
+}
+
+TEST(TuningDb, ADamagedRowIsSkippedNotFatal) {
+  const auto path = fresh_dir("rows") / "t.db";
+  {
+    TuningDb db(path, "gpu");
+    for (const char* key : {"a", "b"})
+      db.store({.problem = key, .family = "gemm", .backend = "cublaslt", .candidate = "c", .config = {{"rank", 0}}},
+               {measurement("m", 1.0, true)});
+  }
+  raw_sql(path, "UPDATE decisions SET config = '{not json' WHERE problem = 'a';"
+                "UPDATE measurements SET config = x'ff00' WHERE problem = '16x16x16:bf16';");
+  TuningDb db(path, "gpu");
+  EXPECT_FALSE(db.decision("a"));  // as if absent: tuned again
+  EXPECT_TRUE(db.decision("b"));
+  EXPECT_EQ(db.dump().size(), 1u);
+  EXPECT_EQ(db.measurements("16x16x16:bf16").size(), 0u);
+}
+
+TEST(TuningDb, ClearWaitsForAnotherWriter) {
+  const auto path = fresh_dir("clear") / "t.db";
+  TuningDb writer(path, "gpu");
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {
+    for (int i = 0; !stop; ++i)
+      writer.store({.problem = fmt::format("{}", i % 50), .family = "gemm", .backend = "b", .candidate = "c"},
+                   {measurement("m", 1.0, true)});
+  });
+  TuningDb other(path, "gpu");
+  for (int i = 0; i < 20; ++i) EXPECT_NO_THROW(other.clear());
+  stop = true;
+  busy.join();
 }
 
 TEST(KernelCache, MissThenHitAcrossInstances) {

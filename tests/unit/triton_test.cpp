@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "backends/gemm/triton/config.hpp"
+#include "backends/gemm/triton/space.hpp"
 #include "backends/gemm/triton/python_env.hpp"
 #include "gemmforge/backend.hpp"
 
@@ -42,7 +42,7 @@ TEST(TritonSpace, DeclinesWhatTheTemplatesLack) {
 }
 
 TEST(TritonCompile, TemplatesCompileToSm90Cubins) {
-  auto triton = find_backend("triton");
+  auto triton = find_backend<GemmProblem>("triton");
   ASSERT_TRUE(triton);
   if (!triton->unavailable().empty()) GTEST_SKIP() << "Triton backend unavailable: " << triton->unavailable();
   DeviceInfo d = DeviceInfo::assumed_hopper();

@@ -1,7 +1,7 @@
 // The native backend: gemmforge's own Hopper templates (kernels/gemm_sm90.cuh), compiled per
 // candidate by NVRTC.
 #include "backends/gemm/native/compile.hpp"
-#include "backends/gemm/native/config.hpp"
+#include "backends/gemm/native/space.hpp"
 #include "backends/gemm/native/kernel.hpp"
 #include "backends/registry.hpp"
 #include "core/hash.hpp"

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "backends/gemm/native/config.hpp"
+#include "backends/gemm/native/space.hpp"
 
 namespace gf::native {
 

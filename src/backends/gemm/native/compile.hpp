@@ -1,6 +1,6 @@
 #pragma once
 // Compiling a native candidate: its instantiation source through the JIT path.
-#include "backends/gemm/native/config.hpp"
+#include "backends/gemm/native/space.hpp"
 #include "jit/compile.hpp"
 
 namespace gf::native {

@@ -2,7 +2,7 @@
 #include <memory>
 #include <string>
 
-#include "backends/gemm/native/config.hpp"
+#include "backends/gemm/native/space.hpp"
 
 namespace gf::native {
 // A launchable kernel from a compiled cubin. Needs the GPU. Not to be launched on two streams at

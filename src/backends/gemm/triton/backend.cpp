@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "backends/registry.hpp"
-#include "backends/gemm/triton/config.hpp"
+#include "backends/gemm/triton/space.hpp"
 #include "backends/gemm/triton/python_env.hpp"
 #include "core/hash.hpp"
 #include "cuda/check.hpp"

@@ -58,7 +58,7 @@ class UnfusedBackend final : public Backend {
     std::vector<Candidate> out;
     std::string why_none;
     for (const char* inner_name : kInner) {
-      auto inner = find_backend(inner_name);
+      auto inner = find_backend<GemmProblem>(inner_name);
       if (!inner || !inner->unavailable().empty() || !inner->supports(plain).empty()) continue;
       try {
         auto cs = inner->candidates(plain, device, search);
@@ -84,7 +84,7 @@ class UnfusedBackend final : public Backend {
 
  private:
   static std::shared_ptr<Backend> backend(const Candidate& inner) {
-    auto b = find_backend(inner.backend);
+    auto b = find_backend<GemmProblem>(inner.backend);
     GF_CHECK(b, "unfused candidate names backend '{}', which this build lacks", inner.backend);
     return b;
   }

@@ -4,9 +4,10 @@
 
 #include <algorithm>
 
+#include "backends/rowop/native/codegen.hpp"
 #include "gemmforge/error.hpp"
 
-namespace gf::ops {
+namespace gf::rowops {
 namespace {
 
 // Mirrors gf::RowParams in kernels/ops/row_ops.cuh.
@@ -29,6 +30,12 @@ static_assert(sizeof(HostRowParams) == 80, "HostRowParams must match the device 
 
 jit::Compiled compile_row_kernel(const RowOpSpec& s, const RowConfig& c, bool use_cache) {
   return jit::compile(c.name(s), row_source(c, s), use_cache);
+}
+
+std::unique_ptr<RowKernel> load_row_kernel(const RowOpSpec& s, const RowConfig& c) {
+  jit::Compiled compiled = compile_row_kernel(s, c, /*use_cache=*/true);
+  GF_CHECK(compiled.report.ok, "{} failed to compile:\n{}", c.name(s), compiled.report.log);
+  return std::make_unique<RowKernel>(s, c, compiled.cubin);
 }
 
 void check_args(const RowOpSpec& s, const RowOpArgs& a) {
@@ -95,7 +102,7 @@ cuda::LaunchConfig RowKernel::launch_config(int64_t ctas) const {
           .cluster = {unsigned(config_.cluster), 1, 1}};
 }
 
-void RowKernel::launch(const RowOpArgs& a, cudaStream_t stream) const {
+void RowKernel::launch(const RowOpArgs& a, cudaStream_t stream) {
   check_args(spec_, a);
   std::string why = misaligned(spec_, config_, a);
   GF_CHECK(why.empty(), "{}: {}", spec_.key(), why);
@@ -105,4 +112,4 @@ void RowKernel::launch(const RowOpArgs& a, cudaStream_t stream) const {
   cuda::launch(fn_, launch_config(grid_), args, stream);
 }
 
-}  // namespace gf::ops
+}  // namespace gf::rowops

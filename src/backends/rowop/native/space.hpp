@@ -1,13 +1,13 @@
 #pragma once
-// A row-op kernel's parameters, their legality, the search space and the generated source. Plain
-// data: tested on the CPU.
+// A row-op kernel's parameters, their legality and the search space over them. Plain data and
+// arithmetic: tested on the CPU.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "gemmforge/rowop.hpp"
 
-namespace gf::ops {
+namespace gf::rowops {
 
 struct RowConfig {
   int threads = 256;     // per CTA
@@ -54,6 +54,5 @@ std::vector<RowConfig> first_configs(std::vector<RowConfig> configs, int n);
 RowConfig default_config(const RowOpSpec& s);
 // The largest vector width (elements) that divides the row and fits 16 bytes of the input.
 int widest_vec(const RowOpSpec& s);
-std::string row_source(const RowConfig& c, const RowOpSpec& s);
 
-}  // namespace gf::ops
+}  // namespace gf::rowops

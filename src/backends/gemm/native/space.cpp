@@ -1,4 +1,4 @@
-#include "backends/gemm/native/config.hpp"
+#include "backends/gemm/native/space.hpp"
 
 #include <fmt/format.h>
 

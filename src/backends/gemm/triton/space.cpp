@@ -1,4 +1,4 @@
-#include "backends/gemm/triton/config.hpp"
+#include "backends/gemm/triton/space.hpp"
 
 #include <fmt/format.h>
 
