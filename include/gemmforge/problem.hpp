@@ -54,7 +54,7 @@ struct GemmArgs {
   void* d = nullptr;
   const void* c = nullptr;
   const void* bias = nullptr;
-  size_t bias_len = 0;  // elements of bias, where the caller knows it (0: unknown); checked
+  size_t bias_len = 0;             // elements of bias, where the caller knows it (0: unknown); checked
   const float* scale_a = nullptr;  // fp8: one float (tensor) or M floats (rowcol)
   const float* scale_b = nullptr;  // fp8: one float (tensor) or N floats (rowcol)
   void* workspace = nullptr;
@@ -95,7 +95,6 @@ struct GemmProblem {
            epilogue == o.epilogue;
   }
 };
-
 
 // Throws gf::Error naming the operand the problem needs that args lack, or one of the wrong size.
 void check_gemm_args(const GemmProblem& problem, const GemmArgs& args);

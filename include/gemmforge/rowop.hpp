@@ -42,10 +42,9 @@ struct RowOpSpec {
   static constexpr std::string_view kFamily = "rowop", kRateUnit = "TB/s";
   double rate(double us) const { return us > 0 ? bytes() / (us * 1e6) : 0.0; }
   bool operator==(const RowOpSpec& o) const {
-    return kind == o.kind && rows == o.rows && cols == o.cols && in == o.in && out == o.out &&
-           residual == o.residual && valid_len == o.valid_len;
+    return kind == o.kind && rows == o.rows && cols == o.cols && in == o.in && out == o.out && residual == o.residual &&
+           valid_len == o.valid_len;
   }
 };
-
 
 }  // namespace gf

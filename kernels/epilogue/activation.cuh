@@ -16,6 +16,8 @@
 
 namespace gf::epi {
 
+GF_HOST_DEVICE float max0_of(float x) { return fmaxf(x, 0.0f); }
+GF_HOST_DEVICE double max0_of(double x) { return fmax(x, 0.0); }
 GF_HOST_DEVICE float erf_of(float x) { return erff(x); }
 GF_HOST_DEVICE double erf_of(double x) { return erf(x); }
 
@@ -50,7 +52,7 @@ GF_HOST_DEVICE T activate(T x, Activation act) {
     case Activation::none:
       return x;
     case Activation::relu:
-      return x > T(0) ? x : T(0);
+      return max0_of(x);
     case Activation::gelu:  // x * Phi(x), Phi the standard normal CDF
       return T(0.5) * x * (T(1) + erf_of(x * T(0.70710678118654752)));
     case Activation::gelu_tanh:  // the tanh approximation: tanh(sqrt(2 / pi) * (x + 0.044715 x^3))

@@ -42,4 +42,27 @@ __device__ __forceinline__ u32 cluster_cta_rank() {
 
 __device__ __forceinline__ void fence_acq_rel_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 
+// The address of the same shared-memory location in CTA `cta` of the cluster.
+__device__ __forceinline__ u32 map_shared_cluster(u32 addr, u32 cta) {
+  u32 remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(cta));
+  return remote;
+}
+
+// Two floats into another CTA's shared memory (a map_shared_cluster address), completing on that
+// CTA's mbarrier: a one-way message, no cluster barrier.
+__device__ __forceinline__ void st_async_f32x2(u32 remote_dst, float x, float y, u32 remote_bar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(remote_dst),
+               "f"(x), "f"(y), "r"(remote_bar)
+               : "memory");
+}
+
+// v's bits through an opaque move: a predicate computed from them stays, even where the compiler
+// could prove v never NaN (a barrier's predicate that must wait for v to be loaded).
+__device__ __forceinline__ u32 opaque_bits(float v) {
+  u32 bits;
+  asm volatile("mov.b32 %0, %1;" : "=r"(bits) : "f"(v));
+  return bits;
+}
+
 }  // namespace gf::ptx

@@ -76,8 +76,9 @@ void add_db(CLI::App& app) {
       write_json(*json, all);
   });
 
-  db->add_subcommand("clear", "delete every decision and measurement (a damaged DB file is deleted)")
-      ->callback([path] { clear(*path); });
+  db->add_subcommand("clear", "delete every decision and measurement (a damaged DB file is deleted)")->callback([path] {
+    clear(*path);
+  });
 }
 
 }  // namespace gf::cli

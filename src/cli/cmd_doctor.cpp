@@ -29,7 +29,8 @@ void run_doctor() {
                                      : "FAILED: " + probe.log));
   auto report = [&](const auto& b, std::string_view family) {
     std::string why = b->unavailable();
-    line(fmt::format("{} {}", family, b->name()), b->version() + (why.empty() ? ": available" : ": unavailable: " + why));
+    line(fmt::format("{} {}", family, b->name()),
+         b->version() + (why.empty() ? ": available" : ": unavailable: " + why));
   };
   for (const auto& b : backends<GemmProblem>()) report(b, "gemm");
   for (const auto& b : backends<RowOpSpec>()) report(b, "rowop");

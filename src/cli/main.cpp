@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "core/log.hpp"
 #include "gemmforge/error.hpp"
 #include "tune/worker.hpp"
 
@@ -24,7 +25,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const gf::Error& e) {
-    std::cerr << "gemmforge: error: " << e.what() << "\n";
+    // GEMMFORGE_LOG=debug also says where the error was raised.
+    const bool debug = gf::log().should_log(spdlog::level::debug);
+    std::cerr << "gemmforge: error: " << (debug ? e.where() : std::string(e.what())) << "\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "gemmforge: error: " << e.what() << "\n";

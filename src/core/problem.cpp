@@ -181,8 +181,8 @@ GemmProblem GemmProblem::parse(std::string_view spec) {
   const std::string q = quote(spec);
   const std::vector<std::string_view> fields = split(spec, ':');
   const std::vector<std::string_view> dims = split(fields[0], 'x');
-  GF_CHECK(dims.size() == 3 || dims.size() == 4, "bad problem {}: expected MxNxK[xBATCH][:dtype[->out]][:tn|nn][:epilogue]",
-           q);
+  GF_CHECK(dims.size() == 3 || dims.size() == 4,
+           "bad problem {}: expected MxNxK[xBATCH][:dtype[->out]][:tn|nn][:epilogue]", q);
   int64_t* slots[] = {&p.m, &p.n, &p.k, &p.batch};
   for (size_t i = 0; i < dims.size(); ++i) {
     auto v = parse_int(dims[i]);

@@ -19,6 +19,14 @@ int report_value(const std::string& log, const std::regex& re, int group_sum_cou
 
 }  // namespace
 
+std::vector<std::string> CompileOptions::flags() const {
+  std::vector<std::string> f = {"--gpu-architecture=" + arch, "--std=c++17", "--ptxas-options=-v", "-default-device",
+                                "--use_fast_math"};
+  if (line_info) f.push_back("-lineinfo");
+  f.insert(f.end(), extra.begin(), extra.end());
+  return f;
+}
+
 CompileResult nvrtc_compile(const std::string& source, const std::string& name, const CompileOptions& options) {
   auto start = std::chrono::steady_clock::now();
   CompileResult r;
@@ -33,10 +41,7 @@ CompileResult nvrtc_compile(const std::string& source, const std::string& name, 
     r.log = "nvrtcCreateProgram failed";
     return r;
   }
-  std::vector<std::string> opts = {"--gpu-architecture=" + options.arch, "--std=c++17", "--ptxas-options=-v",
-                                   "-default-device", "--use_fast_math"};
-  if (options.line_info) opts.push_back("-lineinfo");
-  opts.insert(opts.end(), options.extra.begin(), options.extra.end());
+  const std::vector<std::string> opts = options.flags();
   std::vector<const char*> argv;
   for (const auto& o : opts) argv.push_back(o.c_str());
   nvrtcResult status = nvrtcCompileProgram(prog, int(argv.size()), argv.data());
@@ -51,6 +56,12 @@ CompileResult nvrtc_compile(const std::string& source, const std::string& name, 
     r.cubin.resize(cubin_size);
     nvrtcGetCUBIN(prog, r.cubin.data());
     r.ok = cubin_size > 0;
+    size_t ptx_size = 0;
+    if (nvrtcGetPTXSize(prog, &ptx_size) == NVRTC_SUCCESS && ptx_size > 1) {
+      r.ptx.resize(ptx_size);
+      nvrtcGetPTX(prog, r.ptx.data());
+      r.ptx.pop_back();  // the terminating NUL
+    }
     static const std::regex regs(R"(Used (\d+) registers)");
     static const std::regex spills(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
     static const std::regex stack(R"((\d+) bytes stack frame)");

@@ -9,6 +9,7 @@ namespace gf::cuda {
 struct CompileResult {
   bool ok = false;
   std::string cubin;  // bytes
+  std::string ptx;    // the PTX the cubin was assembled from
   std::string log;    // compiler diagnostics and the ptxas report
   double seconds = 0;
   int registers = -1;    // from the ptxas report, for the kernel that was compiled
@@ -21,6 +22,8 @@ struct CompileOptions {
   std::vector<std::pair<std::string, std::string>> headers;  // (include name, source)
   std::vector<std::string> extra;                            // e.g. -DBLOCK_M=128
   bool line_info = false;
+  // Every flag NVRTC is given, in order: what a cache key must cover.
+  std::vector<std::string> flags() const;
 };
 
 // Never throws for a compile error: ok is false and log says why.

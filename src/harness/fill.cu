@@ -1,8 +1,7 @@
-#include "harness/fill.hpp"
-
 #include "cuda/check.hpp"
 #include "cuda/convert.cuh"
 #include "harness/dispatch.cuh"
+#include "harness/fill.hpp"
 
 namespace gf::harness {
 namespace {
@@ -70,7 +69,7 @@ int64_t guard_damage(const void* ptr, size_t bytes, cudaStream_t s) {
   GF_CUDA_CHECK(cudaMallocAsync(&dev, sizeof *dev, s));
   GF_CUDA_CHECK(cudaMemsetAsync(dev, 0, sizeof *dev, s));
   guard_damage_kernel<<<grid_for(int64_t(bytes), 256), 256, 0, s>>>(static_cast<const unsigned char*>(ptr),
-                                                                      int64_t(bytes), dev);
+                                                                    int64_t(bytes), dev);
   GF_CUDA_CHECK(cudaGetLastError());
   unsigned long long host = 0;
   GF_CUDA_CHECK(cudaMemcpyAsync(&host, dev, sizeof host, cudaMemcpyDeviceToHost, s));

@@ -1,9 +1,8 @@
-#include "harness/reference.hpp"
-
 #include "cuda/check.hpp"
 #include "cuda/convert.cuh"
 #include "epilogue/activation.cuh"
 #include "harness/dispatch.cuh"
+#include "harness/reference.hpp"
 
 namespace gf::harness {
 namespace {

@@ -77,7 +77,8 @@ MeasureResult RowOpBench::measure(const Candidate& candidate, bool time, const T
 
 MeasureResult RowOpBench::measure(RowOpKernel& kernel, bool time, const TimingOptions& timing) {
   const int64_t n = spec_.rows * spec_.cols;
-  const size_t y_bytes = size_t(n) * size_t(dtype_bytes(spec_.out)), sum_bytes = size_t(n) * size_t(dtype_bytes(spec_.in));
+  const size_t y_bytes = size_t(n) * size_t(dtype_bytes(spec_.out)),
+               sum_bytes = size_t(n) * size_t(dtype_bytes(spec_.in));
   u_char* y_guard = static_cast<u_char*>(y_.get()) + y_bytes;
   u_char* sum_guard = static_cast<u_char*>(residual_out_.get()) + sum_bytes;
   auto poison = [&] {

@@ -1,5 +1,3 @@
-#include "harness/verify.hpp"
-
 #include <fmt/format.h>
 
 #include <cstring>
@@ -7,6 +5,7 @@
 #include "cuda/check.hpp"
 #include "cuda/convert.cuh"
 #include "harness/dispatch.cuh"
+#include "harness/verify.hpp"
 
 namespace gf::harness {
 namespace {
@@ -56,8 +55,8 @@ Comparison compare(const void* out, DType t, const float* ref, int64_t count, cu
   dispatch(t, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     compare_kernel<<<grid_for(count, 256), 256, 0, s>>>(static_cast<const T*>(out), ref, count,
-                                                        float(kWorstSlack * tolerance(t)), dev->sums,
-                                                        &dev->max_bits, &dev->nonfinite);
+                                                        float(kWorstSlack * tolerance(t)), dev->sums, &dev->max_bits,
+                                                        &dev->nonfinite);
   });
   GF_CUDA_CHECK(cudaGetLastError());
   Sums host{};
@@ -95,9 +94,10 @@ std::string verdict(const Comparison& c, DType out) {
   // rounding its own magnitude explains (softmax rows of different lengths differ in scale a lot).
   double max_allowed = kWorstSlack * tol * c.ref_rms();
   if (!(c.worst_excess <= max_allowed))
-    return fmt::format("worst element error {:.3g} (beyond {} x tol x |ref|) exceeds {:.3g} ({} x tol x rms of the "
-                       "reference)",
-                       c.worst_excess, kWorstSlack, max_allowed, kWorstSlack);
+    return fmt::format(
+        "worst element error {:.3g} (beyond {} x tol x |ref|) exceeds {:.3g} ({} x tol x rms of the "
+        "reference)",
+        c.worst_excess, kWorstSlack, max_allowed, kWorstSlack);
   return "";
 }
 

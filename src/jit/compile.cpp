@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "core/embedded.hpp"
@@ -20,13 +21,33 @@ cuda::CompileOptions options() {
   return o;
 }
 
+// GEMMFORGE_DUMP=DIR: the kernel's source, compiler log, PTX and cubin (for cuobjdump --dump-sass),
+// and name.cmd, the command that compiles it again with nvcc from the headers in DIR/include.
 void dump(const std::string& name, const std::string& source, const cuda::CompileResult& r) {
-  const char* dir = std::getenv("GEMMFORGE_DUMP");
-  if (!dir || !*dir) return;
-  std::filesystem::create_directories(dir);
-  std::ofstream(std::filesystem::path(dir) / (name + ".cu")) << source;
-  std::ofstream(std::filesystem::path(dir) / (name + ".log")) << r.log;
-  std::ofstream(std::filesystem::path(dir) / (name + ".cubin"), std::ios::binary) << r.cubin;
+  const char* env = std::getenv("GEMMFORGE_DUMP");
+  if (!env || !*env) return;
+  namespace fs = std::filesystem;
+  const fs::path dir(env);
+  static std::once_flag headers_written;
+  std::call_once(headers_written, [&] {
+    for (const auto& [include, text] : kernel_headers()) {
+      fs::create_directories((dir / "include" / include).parent_path());
+      std::ofstream(dir / "include" / include) << text;
+    }
+  });
+  std::ofstream(dir / (name + ".cu")) << source;
+  std::ofstream(dir / (name + ".log")) << r.log;
+  std::ofstream(dir / (name + ".ptx")) << r.ptx;
+  std::ofstream(dir / (name + ".cubin"), std::ios::binary) << r.cubin;
+  const cuda::CompileOptions o = options();
+  std::string flags;
+  for (const auto& f : o.flags()) flags += " " + f;
+  std::ofstream(dir / (name + ".cmd")) << "# NVRTC " << cuda::nvrtc_version() << " compiled " << name
+                                       << ".cu with:" << flags << "\n"
+                                       << "# The same with nvcc, from this folder:\n"
+                                       << "nvcc -cubin -arch=" << o.arch
+                                       << " -std=c++17 -Xptxas -v --use_fast_math -Iinclude -o " << name
+                                       << ".nvcc.cubin " << name << ".cu\n";
 }
 
 }  // namespace
@@ -45,8 +66,9 @@ const std::vector<std::pair<std::string, std::string>>& kernel_headers() {
 
 uint64_t toolchain_hash() {
   static const uint64_t h = [] {
-    cuda::CompileOptions o = options();
-    uint64_t acc = fnv1a(cuda::nvrtc_version() + "|" + o.arch);
+    const cuda::CompileOptions o = options();
+    uint64_t acc = fnv1a(cuda::nvrtc_version());
+    for (const auto& flag : o.flags()) acc = fnv1a(flag + "|", acc);
     for (const auto& [name, text] : o.headers) acc = fnv1a(text, fnv1a(name, acc));
     return acc;
   }();

@@ -16,13 +16,14 @@ struct Compiled {
 
 // kernels/*.cuh as NVRTC headers: (include name relative to kernels/, text).
 const std::vector<std::pair<std::string, std::string>>& kernel_headers();
-// A hash of every header and the toolchain: part of each cache key and of backend versions.
+// A hash of every header, every compile flag and the NVRTC version: part of each cache key and of
+// the backends' versions.
 uint64_t toolchain_hash();
 
 // Compiles `source` (which includes headers from kernels/) for sm_90a. Thread-safe. The cache key
-// is `name` plus a hash of the source, every header, the options and the NVRTC version.
-// GEMMFORGE_FAIL_ON_SPILL=1 fails kernels that spill; GEMMFORGE_DUMP=DIR writes each compiled
-// kernel's source, log and cubin there.
+// is `name` plus a hash of the source and toolchain_hash(). GEMMFORGE_FAIL_ON_SPILL=1 fails
+// kernels that spill; GEMMFORGE_DUMP=DIR writes each compiled kernel's source, log, PTX, cubin and
+// the nvcc command that builds it again there.
 Compiled compile(const std::string& name, const std::string& source, bool use_cache);
 
 }  // namespace gf::jit

@@ -1,6 +1,8 @@
 // The parent side of the worker protocol: spawn, send a line, wait for a line with a timeout.
 // Each worker leads a process group of its own, and the whole group goes when it ends, so a
 // worker killed at a timeout leaves none of its children (Triton's compile processes) behind.
+#include "process/worker_process.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -11,7 +13,6 @@
 #include <cstring>
 
 #include "gemmforge/error.hpp"
-#include "process/worker_process.hpp"
 
 namespace gf {
 namespace {

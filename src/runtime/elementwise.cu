@@ -6,8 +6,8 @@
 
 #include "cuda/check.hpp"
 #include "cuda/convert.cuh"
-#include "gemmforge/ops.hpp"
 #include "epilogue/activation.cuh"
+#include "gemmforge/ops.hpp"
 
 namespace gf::ops {
 namespace {

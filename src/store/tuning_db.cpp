@@ -133,16 +133,17 @@ struct TuningDb::Handle {
 TuningDb::TuningDb(const std::filesystem::path& path, std::string device)
     : db_(std::make_unique<Handle>()), path_(path), device_(std::move(device)) {
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-  const int rc = sqlite3_open_v2(path.c_str(), &db_->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                                 nullptr);
+  const int rc = sqlite3_open_v2(path.c_str(), &db_->db,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   GF_CHECK(rc == SQLITE_OK, "cannot open tuning DB {}: {}", path.string(),
            db_->db ? sqlite3_errmsg(db_->db) : "out of memory");
   sqlite3* db = db_->db;
   sqlite3_busy_timeout(db, 10000);  // other processes may hold the write lock briefly
   auto damaged = [&](const std::string& why) {
-    GF_FAIL("tuning DB {} is damaged or not a gemmforge DB ({}): move it away, or delete it with gemmforge db clear "
-            "--db {}",
-            path.string(), why, path.string());
+    GF_FAIL(
+        "tuning DB {} is damaged or not a gemmforge DB ({}): move it away, or delete it with gemmforge db clear "
+        "--db {}",
+        path.string(), why, path.string());
   };
   // The switch to WAL can fail BUSY at once, without the busy handler, while other connections
   // open the same new file (CI: four threads, "database is locked"): retry it within the timeout.
@@ -173,9 +174,10 @@ TuningDb::TuningDb(const std::filesystem::path& path, std::string device)
     if (found == 0 && !empty) {
       if (count("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'decisions'") == 0)
         damaged("it holds tables but no gemmforge schema");
-      log().warn("tuning DB {} was written by an older gemmforge (schema 1): its decisions are dropped and will be "
-                 "tuned again",
-                 path.string());
+      log().warn(
+          "tuning DB {} was written by an older gemmforge (schema 1): its decisions are dropped and will be "
+          "tuned again",
+          path.string());
       exec(db, "DROP TABLE IF EXISTS decisions; DROP TABLE IF EXISTS measurements;");
     }
     if (found < kSchemaVersion) {
@@ -194,7 +196,8 @@ TuningDb::~TuningDb() = default;
 std::filesystem::path TuningDb::default_path() { return home_dir() / "tuning.db"; }
 
 std::optional<Decision> TuningDb::decision(const std::string& problem) const {
-  Statement st(db_->db, fmt::format("SELECT {} FROM decisions WHERE problem = ? AND device = ?", kDecisionColumns).c_str());
+  Statement st(db_->db,
+               fmt::format("SELECT {} FROM decisions WHERE problem = ? AND device = ?", kDecisionColumns).c_str());
   st.bind(problem, device_);
   if (!st.step()) return std::nullopt;
   return decision_of(st);
@@ -213,9 +216,9 @@ void TuningDb::store(const Decision& d, const std::vector<Measurement>& measurem
                 m.compile_seconds, m.error)
           .step();
     }
-    Statement(db, fmt::format("INSERT OR REPLACE INTO decisions ({}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                              kDecisionColumns)
-                      .c_str())
+    Statement(db,
+              fmt::format("INSERT OR REPLACE INTO decisions ({}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", kDecisionColumns)
+                  .c_str())
         .bind(d.problem, device_, d.family, d.backend, d.backend_version, d.candidate, d.config.dump(), d.us, d.rate,
               d.search, d.candidates, join(d.backends_considered), d.tuned_at.empty() ? now_utc() : d.tuned_at)
         .step();

@@ -1,8 +1,8 @@
 #include "gemmforge/tuner.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <iterator>
 #include <numeric>
 #include <random>
@@ -81,8 +81,8 @@ struct Tuner::Impl {
   std::vector<std::shared_ptr<BackendOf<Problem>>> select() const {
     std::vector<std::shared_ptr<BackendOf<Problem>>> out;
     for (const auto& b : backends<Problem>()) {
-      const bool wanted = opt.backends.empty() ||
-                          std::find(opt.backends.begin(), opt.backends.end(), b->name()) != opt.backends.end();
+      const bool wanted =
+          opt.backends.empty() || std::find(opt.backends.begin(), opt.backends.end(), b->name()) != opt.backends.end();
       if (!wanted) continue;
       if (std::string why = b->unavailable(); !why.empty()) {
         log().warn("backend {} is unavailable: {}", b->name(), why);
@@ -224,8 +224,7 @@ TuneResult Tuner::Impl::tune(const Problem& problem) {
         }
       std::sort(mine.begin(), mine.end(), [](auto* x, auto* y) { return x->us < y->us; });
       if (mine.size() > kContenders) mine.resize(kContenders);
-      if (default_pick && std::find(mine.begin(), mine.end(), default_pick) == mine.end())
-        mine.push_back(default_pick);
+      if (default_pick && std::find(mine.begin(), mine.end(), default_pick) == mine.end()) mine.push_back(default_pick);
       contenders.insert(contenders.end(), mine.begin(), mine.end());
     }
   retime_contenders(session, contenders, problem);
@@ -263,7 +262,9 @@ BenchResult Tuner::Impl::bench(const Problem& problem) {
   std::vector<BenchRow>& rows = result.rows;
   for (const auto& b : enabled(problem))
     if (const Measurement* m = best_of(measured, b->name()))
-      rows.push_back({b->name(), candidate_of(*m), {},
+      rows.push_back({b->name(),
+                      candidate_of(*m),
+                      {},
                       m->backend == tuned.decision.backend && m->candidate == tuned.decision.candidate});
   for (BenchRow& r : baselines(problem, measured)) rows.push_back(std::move(r));
 
@@ -305,8 +306,8 @@ Tuner::Tuner(TuneOptions options) : impl_(std::make_unique<Impl>()) {
   I.db = std::make_unique<TuningDb>(I.opt.db_path, I.device.fingerprint());
   if (I.opt.compile_jobs <= 0) I.opt.compile_jobs = default_jobs();
   for (const auto& name : I.opt.backends)
-    GF_CHECK(find_backend<GemmProblem>(name) || find_backend<RowOpSpec>(name), "unknown backend '{}' (known: {})",
-             name, backend_names());
+    GF_CHECK(find_backend<GemmProblem>(name) || find_backend<RowOpSpec>(name), "unknown backend '{}' (known: {})", name,
+             backend_names());
   I.gemm = I.select<GemmProblem>();
   I.rowop = I.select<RowOpSpec>();
   GF_CHECK(!I.gemm.empty() || !I.rowop.empty(), "no backend is available");

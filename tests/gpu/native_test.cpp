@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "backends/gemm/native/compile.hpp"
-#include "backends/gemm/native/space.hpp"
 #include "backends/gemm/native/kernel.hpp"
+#include "backends/gemm/native/space.hpp"
 #include "harness/gemm_bench.hpp"
 
 using namespace gf;
@@ -101,16 +101,15 @@ INSTANTIATE_TEST_SUITE_P(Plain, NativeShapes,
                                            "256x512x4096:bf16", "16x6144x4096:bf16", "123x256x136x3:bf16",
                                            "300x640x512:bf16:nn", "1000x1000x1000:f16:nn", "77x512x1000:bf16->f32:nn"));
 
-INSTANTIATE_TEST_SUITE_P(Epilogues, NativeShapes,
-                         ::testing::Values("200x256x128:bf16:bias+gelu_tanh", "77x96x64:bf16:gelu",
-                                           "64x128x64:f16:silu",
-                                           "100x384x256:bf16->f32:alpha=0.5+rowbias+residual+relu",
-                                           "130x512x256:bf16:swiglu", "130x512x256:bf16:bias+swiglu_split",
-                                           "1000x1000x1000:bf16:residual", "129x1000x512:bf16:bias+relu",
-                                           "77x136x64:bf16:bias+residual+gelu", "300x384x512:f16:alpha=0.5+beta=2",
-                                           "16x6144x4096:bf16:bias+swiglu",
-                                           // Several tiles a CTA: each tile's D stored during the next's main loop.
-                                           "2000x4096x256:bf16:bias+gelu_tanh", "1500x3000x192:f16:alpha=0.5+rowbias+silu"));
+INSTANTIATE_TEST_SUITE_P(
+    Epilogues, NativeShapes,
+    ::testing::Values("200x256x128:bf16:bias+gelu_tanh", "77x96x64:bf16:gelu", "64x128x64:f16:silu",
+                      "100x384x256:bf16->f32:alpha=0.5+rowbias+residual+relu", "130x512x256:bf16:swiglu",
+                      "130x512x256:bf16:bias+swiglu_split", "1000x1000x1000:bf16:residual",
+                      "129x1000x512:bf16:bias+relu", "77x136x64:bf16:bias+residual+gelu",
+                      "300x384x512:f16:alpha=0.5+beta=2", "16x6144x4096:bf16:bias+swiglu",
+                      // Several tiles a CTA: each tile's D stored during the next's main loop.
+                      "2000x4096x256:bf16:bias+gelu_tanh", "1500x3000x192:f16:alpha=0.5+rowbias+silu"));
 
 TEST(Native, DeclinesWhatTmaCannotAddress) {
   EXPECT_NE(native::unsupported_reason(GemmProblem::parse("64x64x77:bf16")), "");

@@ -10,11 +10,11 @@
 #include <random>
 #include <thread>
 
+#include "backends/rowop/native/kernel.hpp"
 #include "gpu_test_util.hpp"
+#include "harness/fill.hpp"
 #include "harness/rowop_bench.hpp"
 #include "harness/rowop_reference.hpp"
-#include "backends/rowop/native/kernel.hpp"
-#include "harness/fill.hpp"
 #include "harness/verify.hpp"
 
 using namespace gf;

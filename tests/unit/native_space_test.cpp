@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
@@ -12,17 +14,6 @@
 
 using namespace gf;
 using native::NativeConfig;
-
-namespace {
-
-// Whether spec's --search fast list holds the candidate whose name ends with suffix.
-bool fast_list_holds(const char* spec, const char* suffix) {
-  GemmProblem p = GemmProblem::parse(spec);
-  auto fast = native::ranked_configs(p, DeviceInfo::assumed_hopper(), Search::fast);
-  return std::any_of(fast.begin(), fast.end(), [&](const NativeConfig& c) { return c.name(p).ends_with(suffix); });
-}
-
-}  // namespace
 
 TEST(NativeSpace, SizesByLevelAndUniqueNames) {
   DeviceInfo d = DeviceInfo::assumed_hopper();
@@ -82,24 +73,20 @@ TEST(NativeSpace, ShortListsKeepPairsAndWholeTileStaging) {
 TEST(NativeSpace, PrunesWhatCannotFit) {
   DeviceInfo d = DeviceInfo::assumed_hopper();
   GemmProblem p = GemmProblem::parse("4096x4096x4096:bf16");
-  EXPECT_NE(native::illegal_reason({256, 256, 2, 2, false, 1, 1, false, 8, false}, p, d),
+  EXPECT_NE(native::illegal_reason({.bm = 256, .bn = 256, .stages = 2}, p, d),
             "");  // 256 accumulators a thread
-  EXPECT_NE(native::illegal_reason({128, 256, 6, 2, false, 1, 1, false, 8, false}, p, d),
+  EXPECT_NE(native::illegal_reason({.bm = 128, .bn = 256, .stages = 6}, p, d),
             "");  // 289 KiB of shared memory
-  EXPECT_NE(
-      native::illegal_reason({128, 96, 4, 2, false, 1, 1, false, 8, false}, GemmProblem::parse("64x64x64:bf16:nn"), d),
-      "");
-  EXPECT_NE(
-      native::illegal_reason({128, 128, 4, 2, false, 4, 1, false, 8, false}, GemmProblem::parse("64x64x128:bf16"), d),
-      "");
-  EXPECT_EQ(native::illegal_reason({128, 256, 4, 2, false, 1, 1, false, 8, false}, p, d), "");
+  EXPECT_NE(native::illegal_reason({.bm = 128, .bn = 96}, GemmProblem::parse("64x64x64:bf16:nn"), d), "");
+  EXPECT_NE(native::illegal_reason({.bm = 128, .bn = 128, .split_k = 4}, GemmProblem::parse("64x64x128:bf16"), d), "");
+  EXPECT_EQ(native::illegal_reason({.bm = 128, .bn = 256}, p, d), "");
   // 192 accumulators a thread fit two consumers' 232 registers, not beside what spills (ptxas).
-  const NativeConfig wide{256, 192, 3, 2, false, 1, 1, false, 8, false, 1};
+  const NativeConfig wide{.bm = 256, .bn = 192, .stages = 3, .store_boxes = 1};
   EXPECT_EQ(native::illegal_reason(wide, p, d), "");
   EXPECT_NE(native::illegal_reason(wide, GemmProblem::parse("4096x4096x4096:bf16:bias+gelu_tanh"), d), "");
-  EXPECT_NE(native::illegal_reason({256, 192, 3, 2, false, 2, 1, false, 8, false}, p, d), "");     // split-K
-  EXPECT_NE(native::illegal_reason({256, 192, 2, 2, false, 1, 1, false, 8, false, 3}, p, d), "");  // 3 boxes
-  EXPECT_NE(native::illegal_reason({256, 192, 3, 1, false, 1, 1, false, 8, false}, p, d), "");     // one consumer
+  EXPECT_NE(native::illegal_reason({.bm = 256, .bn = 192, .stages = 3, .split_k = 2}, p, d), "");      // split-K
+  EXPECT_NE(native::illegal_reason({.bm = 256, .bn = 192, .stages = 2, .store_boxes = 3}, p, d), "");  // 3 boxes
+  EXPECT_NE(native::illegal_reason({.bm = 256, .bn = 192, .stages = 3, .consumers = 1}, p, d), "");    // one consumer
 }
 
 TEST(NativeSpace, SmallMPrefersSplitK) {
@@ -109,30 +96,20 @@ TEST(NativeSpace, SmallMPrefersSplitK) {
   EXPECT_EQ(best.bm, 64);
 }
 
-// An exhaustive search on the H200 (2026-11-30, docs/PERFORMANCE.md, fourth session) found these
-// within 1.8% of the best of 670-1720 candidates; the fast list must keep them (v12's model).
-TEST(NativeSpace, SmallMFastListsHoldMeasuredWinners) {
-  const std::pair<const char*, const char*> winners[] = {
-      {"16x4096x4096:bf16", "_64x128x64_co_s8_c1_k2_x1_g8m_plain_tma2"},    // 19.6 us, best 19.5
-      {"16x4096x14336:bf16", "_64x128x64_pp_s8_c2_k3_x1_g8m_plain_tma2"},   // 43.8 us, best 43.1
-      {"128x6144x4096:bf16", "_64x128x64_co_s8_c1_k1_x1_g8m_plain_tma2"},   // 25.1 us, best 25.0
-      {"128x4096x4096:bf16", "_64x128x64_co_s8_c1_k2_x1_g8m_plain_tma2"},   // 20.4 us, best 20.3
-      {"128x4096x14336:bf16", "_64x128x64_co_s8_c1_k2_x1_g8m_plain_tma2"},  // 44.9 us, the best
-      {"16x128256x4096:bf16", "_64x256x64_co_s5_c1_k1_x1_g8m_plain"},       // 262.1 us, best 259.7
-  };
-  for (const auto& [spec, suffix] : winners) EXPECT_TRUE(fast_list_holds(spec, suffix)) << spec << " lost " << suffix;
-}
-
-// The slice of the exhaustive space with group 8 (294 candidates a problem) on the H200 with the
-// wide tiles (2026-11-30, docs/PERFORMANCE.md, ninth session): the fast list held each best.
-TEST(NativeSpace, LargeMFastListsHoldMeasuredWinners) {
-  const std::pair<const char*, const char*> winners[] = {
-      {"4096x6144x4096:bf16", "_256x192x64_co_s3_c2_k1_x1_g8m_plain_tma1"},    // 300.9 us, the best
-      {"4096x4096x14336:bf16", "_256x176x64_co_s3_c2_k1_x1_g8m_plain_tma1"},   // 699.2 us, best 699.0
-      {"4096x28672x4096:bf16", "_256x176x64_co_s3_c2_k1_x2m_g8m_plain_tma1"},  // 1405.6 us, the best
-      {"8192x6144x4096:bf16", "_256x192x64_co_s3_c2_k1_x2n_g8m_plain_tma1"},   // 600 us against 608-661 (A/B)
-  };
-  for (const auto& [spec, suffix] : winners) EXPECT_TRUE(fast_list_holds(spec, suffix)) << spec << " lost " << suffix;
+// Winners of exhaustive searches on the GPU (tests/data/measured_winners.json, refreshed by
+// scripts/refresh-winners.py): the fast list, which the cost model ranks, must keep each.
+TEST(NativeSpace, FastListsHoldMeasuredWinners) {
+  std::ifstream in(std::string(GF_TEST_DATA_DIR) + "/measured_winners.json");
+  ASSERT_TRUE(in.good()) << "tests/data/measured_winners.json";
+  const auto winners = nlohmann::json::parse(in).at("native_fast_list");
+  ASSERT_GE(winners.size(), 8u);
+  for (const auto& w : winners) {
+    const GemmProblem p = GemmProblem::parse(w.at("problem").get<std::string>());
+    const auto fast = native::ranked_configs(p, DeviceInfo::assumed_hopper(), Search::fast);
+    const std::string want = w.at("candidate");
+    EXPECT_TRUE(std::any_of(fast.begin(), fast.end(), [&](const NativeConfig& c) { return c.name(p) == want; }))
+        << p.key() << " lost " << want;
+  }
 }
 
 TEST(NativeSpace, DefaultSpaceCompilesWithoutSpills) {

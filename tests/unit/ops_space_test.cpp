@@ -6,8 +6,8 @@
 #include <set>
 #include <thread>
 
-#include "gemmforge/error.hpp"
 #include "backends/rowop/native/kernel.hpp"
+#include "gemmforge/error.hpp"
 
 using namespace gf;
 
@@ -146,7 +146,7 @@ TEST(RowOpSpace, FirstConfigsCountAConfigAndItsPairTwinAsOne) {
 TEST(RowOpSpace, BulkSharedMemoryHoldsStagesAffineAndBarriers) {
   // Mirrors RowOp::bulk_rows: stages, the norms' weight (and LayerNorm's bias) over one part, then
   // stages + 1 mbarriers.
-  const rowops::RowConfig c{256, 1, 8, 8, false, true, 2};
+  const rowops::RowConfig c{.cluster = 8, .bulk = true, .stages = 2};
   auto softmax = RowOpSpec::parse("softmax:1024x262144:bf16");
   auto rms = RowOpSpec::parse("rmsnorm:1024x262144:bf16");
   auto ln = RowOpSpec::parse("layernorm:1024x262144:bf16");
@@ -161,13 +161,14 @@ TEST(RowOpSpace, BulkSharedMemoryHoldsStagesAffineAndBarriers) {
 
 TEST(RowOpSpace, StagesBelongToBulkCopies) {
   RowOpSpec s = RowOpSpec::parse("rmsnorm:1024x262144:bf16");
-  EXPECT_EQ(rowops::illegal_reason({256, 1, 8, 8, true, true, 2}, s), "");
-  EXPECT_NE(rowops::illegal_reason({256, 1, 8, 8, true, true, 0}, s), "") << "bulk copies need a stage";
-  EXPECT_NE(rowops::illegal_reason({256, 1, 8, 8, true, false, 2}, s), "") << "stages without bulk copies";
-  EXPECT_EQ(rowops::illegal_reason({256, 1, 8, 16, false, false, 0}, s), "") << "registers over a cluster of 16";
-  EXPECT_EQ(rowops::illegal_reason({256, 1, 8, 16, false, true, 2}, s), "") << "registers, fed by bulk copies";
-  EXPECT_NE(rowops::illegal_reason({256, 1, 8, 8, false, true, 2}, s), "") << "128 values a thread";
-  EXPECT_NE(rowops::illegal_reason({256, 1, 8, 1, true, true, 4}, s), "") << "4 x 512 KiB of stages";
+  EXPECT_EQ(rowops::illegal_reason({.cluster = 8, .stream = true, .bulk = true, .stages = 2}, s), "");
+  EXPECT_NE(rowops::illegal_reason({.cluster = 8, .stream = true, .bulk = true}, s), "") << "bulk copies need a stage";
+  EXPECT_NE(rowops::illegal_reason({.cluster = 8, .stream = true, .stages = 2}, s), "") << "stages without bulk copies";
+  EXPECT_EQ(rowops::illegal_reason({.cluster = 16}, s), "") << "registers over a cluster of 16";
+  EXPECT_EQ(rowops::illegal_reason({.cluster = 16, .bulk = true, .stages = 2}, s), "")
+      << "registers, fed by bulk copies";
+  EXPECT_NE(rowops::illegal_reason({.cluster = 8, .bulk = true, .stages = 2}, s), "") << "128 values a thread";
+  EXPECT_NE(rowops::illegal_reason({.stream = true, .bulk = true, .stages = 4}, s), "") << "4 x 512 KiB of stages";
   for (const auto& c : rowops::row_configs(s)) EXPECT_EQ(rowops::RowConfig::from_json(c.to_json()), c);
   // A decision stored before stages existed reads back as an illegal config: the runtime then
   // falls back to its default instead of compiling it.

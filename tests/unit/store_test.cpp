@@ -1,12 +1,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
-#include <atomic>
 #include <thread>
-
-#include <sqlite3.h>
 
 #include "core/files.hpp"
 #include "gemmforge/error.hpp"
@@ -115,7 +114,8 @@ std::string open_error(const std::filesystem::path& path) {
 TEST(TuningDb, CarriesItsSchemaVersion) {
   const auto dir = fresh_dir("schema");
   // An older gemmforge's unversioned schema: emptied and rebuilt, its decisions tuned again.
-  raw_sql(dir / "old.db", "CREATE TABLE decisions (problem TEXT, device TEXT); INSERT INTO decisions VALUES ('p', 'gpu');");
+  raw_sql(dir / "old.db",
+          "CREATE TABLE decisions (problem TEXT, device TEXT); INSERT INTO decisions VALUES ('p', 'gpu');");
   {
     TuningDb db(dir / "old.db", "gpu");
     EXPECT_EQ(db.dump().size(), 0u);
@@ -124,7 +124,8 @@ TEST(TuningDb, CarriesItsSchemaVersion) {
   }
   // A newer schema, or another program's tables, or a file that is no database: refused, naming the file.
   raw_sql(dir / "new.db", "PRAGMA user_version = 99; CREATE TABLE t (x);");
-  EXPECT_NE(open_error(dir / "new.db").find("newer than this gemmforge"), std::string::npos) << open_error(dir / "new.db");
+  EXPECT_NE(open_error(dir / "new.db").find("newer than this gemmforge"), std::string::npos)
+      << open_error(dir / "new.db");
   raw_sql(dir / "foreign.db", "CREATE TABLE users (name TEXT);");
   EXPECT_NE(open_error(dir / "foreign.db").find("not a gemmforge DB"), std::string::npos);
   std::ofstream(dir / "junk.db") << std::string(8192, 'x');
@@ -141,8 +142,9 @@ TEST(TuningDb, ADamagedRowIsSkippedNotFatal) {
       db.store({.problem = key, .family = "gemm", .backend = "cublaslt", .candidate = "c", .config = {{"rank", 0}}},
                {measurement("m", 1.0, true)});
   }
-  raw_sql(path, "UPDATE decisions SET config = '{not json' WHERE problem = 'a';"
-                "UPDATE measurements SET config = x'ff00' WHERE problem = '16x16x16:bf16';");
+  raw_sql(path,
+          "UPDATE decisions SET config = '{not json' WHERE problem = 'a';"
+          "UPDATE measurements SET config = x'ff00' WHERE problem = '16x16x16:bf16';");
   TuningDb db(path, "gpu");
   EXPECT_FALSE(db.decision("a"));  // as if absent: tuned again
   EXPECT_TRUE(db.decision("b"));

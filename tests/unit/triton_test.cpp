@@ -4,8 +4,8 @@
 
 #include <set>
 
-#include "backends/gemm/triton/space.hpp"
 #include "backends/gemm/triton/python_env.hpp"
+#include "backends/gemm/triton/space.hpp"
 #include "gemmforge/backend.hpp"
 
 using namespace gf;

@@ -1,15 +1,14 @@
 // The worker isolation machinery on the CPU: a worker that answers, one that hangs (killed at the
 // timeout), one that crashes (its signal reported), and a restart after each.
-#include <gtest/gtest.h>
+#include "process/worker_process.hpp"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
-
-#include "process/worker_process.hpp"
 
 using gf::WorkerProcess;
 
@@ -50,7 +49,8 @@ static bool running(long pid) {
 
 TEST(WorkerProcess, ATimeoutTakesTheWorkersChildrenToo) {
   // The worker starts a child of its own (as Triton's compile pool does), reports its pid, then hangs.
-  WorkerProcess w({"/bin/sh", "-c", R"(read line; sleep 100 & echo "{\"ok\":true,\"child\":$!}"; read line; sleep 100)"});
+  WorkerProcess w(
+      {"/bin/sh", "-c", R"(read line; sleep 100 & echo "{\"ok\":true,\"child\":$!}"; read line; sleep 100)"});
   auto first = w.call({{"op", "a"}}, 5.0);
   ASSERT_TRUE(first.value("ok", false)) << first.dump();
   const long child = first.value("child", 0L);

@@ -1,8 +1,8 @@
 // The native backend: gemmforge's own Hopper templates (kernels/gemm_sm90.cuh), compiled per
 // candidate by NVRTC.
 #include "backends/gemm/native/compile.hpp"
-#include "backends/gemm/native/space.hpp"
 #include "backends/gemm/native/kernel.hpp"
+#include "backends/gemm/native/space.hpp"
 #include "backends/registry.hpp"
 #include "core/hash.hpp"
 #include "cuda/nvrtc.hpp"

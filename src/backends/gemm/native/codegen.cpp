@@ -8,7 +8,8 @@ namespace gf::native {
 
 std::string instantiation_source(const NativeConfig& c, const GemmProblem& p) {
   const Epilogue& e = p.epilogue;
-  return fmt::format(R"(#include "gemm/sm90/gemm.cuh"
+  return fmt::format(
+      R"(#include "gemm/sm90/gemm.cuh"
 
 struct Cfg {{
   static constexpr int kBlockM = {bm}, kBlockN = {bn}, kStages = {stages}, kConsumers = {consumers};
@@ -26,14 +27,13 @@ extern "C" __global__ void __launch_bounds__({threads}, 1) {symbol}(const __grid
   gf::Gemm<Cfg>::run(p);
 }}
 )",
-                     fmt::arg("bm", c.bm), fmt::arg("bn", c.bn), fmt::arg("stages", c.stages),
-                     fmt::arg("consumers", c.consumers), fmt::arg("split", c.split_k), fmt::arg("group", c.group),
-                     fmt::arg("cluster", c.cluster), fmt::arg("cluster_m", c.cluster_m),
-                     fmt::arg("store_boxes", c.store_boxes), fmt::arg("pingpong", c.pingpong),
-                     fmt::arg("raster_n", c.raster_n), fmt::arg("nn", p.layout == Layout::nn),
-                     fmt::arg("has_c", e.has_c()), fmt::arg("in", to_string(p.a)), fmt::arg("out", to_string(p.out)),
-                     fmt::arg("act", to_string(e.act)), fmt::arg("bias", to_string(e.bias)), fmt::arg("gate", to_string(e.gate)),
-                     fmt::arg("threads", c.threads()), fmt::arg("symbol", kernel_symbol(c, p)));
+      fmt::arg("bm", c.bm), fmt::arg("bn", c.bn), fmt::arg("stages", c.stages), fmt::arg("consumers", c.consumers),
+      fmt::arg("split", c.split_k), fmt::arg("group", c.group), fmt::arg("cluster", c.cluster),
+      fmt::arg("cluster_m", c.cluster_m), fmt::arg("store_boxes", c.store_boxes), fmt::arg("pingpong", c.pingpong),
+      fmt::arg("raster_n", c.raster_n), fmt::arg("nn", p.layout == Layout::nn), fmt::arg("has_c", e.has_c()),
+      fmt::arg("in", to_string(p.a)), fmt::arg("out", to_string(p.out)), fmt::arg("act", to_string(e.act)),
+      fmt::arg("bias", to_string(e.bias)), fmt::arg("gate", to_string(e.gate)), fmt::arg("threads", c.threads()),
+      fmt::arg("symbol", kernel_symbol(c, p)));
 }
 
 std::string kernel_symbol(const NativeConfig& c, const GemmProblem& p) {

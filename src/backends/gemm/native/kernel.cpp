@@ -12,32 +12,18 @@
 #include "cuda/driver.hpp"
 #include "cuda/memory.hpp"
 #include "cuda/module.hpp"
+#include "gemm/sm90/params.h"
 
 namespace gf::native {
 namespace {
 
-// Mirrors gf::GemmParams in kernels/gemm_sm90.cuh field for field.
-struct alignas(64) HostParams {
-  CUtensorMap a, b, d, c_tile;
-  void* out;
-  const void* c;
-  const void* bias;
-  float* partials;
-  int* counters;
-  int m, n, k, batch;
-  int out_cols;
-  int tiles_m, tiles_n;
-  float alpha, beta;
-  int pairs_aligned;
-};
-static_assert(sizeof(CUtensorMap) == 128 && offsetof(HostParams, out) == 512 && sizeof(HostParams) == 640,
-              "HostParams must match the device struct GemmParams.");
-
 int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
 
+static_assert(sizeof(CUtensorMap) == sizeof(TmaDesc), "A tensor map travels in the kernel's parameters as a TmaDesc.");
+
 // A 3-D tensor map {inner, outer, batch} of 16-bit elements, 128-byte swizzled boxes.
-CUtensorMap tensor_map(const void* ptr, DType t, int64_t inner, int64_t outer, int64_t batch, uint32_t box_inner,
-                       uint32_t box_outer) {
+TmaDesc tensor_map(const void* ptr, DType t, int64_t inner, int64_t outer, int64_t batch, uint32_t box_inner,
+                   uint32_t box_outer) {
   GF_CHECK(reinterpret_cast<uintptr_t>(ptr) % 16 == 0,
            "TMA needs 16-byte aligned operands (A, B, and D and C with a TMA-store epilogue); got {}", ptr);
   CUtensorMap map;
@@ -50,7 +36,9 @@ CUtensorMap tensor_map(const void* ptr, DType t, int64_t inner, int64_t outer, i
       &map, t == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3,
       const_cast<void*>(ptr), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
       CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
-  return map;
+  TmaDesc desc;
+  std::memcpy(&desc, &map, sizeof desc);
+  return desc;
 }
 
 class NativeKernel final : public Kernel {
@@ -138,7 +126,7 @@ class NativeKernel final : public Kernel {
   int tiles_m_ = 0, tiles_n_ = 0;
   unsigned grid_ = 0;
   cuda::DeviceBuffer partials_, counters_;
-  HostParams params_{};
+  GemmParams params_{};
   const void* last_a_ = nullptr;
   const void* last_b_ = nullptr;
   const void* last_d_ = nullptr;

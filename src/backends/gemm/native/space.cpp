@@ -13,18 +13,6 @@ namespace {
 
 int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
 
-// D columns of a tile BN wide: half of them with a SwiGLU gate.
-int tile_out_cols(int bn, const GemmProblem& p) { return p.epilogue.gate == GateKind::none ? bn : bn / 2; }
-// The TMA-store epilogue's 64-column boxes over a tile's D columns (the last one may overlap).
-int tile_out_boxes(int bn, const GemmProblem& p) { return ceil_div(tile_out_cols(bn, p), 64); }
-
-// Peak dense bf16/f16 tensor-core rate of one SM (H100/H200 SXM: ~989 TFLOP/s over 132 SMs).
-constexpr double kPeakPerSm = 989e12 / 132;
-constexpr double kDramBytesPerSecond = 3.3e12;  // achievable on an H200 (copy measures 4.3 TB/s r+w)
-constexpr double kL2BytesPerSecond = 11e12;     // L2 to SMs, all SMs together (H100/H200, estimate)
-constexpr double kLaunchUs = 3.0;
-constexpr double kL2PowerCost = 4.0;  // relative time per operand byte through L2 a flop (large M)
-
 }  // namespace
 
 std::string NativeConfig::name(const GemmProblem& p) const {
@@ -120,92 +108,6 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   return "";
 }
 
-namespace {
-
-// Tensor-core time of a tile over k columns. Shared-memory operand traffic per flop falls as the
-// tile grows: intensity BM*BN/(BM+BN).
-double unit_compute_s(const NativeConfig& c, double k) {
-  const double intensity = double(c.bm) * c.bn / (c.bm + c.bn);
-  const double efficiency = intensity / (intensity + 12.0) * (c.consumers == 2 ? 1.0 : 0.9);
-  return 2.0 * c.bm * c.bn * k / (kPeakPerSm * efficiency);
-}
-
-// Small M: the weights stream from DRAM, shared by few tiles, and the tensor cores mostly wait.
-// The terms were fitted to an exhaustive search of llama3-8b's GEMMs at M = 16 and 128 (H200,
-// 2026-11-30, docs/native-notes.md v12), where the large-M model ranked split-K slices and narrow
-// tiles too high (fast lists 3-9% behind the best). Per unit: each k-block waits about a DRAM
-// round trip under load (kRoundTripS), `stages` of them in flight, narrow B boxes streaming
-// worse; each wave past the first costs a whole unit. The pipeline overlaps the loads with the
-// tensor-core work only once it is full: the first trip's loads (or the last trip's work) are
-// exposed, the smaller of the two over the number of trips. With K = 1000 and 8 stages (two
-// trips) that is most of it: at 77x1000x1000 the time followed the tile's area, and the max alone
-// ranked 64x128 (10.1 us) over 64x64 (8.3; docs/native-notes.md v15). The grid cannot beat DRAM
-// either; the two bounds blend (as a 2-norm) since neither is reached alone. A split-K slice past
-// the first costs its partials' traffic and ~1.5 us, and a pair along M with one M-tile leaves
-// the partner idle.
-double estimate_streaming_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo& d) {
-  constexpr double kRoundTripS = 2e-6, kSliceS = 1.5e-6;
-  const int sms = std::max(d.sm_count, 1);
-  const int64_t m_tiles = ceil_div(p.m, c.bm);
-  const int64_t units = p.batch * m_tiles * ceil_div(p.n, c.bn) * c.split_k;
-  const int64_t waves = (units + sms - 1) / sms;
-  const double k_blocks = std::ceil(double(p.k) / c.split_k / 64);
-  const double narrow = 0.7 + 0.3 * 64.0 / c.bn;
-  const double trips = std::ceil(k_blocks / c.stages);
-  const double unit_stream_s = trips * kRoundTripS * narrow;
-  const double unit_compute = unit_compute_s(c, k_blocks * 64);
-  const double grid_s = waves * (std::max(unit_compute, unit_stream_s) + std::min(unit_compute, unit_stream_s) / trips);
-  const double partial_bytes = c.split_k > 1 ? 2.0 * units * c.bm * c.bn * 4 : 0.0;
-  const double dram_s = (p.min_bytes() + partial_bytes) / kDramBytesPerSecond;
-  const double rows = std::min<double>(c.bm, p.m);
-  const double epilogue_s = rows * c.bn * 4 / 100e9 / (c.store_tma() ? 4.0 : 1.0);
-  const double idle_partner = c.pair_m() > 1 && m_tiles < 2 ? 1.5 : 1.0;
-  // Pairs rank just behind single CTAs of the same tile: the v12 fit (docs/native-notes.md)
-  // found no consistent gain from them at small M.
-  const double unproven = c.cluster > 1 ? 1.02 : 1.0;
-  return idle_partner * unproven *
-         (kLaunchUs + 1e6 * (std::hypot(grid_s, dram_s) + epilogue_s + (c.split_k - 1) * kSliceS));
-}
-
-}  // namespace
-
-double estimate_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo& d) {
-  if (p.m <= 256) return estimate_streaming_us(c, p, d);
-  const int sms = std::max(d.sm_count, 1);
-  const int64_t tiles = p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, c.bn);
-  const int64_t units = tiles * c.split_k;
-  const int64_t waves = (units + sms - 1) / sms;
-  const double k_unit = std::ceil(double(p.k) / c.split_k / 64) * 64;
-  // Each SM streams its units' operands; DRAM bounds the whole grid.
-  const double unit_bytes = (double(c.bm) / c.pair_n() + double(c.bn) / c.pair_m()) * k_unit * dtype_bytes(p.a);
-  // Operands come mostly from L2 at large M (many tiles share them).
-  const double unit_s = std::max(unit_compute_s(c, k_unit), unit_bytes / (kL2BytesPerSecond / sms));
-  const double partial_bytes = c.split_k > 1 ? 2.0 * units * c.bm * c.bn * 4 : 0.0;
-  const double dram_s = (p.min_bytes() + partial_bytes) / kDramBytesPerSecond;
-  const double fill_s = c.stages * 0.15e-6;  // filling the pipeline at the start of each unit
-  // Storing the tile from registers stalls the tensor cores unless the other consumer is in its
-  // main loop meanwhile (ping-pong). Staging in shared memory and TMA stores cost the consumers
-  // a tenth of that: the TMA-store kernels measured 5-7% faster than the same tiles storing from
-  // registers at M = 8192 (K = 4096 and 8192; H200 steady state, docs/native-notes.md v14).
-  double epilogue_s = c.pingpong ? 0.0 : double(c.bm) * c.bn * 4 / 40e9 / (c.store_tma() ? 10.0 : 1.0);
-  // A C input arrives in the staging boxes: the first store_boxes of them during the main loop,
-  // the rest while the tensor cores wait (each SM's share of DRAM, ~25 GB/s).
-  if (p.epilogue.has_c() && c.store_tma()) {
-    const int out_boxes = tile_out_boxes(c.bn, p);
-    epilogue_s += double(out_boxes - c.store_boxes) / out_boxes * c.bm * tile_out_cols(c.bn, p) * 2 / 25e9;
-  }
-  // Ping-pong runs one consumer's tile at a time: each tile has the SM's tensor cores alone.
-  const int64_t pp_waves = c.pingpong ? (units + 2 * sms - 1) / (2 * sms) * 2 : waves;
-  // The H200 runs these under its power limit, where operands moved through L2 cost clock: a
-  // term in bytes a flop (4x). Pairs fetch the operand they share once for both CTAs, so they
-  // rank ~1% ahead of single CTAs of the same tile, and larger tiles ahead of smaller ones. In the
-  // steady state pairs won 11 and 13 of llama3's 20 GEMMs at M = 4096 and 8192 in two benches
-  // (docs/native-notes.md v13, v14); single CTAs won the rest, so the short lists carry both.
-  const double power = 1.0 + kL2PowerCost * unit_bytes / (2.0 * c.bm * c.bn * k_unit);
-  return power *
-         (kLaunchUs + 1e6 * std::max(pp_waves * (unit_s + fill_s + epilogue_s), dram_s) + (c.split_k > 1 ? 2.0 : 0.0));
-}
-
 std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d, Search level) {
   struct Family {
     int bm, consumers;
@@ -231,8 +133,16 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
           for (bool store_tma : {false, true})
             for (int group : groups)
               for (bool raster_n : {false, true}) {
-                NativeConfig c{f.bm,         bn,    2,       f.consumers, f.pingpong, split, pairing ? 2 : 1,
-                               pairing == 2, group, raster_n};
+                NativeConfig c{.bm = f.bm,
+                               .bn = bn,
+                               .stages = 2,
+                               .consumers = f.consumers,
+                               .pingpong = f.pingpong,
+                               .split_k = split,
+                               .cluster = pairing ? 2 : 1,
+                               .cluster_m = pairing == 2,
+                               .group = group,
+                               .raster_n = raster_n};
                 // The deepest pipeline that fits (capped at 8) beside one staging box, then as
                 // many staging boxes as still fit.
                 c.store_boxes = store_tma ? 1 : 0;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "gemm/sm90/params.h"
 #include "gemmforge/backend.hpp"
 
 namespace gf::native {
@@ -32,9 +33,9 @@ struct NativeConfig {
   // launch gives it.
   int max_acc_per_thread() const { return consumers == 2 ? 192 : 128; }
   bool store_tma() const { return store_boxes > 0; }
-  int staging_bytes() const { return consumers * wg_rows() * 128 * store_boxes; }
-  // Mirrors Gemm::smem_bytes() in kernels/gemm_sm90.cuh.
-  int smem_bytes() const { return 1024 + stages * (bm + bn) * 64 * 2 + staging_bytes() + 2 * stages * 8 + 2 * 8 + 16; }
+  // The kernel's own layout (kernels/gemm/sm90/params.h).
+  int staging_bytes() const { return int(gemm_staging_bytes(consumers, wg_rows(), store_boxes)); }
+  int smem_bytes() const { return int(gemm_smem_bytes(bm, bn, stages, unsigned(staging_bytes()))); }
   // Every parameter in a fixed order: the candidate's name and identity.
   std::string name(const GemmProblem& p) const;
   nlohmann::json to_json() const;
@@ -46,8 +47,13 @@ struct NativeConfig {
 std::string unsupported_reason(const GemmProblem& p);
 // Why this config cannot run the problem on the device, or "".
 std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const DeviceInfo& d);
-// Modelled run time in microseconds: the larger of the tensor-core time (tile efficiency, wave
-// quantisation) and the memory time; used to rank candidates before anything is compiled.
+// D columns of a tile BN wide: half of them with a SwiGLU gate.
+inline int tile_out_cols(int bn, const GemmProblem& p) { return p.epilogue.gate == GateKind::none ? bn : bn / 2; }
+// The TMA-store epilogue's 64-column boxes over a tile's D columns (the last one may overlap).
+inline int tile_out_boxes(int bn, const GemmProblem& p) { return (tile_out_cols(bn, p) + 63) / 64; }
+// Modelled run time in microseconds, to rank candidates before anything is compiled
+// (cost_model.cpp): the larger of the tensor-core time (tile efficiency, wave quantisation) and the
+// memory time.
 double estimate_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo& d);
 // The legal configs, best estimate first, cut to the search level (fast 8, default 30, all).
 std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d, Search level);

@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "backends/registry.hpp"
-#include "backends/gemm/triton/space.hpp"
 #include "backends/gemm/triton/python_env.hpp"
+#include "backends/gemm/triton/space.hpp"
+#include "backends/registry.hpp"
 #include "core/hash.hpp"
 #include "cuda/check.hpp"
 #include "cuda/memory.hpp"

@@ -43,11 +43,10 @@ PythonEnv probe() {
   }
   // Asking the package metadata is much faster than importing triton.
   const char* py = std::getenv("GEMMFORGE_PYTHON");
-  WorkerProcess w(
-      {"/usr/bin/env", py && *py ? py : "python3", "-c",
-       "import importlib.metadata as m, json, sys\n"
-       "try: print(json.dumps({'ok': True, 'triton_version': m.version('triton')}))\n"
-       "except Exception as e: print(json.dumps({'ok': False, 'error': 'triton is not installed'}))"});
+  WorkerProcess w({"/usr/bin/env", py && *py ? py : "python3", "-c",
+                   "import importlib.metadata as m, json, sys\n"
+                   "try: print(json.dumps({'ok': True, 'triton_version': m.version('triton')}))\n"
+                   "except Exception as e: print(json.dumps({'ok': False, 'error': 'triton is not installed'}))"});
   auto reply = w.call({{"op", "version"}}, 60.0);
   if (!reply.value("ok", false)) {
     env.error = "python3 with triton is not available (" + reply.value("error", std::string("no python3")) +

@@ -28,6 +28,18 @@ constexpr Entry kInductorPersistent[] = {
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The ranking model's constants, one a line with its reason.
+struct Model {
+  // Peak dense 16-bit tensor-core rate of the GPU (H100/H200 SXM).
+  static constexpr double kPeak = 989e12;
+  // A tile's operand intensity BM*BN/(BM+BN) at which a Triton tile reaches half the peak.
+  static constexpr double kHalfPeakIntensity = 16.0;
+  // DRAM an H200 achieves for a GEMM's operands.
+  static constexpr double kDramBytesPerSecond = 3.3e12;
+  // The persistent TMA template's share of the classic one's time: TMA loads, no launch a tile.
+  static constexpr double kPersistentShare = 0.92;
+};
+
 }  // namespace
 
 std::string TritonConfig::name() const {
@@ -41,8 +53,14 @@ nlohmann::json TritonConfig::to_json() const {
 }
 
 TritonConfig TritonConfig::from_json(const nlohmann::json& j) {
-  return {j.at("template"), j.at("bm"),    j.at("bn"),    j.at("bk"),
-          j.at("stages"),   j.at("warps"), j.at("group"), j.at("num_sms")};
+  return {.tmpl = j.at("template"),
+          .bm = j.at("bm"),
+          .bn = j.at("bn"),
+          .bk = j.at("bk"),
+          .stages = j.at("stages"),
+          .warps = j.at("warps"),
+          .group = j.at("group"),
+          .num_sms = j.at("num_sms")};
 }
 
 std::string unsupported_reason(const GemmProblem& p) {
@@ -79,16 +97,25 @@ int64_t num_tiles(const TritonConfig& c, const GemmProblem& p) {
 std::vector<TritonConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d, Search level) {
   std::vector<TritonConfig> all;
   const int sms = std::max(d.sm_count, 1);
-  for (const Entry& e : kInductorMm) all.push_back({"mm", e.bm, e.bn, e.bk, e.stages, e.warps, 8, sms});
-  for (const Entry& e : kInductorPersistent)
-    all.push_back({"mm_persistent_tma", e.bm, e.bn, e.bk, e.stages, e.warps, 8, sms});
+  auto config = [&](const char* tmpl, const Entry& e) {
+    return TritonConfig{.tmpl = tmpl,
+                        .bm = e.bm,
+                        .bn = e.bn,
+                        .bk = e.bk,
+                        .stages = e.stages,
+                        .warps = e.warps,
+                        .group = 8,
+                        .num_sms = sms};
+  };
+  for (const Entry& e : kInductorMm) all.push_back(config("mm", e));
+  for (const Entry& e : kInductorPersistent) all.push_back(config("mm_persistent_tma", e));
   if (level == Search::exhaustive)
     for (int bm : {16, 32, 64, 128, 256})
       for (int bn : {16, 32, 64, 128, 256})
         for (int bk : {16, 32, 64, 128, 256})
           for (int stages : {1, 2, 3, 4, 5})
             for (int warps : {2, 4, 8}) {
-              TritonConfig c{"mm", bm, bn, bk, stages, warps, 8, sms};
+              const TritonConfig c = config("mm", {bm, bn, bk, stages, warps});
               if (std::find(all.begin(), all.end(), c) == all.end()) all.push_back(c);
             }
   // Model: tiles in waves over the SMs, each tile's time falling with its arithmetic intensity.
@@ -97,11 +124,12 @@ std::vector<TritonConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
     if (!illegal_reason(c, p).empty()) continue;
     const double tiles = double(num_tiles(c, p));
     const double intensity = double(c.bm) * c.bn / (c.bm + c.bn);
-    const double tile_s = 2.0 * c.bm * c.bn * p.k / (989e12 / sms * intensity / (intensity + 16.0));
+    const double tile_s =
+        2.0 * c.bm * c.bn * p.k / (Model::kPeak / sms * intensity / (intensity + Model::kHalfPeakIntensity));
     const double waves = std::ceil(tiles / sms);
-    const double dram_s = p.min_bytes() / 3.3e12;
-    const double persistent_bonus = c.tmpl == "mm" ? 1.0 : 0.92;  // TMA loads, no per-tile launch
-    scored.emplace_back(std::max(waves * tile_s * persistent_bonus, dram_s), c);
+    const double dram_s = p.min_bytes() / Model::kDramBytesPerSecond;
+    const double persistent = c.tmpl == "mm" ? 1.0 : Model::kPersistentShare;
+    scored.emplace_back(std::max(waves * tile_s * persistent, dram_s), c);
   }
   if (scored.empty()) return {};
   const size_t keep = level == Search::fast ? 8 : level == Search::normal ? 30 : scored.size();
@@ -112,16 +140,10 @@ std::vector<TritonConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
 nlohmann::json compile_request(const TritonConfig& c, const GemmProblem& p) {
   const Epilogue& e = p.epilogue;
   // The epilogue's kinds go by their names (gemmforge/codes.hpp), which the templates compare.
-  nlohmann::json ce = {{"ACT", to_string(e.act)},
-                       {"BIAS", to_string(e.bias)},
-                       {"HAS_C", e.has_c()},
-                       {"GATE", to_string(e.gate)},
-                       {"NN", p.layout == Layout::nn},
-                       {"BLOCK_M", c.bm},
-                       {"BLOCK_N", c.bn},
-                       {"BLOCK_K", c.bk},
-                       {"GROUP_M", c.group},
-                       {"NUM_STAGES", c.stages}};
+  nlohmann::json ce = {
+      {"ACT", to_string(e.act)},      {"BIAS", to_string(e.bias)}, {"HAS_C", e.has_c()}, {"GATE", to_string(e.gate)},
+      {"NN", p.layout == Layout::nn}, {"BLOCK_M", c.bm},           {"BLOCK_N", c.bn},    {"BLOCK_K", c.bk},
+      {"GROUP_M", c.group},           {"NUM_STAGES", c.stages}};
   if (c.tmpl == "mm_persistent_tma") ce["NUM_SMS"] = c.num_sms;
   // Pointers are checked 16-byte aligned at launch; sizes get the hint where the problem has it.
   nlohmann::json divisible = {0, 1, 2, 3, 4};

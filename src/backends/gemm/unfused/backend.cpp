@@ -2,10 +2,10 @@
 // a separate elementwise kernel (what eager frameworks run). Its candidates wrap the first few
 // candidates of each other backend for the plain problem; the one wrapping cuBLASLt's rank-0
 // algorithm is "eager".
+#include "backends/gemm/unfused/epilogue_kernel.hpp"
 #include "backends/registry.hpp"
 #include "cuda/memory.hpp"
 #include "gemmforge/error.hpp"
-#include "backends/gemm/unfused/epilogue_kernel.hpp"
 
 namespace gf::unfused {
 namespace {

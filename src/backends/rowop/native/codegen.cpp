@@ -6,7 +6,7 @@ namespace gf::rowops {
 
 std::string row_source(const RowConfig& c, const RowOpSpec& s) {
   return fmt::format(R"(// {name}
-#include "rowops/row_ops.cuh"
+#include "rowops/row_op.cuh"
 
 struct Cfg {{
   static constexpr gf::RowOpKind kOp = gf::RowOpKind::{op};

@@ -6,27 +6,10 @@
 
 #include "backends/rowop/native/codegen.hpp"
 #include "gemmforge/error.hpp"
+#include "rowops/params.h"
 
 namespace gf::rowops {
-namespace {
-
-// Mirrors gf::RowParams in kernels/ops/row_ops.cuh.
-struct HostRowParams {
-  const void* x;
-  void* y;
-  const void* weight;
-  const void* bias;
-  const void* residual;
-  void* residual_out;
-  const int* valid_len;
-  long long rows;
-  long long hand_back_from;
-  float scale;
-  float eps;
-};
-static_assert(sizeof(HostRowParams) == 80, "HostRowParams must match the device struct RowParams.");
-
-}  // namespace
+namespace {}  // namespace
 
 jit::Compiled compile_row_kernel(const RowOpSpec& s, const RowConfig& c, bool use_cache) {
   return jit::compile(c.name(s), row_source(c, s), use_cache);
@@ -106,8 +89,17 @@ void RowKernel::launch(const RowOpArgs& a, cudaStream_t stream) {
   check_args(spec_, a);
   std::string why = misaligned(spec_, config_, a);
   GF_CHECK(why.empty(), "{}: {}", spec_.key(), why);
-  HostRowParams p{a.x, a.y, a.weight, a.bias, a.residual, a.residual_out, a.valid_len, spec_.rows, hand_back_from_,
-                  a.scale, a.eps};
+  RowParams p{.x = a.x,
+              .y = a.y,
+              .weight = a.weight,
+              .bias = a.bias,
+              .residual = a.residual,
+              .residual_out = a.residual_out,
+              .valid_len = a.valid_len,
+              .rows = spec_.rows,
+              .hand_back_from = hand_back_from_,
+              .scale = a.scale,
+              .eps = a.eps};
   void* args[] = {&p};
   cuda::launch(fn_, launch_config(grid_), args, stream);
 }

@@ -6,12 +6,39 @@
 #include <cmath>
 
 #include "gemmforge/error.hpp"
+#include "rowops/params.h"
 
 namespace gf::rowops {
 namespace {
 
 // Dynamic shared memory one CTA may use on sm_90 (227 KiB), less the row op's static scratch.
 constexpr int64_t kMaxSmemPerCta = 227 * 1024 - 1024;
+
+// The ranking's rules of thumb, one a line with its reason; the tuner measures what they rank.
+// Scores are penalties (lower first), mostly |log2| distances from what measured best on an H200.
+struct Rule {
+  // Per halving of the vector below the widest that fits: narrower accesses waste the memory system.
+  static constexpr double kNarrowVector = 4.0;
+  // 1024-thread CTAs, and 128-thread streaming ones, measured behind their neighbours.
+  static constexpr double kOddThreads = 0.5;
+  // Per CTA of a cluster: each row waits for the cluster's slowest CTA.
+  static constexpr double kPerClusterCta = 1.0 / 32.0;
+  // Registers fed by bulk copies (the fastest for 64k-256k columns): best at this many values a
+  // thread (the norms' weights take registers too), past 3 stages each costs this much.
+  static constexpr double kFedValuesSoftmax = 64.0, kFedValuesNorms = 32.0, kFedStagePast3 = 0.25;
+  // Two passes over bulk-copied stages: ~128 KiB of copies in flight an SM, 256 threads (each
+  // doubling away half a point), two or more CTAs an SM (one alone stalls the SM at each row's
+  // exchange), and behind the register rows fed by the same copies, which measured faster.
+  static constexpr double kBulkInFlightBytes = 131072.0, kBulkThreads = 256.0, kBulkLoneCta = 1.0, kBehindFedRows = 0.5;
+  // Two passes from L2: a part of ~32 KiB a CTA (enough to stream, small enough that the second
+  // read still finds it in L2), behind bulk copies, which measured faster wherever both apply.
+  static constexpr double kStreamPartBytes = 32768.0, kBehindBulk = 1.0;
+  // Rows in registers: two values a vector lane, no cluster (1 plus 1/8 a CTA), and two or more
+  // CTAs an SM (one alone idles the memory system while it reduces), counting ~32 registers a
+  // thread beside the values out of 64K.
+  static constexpr double kClusterBase = 1.0, kPerClusterCtaResident = 1.0 / 8.0, kLoneCta = 2.0, kRegisters = 65536.0,
+                          kOtherRegisters = 32.0;
+};
 
 }  // namespace
 
@@ -30,10 +57,9 @@ int64_t RowConfig::affine_bytes(const RowOpSpec& s) const {
   return s.kind == RowOpKind::softmax ? 0 : part_bytes(s) * (s.kind == RowOpKind::layernorm ? 2 : 1);
 }
 
-// Mirrors RowOp::bulk_rows in kernels/ops/row_ops.cuh: the stages, the affine parameters, then
-// an mbarrier for each of them.
+// The kernel's own layout (kernels/rowops/params.h).
 int RowConfig::smem_bytes(const RowOpSpec& s) const {
-  return bulk ? int(stages * stage_bytes(s) + affine_bytes(s) + (stages + 1) * 8) : 0;
+  return bulk ? int(rowop_smem_bytes(stages, stage_bytes(s), affine_bytes(s))) : 0;
 }
 
 std::string RowConfig::name(const RowOpSpec& s) const {
@@ -56,8 +82,14 @@ nlohmann::json RowConfig::to_json() const {
 }
 
 RowConfig RowConfig::from_json(const nlohmann::json& j) {
-  return {j.at("threads"),          j.at("rows_per_cta"),   j.at("vec"),          j.at("cluster"),
-          j.value("stream", false), j.value("bulk", false), j.value("stages", 0), j.value("pair_max", false)};
+  return {.threads = j.at("threads"),
+          .rows_per_cta = j.at("rows_per_cta"),
+          .vec = j.at("vec"),
+          .cluster = j.at("cluster"),
+          .stream = j.value("stream", false),
+          .bulk = j.value("bulk", false),
+          .stages = j.value("stages", 0),
+          .pair_max = j.value("pair_max", false)};
 }
 
 int widest_vec(const RowOpSpec& s) {
@@ -120,47 +152,46 @@ std::vector<RowConfig> row_configs(const RowOpSpec& s, bool every_width) {
           for (int rows : {1, 2, 4, 8, 16, 32})
             for (int stages = mode >= 2 ? 1 : 0; stages <= (mode >= 2 ? 4 : 0); ++stages) {
               const bool stream = mode == 1 || mode == 2, bulk = mode >= 2;
-              RowConfig c{threads, rows, vec, cluster, stream, bulk, stages};
+              const RowConfig c{.threads = threads,
+                                .rows_per_cta = rows,
+                                .vec = vec,
+                                .cluster = cluster,
+                                .stream = stream,
+                                .bulk = bulk,
+                                .stages = stages};
               if (!illegal_reason(c, s).empty()) continue;
-              const double narrow = double(widest_vec(s) / vec) * 4;
-              const double odd_threads = threads == 1024 || (stream && threads == 128) ? 0.5 : 0.0;
+              const double narrow = double(widest_vec(s) / vec) * Rule::kNarrowVector;
+              const double odd_threads = threads == 1024 || (stream && threads == 128) ? Rule::kOddThreads : 0.0;
               if (c.bulk && !stream) {
-                // Registers fed by bulk copies: the fastest kernels for rows of 64k-256k columns
-                // (H200, 2026-11-30). Best with 64 values a thread for softmax, 32 for the norms
-                // (whose weights take registers too), 1-3 stages and few CTAs to a cluster.
-                const double target = s.kind == RowOpKind::softmax ? 64.0 : 32.0;
+                const double target = s.kind == RowOpKind::softmax ? Rule::kFedValuesSoftmax : Rule::kFedValuesNorms;
                 streaming.emplace_back(narrow + std::abs(std::log2(c.values_per_thread(s.cols) / target)) +
-                                           std::max(stages - 3, 0) * 0.25 + cluster / 32.0,
+                                           std::max(stages - 3, 0) * Rule::kFedStagePast3 +
+                                           cluster * Rule::kPerClusterCta,
                                        c);
               } else if (c.bulk) {
-                // ~128 KiB of copies in flight an SM (the parts queued behind the ones being worked
-                // on, over the CTAs that fit), two or more CTAs an SM (one alone stalls the SM at each
-                // row's exchange), 256 threads, and few CTAs to a cluster: each row waits for the
-                // cluster's slowest. Measured on an H200, 2026-11-30 (docs/PERFORMANCE.md).
+                // The copies in flight: the parts queued behind the ones being worked on, over the
+                // CTAs that fit an SM.
                 const double ctas_per_sm =
                     std::floor(std::min(double(kMaxSmemPerCta) / c.smem_bytes(s), 2048.0 / threads));
                 const double in_flight = ctas_per_sm * std::max(stages - 1.0, 0.5) * double(c.stage_bytes(s));
-                // Behind the register rows fed by the same copies (+0.5), which measured faster at
-                // all four long shapes.
-                streaming.emplace_back(narrow + std::abs(std::log2(in_flight / 131072.0)) +
-                                           std::abs(std::log2(threads / 256.0)) / 2 + (ctas_per_sm < 2 ? 1.0 : 0.0) +
-                                           cluster / 32.0 + 0.5,
+                streaming.emplace_back(narrow + std::abs(std::log2(in_flight / Rule::kBulkInFlightBytes)) +
+                                           std::abs(std::log2(threads / Rule::kBulkThreads)) / 2 +
+                                           (ctas_per_sm < 2 ? Rule::kBulkLoneCta : 0.0) +
+                                           cluster * Rule::kPerClusterCta + Rule::kBehindFedRows,
                                        c);
               } else if (stream) {
-                // A part of ~32 KiB per CTA: enough to stream, small enough that the second read
-                // still finds it in L2 with many CTAs in flight. Behind bulk copies, which measured
-                // faster wherever both apply (docs/PERFORMANCE.md).
-                streaming.emplace_back(
-                    narrow + std::abs(std::log2(double(c.part_bytes(s)) / 32768.0)) + odd_threads + 1.0, c);
+                streaming.emplace_back(narrow + std::abs(std::log2(double(c.part_bytes(s)) / Rule::kStreamPartBytes)) +
+                                           odd_threads + Rule::kBehindBulk,
+                                       c);
               } else {
-                // Few values per thread, no cluster, and CTAs small enough that two or more fit an
-                // SM (one alone idles the memory system while it reduces).
                 const int values = c.values_per_thread(s.cols);
-                const double ctas_per_sm = 65536.0 / (threads * (values * (s.residual ? 2 : 1) + 32));
-                resident.emplace_back(narrow + std::abs(std::log2(double(values) / (2.0 * vec))) +
-                                          (cluster > 1 ? 1.0 + cluster / 8.0 : 0.0) + odd_threads +
-                                          (ctas_per_sm < 2 ? 2.0 : 0.0),
-                                      c);
+                const double ctas_per_sm =
+                    Rule::kRegisters / (threads * (values * (s.residual ? 2 : 1) + Rule::kOtherRegisters));
+                resident.emplace_back(
+                    narrow + std::abs(std::log2(double(values) / (2.0 * vec))) +
+                        (cluster > 1 ? Rule::kClusterBase + cluster * Rule::kPerClusterCtaResident : 0.0) +
+                        odd_threads + (ctas_per_sm < 2 ? Rule::kLoneCta : 0.0),
+                    c);
               }
             }
     if (!every_width && (!resident.empty() || !streaming.empty())) break;  // narrower only when needed

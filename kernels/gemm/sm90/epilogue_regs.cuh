@@ -1,0 +1,92 @@
+#pragma once
+// The epilogue from registers: each consumer thread applies the epilogue to its accumulators and
+// stores its elements of D directly, in pairs where they are aligned.
+#include "gemm/sm90/scheduler.cuh"
+
+namespace gf {
+
+template <class Cfg>
+struct RegisterEpilogue : Traits<Cfg> {
+  using T = Traits<Cfg>;
+  using T::BN, T::kAcc, T::kMmaM, T::kWgRows, T::activate, T::pack2, T::part, T::silu, T::to_float;
+  using Out = typename T::Out;
+  using Unit = typename Scheduler<Cfg>::Unit;
+
+  // Writes v0 at d[0] and, if `two`, v1 at d[1]: one 4- or 8-byte store when the pair is aligned.
+  static __device__ __forceinline__ void store2(Out* d, float v0, float v1, bool two, bool aligned) {
+    if (Cfg::kOut == DType::f32) {
+      if (two && aligned)
+        *reinterpret_cast<float2*>(d) = make_float2(v0, v1);
+      else {
+        d[0] = v0;
+        if (two) d[1] = v1;
+      }
+    } else {
+      const u32 packed = pack2(v0, v1);
+      if (two && aligned)
+        *reinterpret_cast<u32*>(d) = packed;
+      else {
+        d[0] = u16(packed & 0xffff);
+        if (two) d[1] = u16(packed >> 16);
+      }
+    }
+  }
+
+  // The accumulator layout of wgmma m64nN: thread t of warp w holds rows 16w + t/4 (+8) and
+  // columns 8i + 2(t%4) (+1) for i < N/8, as acc[4i + {0,1}] (row) and acc[4i + {2,3}] (row + 8).
+  // Per element: v = alpha * acc + beta * C + bias, then the activation or the SwiGLU gate.
+  static __device__ __forceinline__ void store(const GemmParams& p, float (&acc)[kMmaM][kAcc], const Unit& u,
+                                               int consumer) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x % 128 / 32;
+    const bool aligned = p.pairs_aligned != 0;
+    const Out* bias = static_cast<const Out*>(p.bias);
+#pragma unroll
+    for (int mm = 0; mm < kMmaM; ++mm) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int row = u.m0 + part(consumer) * kWgRows + mm * 64 + warp * 16 + lane / 4 + half * 8;
+        if (row >= p.m) continue;
+        const long long row_off = ((long long)u.b * p.m + row) * p.out_cols;
+        Out* d = static_cast<Out*>(p.out) + row_off;
+        const Out* c = static_cast<const Out*>(p.c) + row_off;
+        const float row_add = Cfg::kBias == BiasKind::row ? to_float(bias[row]) : 0.0f;
+        // The pre-activation value of accumulator a at GEMM column col (C only where D has it).
+        auto pre = [&](float a, int col) {
+          float v = p.alpha * a + row_add;
+          if (Cfg::kHasC) v += p.beta * to_float(c[col]);
+          if (Cfg::kBias == BiasKind::col) v += to_float(bias[col]);
+          return v;
+        };
+        if (Cfg::kGate == GateKind::split) {
+          // Columns c and c + BN/2 of the tile are a gate and its up: the same thread holds both.
+#pragma unroll
+          for (int i = 0; i < BN / 16; ++i) {
+            const int j = u.n0 / 2 + 8 * i + 2 * (lane % 4);
+            if (j >= p.out_cols) continue;
+            const float* g = &acc[mm][4 * i + 2 * half];
+            const float* up = &acc[mm][4 * (i + BN / 16) + 2 * half];
+            const int up_col = p.n / 2 + j;
+            store2(d + j, silu(pre(g[0], j)) * pre(up[0], up_col), silu(pre(g[1], j + 1)) * pre(up[1], up_col + 1),
+                   j + 1 < p.out_cols, aligned);
+          }
+          continue;
+        }
+#pragma unroll
+        for (int i = 0; i < BN / 8; ++i) {
+          const int col = u.n0 + 8 * i + 2 * (lane % 4);
+          if (col >= p.n) continue;
+          const float a0 = acc[mm][4 * i + 2 * half], a1 = acc[mm][4 * i + 2 * half + 1];
+          if (Cfg::kGate == GateKind::interleaved) {
+            // Columns 2j and 2j+1 of the GEMM are gate and up of output column j.
+            store2(d + col / 2, silu(pre(a0, col)) * pre(a1, col + 1), 0.0f, false, aligned);
+            continue;
+          }
+          const bool two = col + 1 < p.n;
+          store2(d + col, activate(pre(a0, col)), two ? activate(pre(a1, col + 1)) : 0.0f, two, aligned);
+        }
+      }
+    }
+  }
+};
+
+}  // namespace gf

@@ -1,0 +1,41 @@
+#pragma once
+// What the host and the Hopper GEMM kernel share, compiled by both: the kernel's parameters and
+// the size of its shared memory. Plain C++.
+#include "common/types.h"
+
+namespace gf {
+
+// Every k-block of the mainloop is 64 elements deep: one 128-byte swizzle row of 16-bit operands.
+inline constexpr int kGemmBlockK = 64;
+
+struct GemmParams {
+  TmaDesc a;       // A: {K, M, batch}, box {64, BM, 1}
+  TmaDesc b;       // TN: {K, N, batch}, box {64, BN (BN/2 when gated split), 1}; NN: {N, K, batch}, box {64, 64, 1}
+  TmaDesc d;       // TMA-store epilogue: {out_cols, M, batch}, box {64, rows per consumer, 1}
+  TmaDesc c_tile;  // TMA-store epilogue with C: as d
+  void* out;
+  const void* c;
+  const void* bias;
+  float* partials;  // split-K: one fp32 tile per work unit
+  int* counters;    // split-K: arrivals per tile, zero between launches
+  int m, n, k, batch;
+  int out_cols;  // N, or N/2 when gated
+  int tiles_m, tiles_n;
+  float alpha, beta;
+  int pairs_aligned;  // D rows hold whole 2-element pairs at aligned addresses
+};
+
+// The TMA-store epilogue's staging: store_boxes 64-column boxes (128 bytes a row) of each
+// consumer's rows of the tile.
+constexpr unsigned gemm_staging_bytes(int consumers, int rows_per_consumer, int store_boxes) {
+  return unsigned(consumers * store_boxes * rows_per_consumer * 128);
+}
+
+// Dynamic shared memory of one CTA, in this order: up to 1 KiB to align the stages to 1024 bytes
+// (128-byte swizzled tiles need it), the stages of A and of B (16-bit elements), the staging
+// boxes, the full and empty barriers of each stage, two C barriers, and the split-K flags.
+constexpr unsigned gemm_smem_bytes(int bm, int bn, int stages, unsigned staging_bytes) {
+  return 1024 + unsigned(stages * (bm + bn) * kGemmBlockK * 2) + staging_bytes + 2 * stages * 8 + 2 * 8 + 16;
+}
+
+}  // namespace gf

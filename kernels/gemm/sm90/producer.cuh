@@ -1,0 +1,73 @@
+#pragma once
+// The producer of the pipeline: one thread streams the A and B tiles of every k-block of its
+// units through the ring of kStages shared-memory stages with TMA. A stage is refilled once its
+// consumers (of both CTAs of a pair) have released it on its empty barrier; it is ready for them
+// once its bytes have landed on its full barrier. In a pair each CTA loads half of the shared
+// operand for both (multicast).
+#include "gemm/sm90/scheduler.cuh"
+#include "ptx/mbarrier.cuh"
+#include "ptx/tma.cuh"
+
+namespace gf {
+
+template <class Cfg>
+struct Producer : Traits<Cfg> {
+  using T = Traits<Cfg>;
+  using T::BK, T::BM, T::BN, T::kCluster, T::kPairM, T::kPairN, T::kStageA, T::kStageB, T::kStages;
+  using Unit = typename Scheduler<Cfg>::Unit;
+
+  static __device__ __forceinline__ void produce(const GemmParams& p, u8* sa, u8* sb, u64* full, u64* empty, int units,
+                                                 int rank) {
+    ptx::tma_prefetch_desc(&p.a);
+    ptx::tma_prefetch_desc(&p.b);
+    int it = 0;
+    for (int unit = blockIdx.x / kCluster; unit < units; unit += gridDim.x / kCluster) {
+      const Unit u = Scheduler<Cfg>::unit_at(p, unit, rank);
+      for (int kb = u.kb_begin; kb < u.kb_end; ++kb, ++it) {
+        const int s = it % kStages;
+        ptx::mbar_wait(&empty[s], ((it / kStages) & 1) ^ 1);
+        ptx::mbar_arrive_expect_tx(&full[s], kStageA + kStageB);
+        u8* a = sa + s * kStageA;
+        u8* b = sb + s * kStageB;
+        if (kPairN) {
+          constexpr int kHalf = BM / 2;
+          ptx::tma_load_3d_multicast(a + rank * kHalf * 128, &p.a, &full[s], kb * BK, u.m0 + rank * kHalf, u.b, 0x3);
+        } else {
+          ptx::tma_load_3d(a, &p.a, &full[s], kb * BK, u.m0, u.b);
+        }
+        load_b(p, b, &full[s], kb, u, rank);
+      }
+    }
+  }
+
+  // The B tile of k-block kb: whole, or (kPairM) this CTA's half of it, multicast to the pair.
+  static __device__ __forceinline__ void load_b(const GemmParams& p, u8* b, u64* full, int kb, const Unit& u,
+                                                int rank) {
+    if (Cfg::kNN) {
+      constexpr int kBoxes = BN / 64, kMine = kPairM ? kBoxes / 2 : kBoxes;
+#pragma unroll
+      for (int i = 0; i < kMine; ++i) {
+        const int j = (kPairM ? rank * kMine : 0) + i;
+        if (kPairM)
+          ptx::tma_load_3d_multicast(b + j * 64 * BK * 2, &p.b, full, u.n0 + 64 * j, kb * BK, u.b, 0x3);
+        else
+          ptx::tma_load_3d(b + j * 64 * BK * 2, &p.b, full, u.n0 + 64 * j, kb * BK, u.b);
+      }
+      return;
+    }
+    // Two halves of BN/2 rows: gate rows [j0, j0 + BN/2) and up rows [N/2 + j0, ...) for a split
+    // gate, else the tile's own two halves.
+    const int first = Cfg::kGate == GateKind::split ? u.n0 / 2 : u.n0;
+    const int second = Cfg::kGate == GateKind::split ? p.n / 2 + u.n0 / 2 : u.n0 + BN / 2;
+    if (kPairM) {
+      ptx::tma_load_3d_multicast(b + rank * (BN / 2) * BK * 2, &p.b, full, kb * BK, rank ? second : first, u.b, 0x3);
+    } else if (Cfg::kGate == GateKind::split) {
+      ptx::tma_load_3d(b, &p.b, full, kb * BK, first, u.b);
+      ptx::tma_load_3d(b + BN / 2 * BK * 2, &p.b, full, kb * BK, second, u.b);
+    } else {
+      ptx::tma_load_3d(b, &p.b, full, kb * BK, u.n0, u.b);
+    }
+  }
+};
+
+}  // namespace gf

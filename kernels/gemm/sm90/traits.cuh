@@ -1,0 +1,89 @@
+#pragma once
+// The Hopper GEMM's shape, derived once from the instantiation's Cfg (see codegen): tile, pipeline,
+// schedule, cluster, epilogue; the checks on it; the named barriers; and the output type's
+// conversions. Every part of the kernel (scheduler, producer, mma, epilogues, split-K) reads it.
+#include "epilogue/activation.cuh"
+#include "gemm/sm90/params.h"
+#include "gemmforge/codes.hpp"
+#include "ptx/convert.cuh"
+#include "ptx/sync.cuh"
+
+namespace gf {
+
+// Named barriers (0 is __syncthreads). Each is used by 128 threads of one consumer or by the
+// consumers together, never by the producer.
+enum GemmBarrier : u32 {
+  kBarTile = 1,     // the consumers sharing a tile (cooperative); in ping-pong 1 + consumer, its own
+  kBarTurn = 3,     // ping-pong: 3 + consumer hands the mainloop's turn to that consumer
+  kBarStaging = 5,  // 5 + consumer: a consumer's warps around its staging buffer
+};
+
+template <class Cfg>
+struct Traits {
+  static constexpr int BM = Cfg::kBlockM, BN = Cfg::kBlockN, BK = kGemmBlockK;
+  static constexpr int kStages = Cfg::kStages, kConsumers = Cfg::kConsumers, kSplitK = Cfg::kSplitK;
+  static constexpr bool kPingpong = Cfg::kPingpong;
+  static constexpr int kWgRows = kPingpong ? BM : BM / kConsumers;  // rows of the tile per consumer
+  static constexpr int kStageReaders = kPingpong ? 1 : kConsumers;  // consumers that read each stage
+  static constexpr int kCluster = Cfg::kCluster;
+  static constexpr bool kPairM = kCluster > 1 && Cfg::kClusterAlongM;   // pairs share B
+  static constexpr bool kPairN = kCluster > 1 && !Cfg::kClusterAlongM;  // pairs share A
+  static constexpr int kMmaM = kWgRows / 64;                            // m64 wgmma tiles per consumer
+  static constexpr int kAcc = BN / 2;                                   // f32 accumulators per thread per m64 tile
+  static constexpr u32 kStageA = BM * BK * 2, kStageB = BN * BK * 2;
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  static_assert(kWgRows == 64 || kWgRows == 128, "Each consumer warpgroup owns 64 or 128 rows.");
+  static_assert(!kPingpong || kConsumers == 2, "Ping-pong alternates two consumers.");
+  static_assert(kCluster == 1 || (kCluster == 2 && kSplitK == 1), "Clusters are pairs, without split-K.");
+  static_assert(!kPairM || !Cfg::kNN || BN % 128 == 0, "Sharing N-major B splits it into whole 64-column boxes.");
+  static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "wgmma takes N in [16, 256], a multiple of 16 here.");
+  static_assert(!Cfg::kNN || BN % 64 == 0, "N-major B is loaded in 64-column boxes.");
+  static_assert(Cfg::kGate != GateKind::split || BN % 32 == 0, "A split gate needs whole 8-column groups per half.");
+  static_assert(kMmaM * kAcc <= (kConsumers == 2 ? 192 : 128), "More accumulators per thread would spill.");
+
+  // The TMA-store epilogue stages kStoreBoxes 64-column boxes of a consumer's rows of D at a time:
+  // fewer than the tile's kOutBoxes leaves shared memory for a deeper pipeline.
+  static constexpr int kOutN = Cfg::kGate == GateKind::none ? BN : BN / 2;  // D columns of a tile
+  static constexpr int kOutBoxes = (kOutN + 63) / 64;                       // 64-column boxes covering them
+  static constexpr int kStoreBoxes = Cfg::kStoreBoxes;
+  static constexpr bool kStoreTma = kStoreBoxes > 0;
+  static_assert(!kStoreTma || (Cfg::kOut != DType::f32 && kOutN >= 64 && kOutBoxes % kStoreBoxes == 0 &&
+                               (kOutN % 64 == 0 || Cfg::kGate == GateKind::none)),
+                "The TMA-store epilogue stages 16-bit tiles in 64-column boxes (whole ones when gated).");
+  static constexpr u32 kBoxBytes = kWgRows * 128;  // one consumer's rows of one box
+  static constexpr u32 kStaging = gemm_staging_bytes(kConsumers, kWgRows, kStoreBoxes);
+  static constexpr bool kLoadC = kStoreTma && Cfg::kHasC;
+  // The first boxes of C load while the mainloop runs; not with split-K, where a slice may not
+  // reach the epilogue.
+  static constexpr bool kPrefetchC = kLoadC && kSplitK == 1;
+
+  // Which kWgRows-row part of the tile a consumer owns: its own in the cooperative schedule, the
+  // whole tile (part 0) in ping-pong.
+  static __device__ __forceinline__ int part(int consumer) { return kPingpong ? 0 : consumer; }
+
+  // Consumers that share a tile synchronise on a named barrier of their own.
+  static __device__ __forceinline__ void tile_barrier(int consumer) {
+    if (kPingpong)
+      ptx::named_barrier(kBarTile + consumer, 128);
+    else
+      ptx::named_barrier(kBarTile, 128 * kConsumers);
+  }
+
+  // D, C and the bias share the output dtype: float, or 16-bit bf16/f16 kept as raw bits.
+  using Out = typename Select<Cfg::kOut == DType::f32, float, u16>::type;
+
+  static __device__ __forceinline__ float to_float(float v) { return v; }
+  static __device__ __forceinline__ float to_float(u16 v) {
+    return Cfg::kOut == DType::bf16 ? ptx::bf16_to_float(v) : ptx::f16_to_float(v);
+  }
+
+  static __device__ __forceinline__ float activate(float x) { return epi::activate<true>(x, Cfg::kAct); }
+  static __device__ __forceinline__ float silu(float x) { return epi::activate<true>(x, Activation::silu); }
+
+  // Two values in the 16-bit output type, the first in the low half.
+  static __device__ __forceinline__ u32 pack2(float v0, float v1) {
+    return Cfg::kOut == DType::bf16 ? ptx::pack_bf16x2(v0, v1) : ptx::pack_f16x2(v0, v1);
+  }
+};
+
+}  // namespace gf

@@ -1,0 +1,133 @@
+// The native backend's cost model: modelled microseconds, to rank the legal configs before
+// anything is compiled. Two regimes: at M > kSmallM the tensor cores and L2 bound each wave; at
+// smaller M the weights stream from DRAM and each unit's k-blocks arrive a round trip per trip of
+// `stages` of them. Its constants were fitted to exhaustive searches of llama3's GEMMs on an H200
+// (docs/journal/native-notes.md); tests/data/measured_winners.json holds winners the fit keeps.
+#include <algorithm>
+#include <cmath>
+
+#include "backends/gemm/native/space.hpp"
+
+namespace gf::native {
+namespace {
+
+// The model's constants, one a line with its reason.
+struct Model {
+  // Peak dense 16-bit tensor-core rate of one SM (H100/H200 SXM: ~989 TFLOP/s over 132 SMs).
+  static constexpr double kPeakPerSm = 989e12 / 132;
+  // DRAM an H200 achieves for a GEMM's operands (its device-to-device copy moves 4.3 TB/s r+w).
+  static constexpr double kDramBytesPerSecond = 3.3e12;
+  // L2 to the SMs, all SMs together (H100/H200, an estimate).
+  static constexpr double kL2BytesPerSecond = 11e12;
+  // A launch and its first wave's start.
+  static constexpr double kLaunchUs = 3.0;
+  // Problems with at most this many rows stream their weights (the small-M regime).
+  static constexpr int64_t kSmallM = 256;
+  // A tile's operand intensity BM*BN/(BM+BN) at which it reaches half the peak: the shared-memory
+  // operand traffic per flop falls as the tile grows.
+  static constexpr double kHalfPeakIntensity = 12.0;
+  // A lone consumer warpgroup's share of the peak (no second one to hide its waits).
+  static constexpr double kOneConsumerShare = 0.9;
+
+  // Small M. Each k-block waits about a DRAM round trip under load, `stages` of them in flight.
+  static constexpr double kRoundTripS = 2e-6;
+  // A split-K slice past the first: its partials' round trip and the last slice's reduction.
+  static constexpr double kSliceS = 1.5e-6;
+  // A unit's trips take kNarrowBase + kNarrowPer64 * 64 / BN round trips: narrow B boxes stream worse.
+  static constexpr double kNarrowBase = 0.7, kNarrowPer64 = 0.3;
+  // Storing a tile's fp32-wide rows from registers, per SM; the TMA store leaves sooner.
+  static constexpr double kSmallEpilogueBytesPerSecond = 100e9, kSmallTmaStoreGain = 4.0;
+  // A pair along M with a single M-tile leaves its partner idle.
+  static constexpr double kIdlePartner = 1.5;
+  // Pairs rank just behind single CTAs of the same tile: the fit found no consistent gain at small M.
+  static constexpr double kUnprovenPair = 1.02;
+
+  // Large M. Filling the pipeline at the start of each unit, per stage.
+  static constexpr double kStageFillS = 0.15e-6;
+  // Storing the tile from registers stalls the tensor cores unless the other consumer is in its
+  // mainloop meanwhile (ping-pong); staging and TMA stores cost the consumers a tenth of that
+  // (they measured 5-7% faster at M = 8192).
+  static constexpr double kEpilogueBytesPerSecond = 40e9, kTmaStoreGain = 10.0;
+  // A C input's boxes that land while the tensor cores wait: each SM's share of DRAM.
+  static constexpr double kCBytesPerSecondPerSm = 25e9;
+  // Under the power limit, operands moved through L2 cost clock: relative time per operand byte
+  // a flop. Pairs fetch their shared operand once for both CTAs and so rank ~1% ahead of single
+  // CTAs of the same tile, larger tiles ahead of smaller ones.
+  static constexpr double kL2PowerCost = 4.0;
+  // Split-K's reduction at large M.
+  static constexpr double kSplitKUs = 2.0;
+};
+
+int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
+
+// Tensor-core time of a tile over k columns.
+double unit_compute_s(const NativeConfig& c, double k) {
+  const double intensity = double(c.bm) * c.bn / (c.bm + c.bn);
+  const double efficiency =
+      intensity / (intensity + Model::kHalfPeakIntensity) * (c.consumers == 2 ? 1.0 : Model::kOneConsumerShare);
+  return 2.0 * c.bm * c.bn * k / (Model::kPeakPerSm * efficiency);
+}
+
+// Small M: the weights stream from DRAM, shared by few tiles, and the tensor cores mostly wait.
+// Per unit: each k-block waits about a round trip, `stages` of them in flight, narrow B boxes
+// streaming worse; each wave past the first costs a whole unit. The pipeline overlaps the loads
+// with the tensor-core work only once it is full: the first trip's loads (or the last trip's work)
+// are exposed, the smaller of the two over the number of trips (with K = 1000 and 8 stages, two
+// trips, that is most of it: there the time follows the tile's area). The grid cannot beat DRAM
+// either; the two bounds blend (as a 2-norm) since neither is reached alone.
+double estimate_streaming_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo& d) {
+  const int sms = std::max(d.sm_count, 1);
+  const int64_t m_tiles = ceil_div(p.m, c.bm);
+  const int64_t units = p.batch * m_tiles * ceil_div(p.n, c.bn) * c.split_k;
+  const int64_t waves = (units + sms - 1) / sms;
+  const double k_blocks = std::ceil(double(p.k) / c.split_k / 64);
+  const double narrow = Model::kNarrowBase + Model::kNarrowPer64 * 64.0 / c.bn;
+  const double trips = std::ceil(k_blocks / c.stages);
+  const double unit_stream_s = trips * Model::kRoundTripS * narrow;
+  const double unit_compute = unit_compute_s(c, k_blocks * 64);
+  const double grid_s = waves * (std::max(unit_compute, unit_stream_s) + std::min(unit_compute, unit_stream_s) / trips);
+  const double partial_bytes = c.split_k > 1 ? 2.0 * units * c.bm * c.bn * 4 : 0.0;
+  const double dram_s = (p.min_bytes() + partial_bytes) / Model::kDramBytesPerSecond;
+  const double rows = std::min<double>(c.bm, p.m);
+  const double epilogue_s =
+      rows * c.bn * 4 / Model::kSmallEpilogueBytesPerSecond / (c.store_tma() ? Model::kSmallTmaStoreGain : 1.0);
+  const double idle_partner = c.pair_m() > 1 && m_tiles < 2 ? Model::kIdlePartner : 1.0;
+  const double unproven = c.cluster > 1 ? Model::kUnprovenPair : 1.0;
+  return idle_partner * unproven *
+         (Model::kLaunchUs + 1e6 * (std::hypot(grid_s, dram_s) + epilogue_s + (c.split_k - 1) * Model::kSliceS));
+}
+
+}  // namespace
+
+double estimate_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo& d) {
+  if (p.m <= Model::kSmallM) return estimate_streaming_us(c, p, d);
+  const int sms = std::max(d.sm_count, 1);
+  const int64_t tiles = p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, c.bn);
+  const int64_t units = tiles * c.split_k;
+  const int64_t waves = (units + sms - 1) / sms;
+  const double k_unit = std::ceil(double(p.k) / c.split_k / 64) * 64;
+  // Each SM streams its units' operands; DRAM bounds the whole grid.
+  const double unit_bytes = (double(c.bm) / c.pair_n() + double(c.bn) / c.pair_m()) * k_unit * dtype_bytes(p.a);
+  // Operands come mostly from L2 at large M (many tiles share them).
+  const double unit_s = std::max(unit_compute_s(c, k_unit), unit_bytes / (Model::kL2BytesPerSecond / sms));
+  const double partial_bytes = c.split_k > 1 ? 2.0 * units * c.bm * c.bn * 4 : 0.0;
+  const double dram_s = (p.min_bytes() + partial_bytes) / Model::kDramBytesPerSecond;
+  const double fill_s = c.stages * Model::kStageFillS;
+  double epilogue_s = c.pingpong ? 0.0
+                                 : double(c.bm) * c.bn * 4 / Model::kEpilogueBytesPerSecond /
+                                       (c.store_tma() ? Model::kTmaStoreGain : 1.0);
+  // A C input arrives in the staging boxes: the first store_boxes of them during the mainloop,
+  // the rest while the tensor cores wait.
+  if (p.epilogue.has_c() && c.store_tma()) {
+    const int out_boxes = tile_out_boxes(c.bn, p);
+    epilogue_s += double(out_boxes - c.store_boxes) / out_boxes * c.bm * tile_out_cols(c.bn, p) * 2 /
+                  Model::kCBytesPerSecondPerSm;
+  }
+  // Ping-pong runs one consumer's tile at a time: each tile has the SM's tensor cores alone.
+  const int64_t pp_waves = c.pingpong ? (units + 2 * sms - 1) / (2 * sms) * 2 : waves;
+  const double power = 1.0 + Model::kL2PowerCost * unit_bytes / (2.0 * c.bm * c.bn * k_unit);
+  return power * (Model::kLaunchUs + 1e6 * std::max(pp_waves * (unit_s + fill_s + epilogue_s), dram_s) +
+                  (c.split_k > 1 ? Model::kSplitKUs : 0.0));
+}
+
+}  // namespace gf::native
