@@ -26,12 +26,17 @@ if ! command -v nvcc >/dev/null 2>&1; then
   fi
 fi
 
-# The Triton backend compiles with python3 + triton (the version the GPU machine has). Without
-# them it reports itself unavailable and everything else works.
-if command -v python3 >/dev/null 2>&1 && ! python3 -c "import triton" >/dev/null 2>&1; then
-  echo "setup: installing triton 3.6.0 for the Triton backend"
-  python3 -m pip install --quiet triton==3.6.0 2>&1 | grep -v "as the 'root' user" || \
-    echo "setup: could not install triton; the Triton backend will be unavailable" >&2
+# The Triton backend compiles with python3 + triton (the version the GPU machine has); the
+# performance report draws its plots with matplotlib. Without them the Triton backend reports
+# itself unavailable and the report is written without plots; everything else works.
+pip_install() {  # package, what it is for
+  if ! python3 -m pip install --quiet "$1" >/tmp/gemmforge-pip.log 2>&1; then
+    echo "setup: could not install $1; $2" >&2
+  fi
+}
+if command -v python3 >/dev/null 2>&1; then
+  python3 -c "import triton" >/dev/null 2>&1 || pip_install triton==3.6.0 "the Triton backend will be unavailable"
+  python3 -c "import matplotlib" >/dev/null 2>&1 || pip_install matplotlib "reports will have no plots"
 fi
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null

@@ -37,7 +37,7 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, u32 bytes,
 
 // The same, its lines last to go from L2. For the row ops' streams (each byte read once, each
 // row written back) that made DRAM faster: 4-5% at 65536-262144 columns, where evict_first lost
-// 4-5% (H200, 2026-11-30; ncu with caches flushed: the same bytes read, in less time). The
+// 4-5% on an H200 (ncu with caches flushed: the same bytes read, in less time). The
 // caller hands the lines back (l2_priority_normal) so that they do not outlive the kernel in L2.
 __device__ __forceinline__ void bulk_load_evict_last(void* dst, const void* src, u32 bytes, u64* bar) {
   u64 policy;

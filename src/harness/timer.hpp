@@ -14,7 +14,7 @@ struct TimingOptions {
   // ... this much kernel time at least. An H200 that idled for a moment (while the host verified
   // the last candidate) runs the first ~100 ms of load at boosted clocks before its power limit
   // pulls them down: timed in that window, one kernel measured anywhere from 531 to 610 us
-  // depending on its place in the queue (8192x6144x4096, 2026-11-30).
+  // depending on its place in the queue (8192x6144x4096).
   double warmup_ms = 100;
   int min_reps = 10;
   int max_reps = 100;

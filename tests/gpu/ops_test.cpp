@@ -120,7 +120,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 // Register-resident rows fed by bulk copies (persistent CTAs, the stage refilled once the row is
 // in registers): every op, with and without clusters, more rows than resident CTAs. The two large
-// shapes caught stages refilled before the reads from them had landed (2026-11-30).
+// shapes caught stages refilled before the reads from them had landed.
 TEST(RowOp, RegisterRowsFromBulkCopiesVerify) {
   DeviceInfo dev = DeviceInfo::query();
   for (const char* text : {"softmax+valid:700x32768:bf16", "rmsnorm+residual:1000x16384:bf16",
@@ -288,7 +288,7 @@ TEST(RowOp, SoftmaxOfLargeLogitsKeepsItsAccuracy) {
 TEST(RowOp, SoftmaxOfHugeFiniteLogitsStaysFinite) {
   // Masks written as a huge negative number (-1e10, the lowest float), also under a scale: the
   // exact forms of x * scale - m must give way to t rounded first before their own roundings
-  // (half an ulp of m) overflow e^(). A review found NaN rows here (2026-11-30).
+  // (half an ulp of m) overflow e^(). A review found NaN rows here.
   for (const char* text : {"softmax:6x65536:f32", "softmax:6x65536:bf16->f32"}) {
     RowOpSpec s = RowOpSpec::parse(text);
     const int64_t n = s.cols;

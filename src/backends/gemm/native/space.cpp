@@ -122,7 +122,7 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   };
   // At large M, widths between these let a grid of many tiles fill its last wave: at
   // 8192x6144x4096 128x176 tiles make 16.97 waves where 256x128 make 11.6 (cuBLASLt's pick there is
-  // 176 wide). The small-M lists were fitted without them (docs/native-notes.md v12, v15).
+  // 176 wide). The small-M lists were fitted without them.
   std::vector<int> widths = {64, 96, 128, 192, 256};
   if (p.m > 256) widths.insert(widths.end(), {112, 144, 160, 176, 208, 240});
   std::vector<std::pair<double, NativeConfig>> scored;
@@ -164,7 +164,7 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                 // With a C input, staging the whole tile (C then lands during the main loop) is
                 // offered beside the deepest pipeline. The large-M model charges nothing for the
                 // stage it gives up, so there it ranks first; the two measured alike at 4096^3
-                // (docs/native-notes.md v9). The small-M model charges for it.
+                // The small-M model charges for it.
                 if (store_tma && p.epilogue.has_c() && c.store_boxes < out_boxes) {
                   NativeConfig whole = c;
                   whole.store_boxes = out_boxes;
@@ -179,7 +179,7 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   // Four distinct tiles first, then variants (pairs, TMA store) of the best ones, so that each
   // short list starts the next (fast is the head of default):
   // pairs of the best tile were 17% faster than its single CTAs at 1000x4096x1000 and within 1%
-  // at 4096^3 (exhaustive search, H200, 2026-11-30), which the model does not capture.
+  // at 4096^3 in an exhaustive search, which the model does not capture.
   return diverse_head<NativeConfig>(
       std::move(scored), keep,
       {[](const NativeConfig& c) { return fmt::format("{}x{}{}", c.bm, c.bn, c.pingpong); },

@@ -21,7 +21,7 @@ struct RowConfig {
   int stages = 0;
   // bf16 softmax in registers: the row's max over bf16 pairs as loaded (max.bf16x2), the values
   // unpacked after it. Fewer instructions; faster at 16k and 256k columns, slower over clusters of
-  // two at 64k (H200, 2026-11-30), so the tuner decides.
+  // two at 64k, so the tuner decides.
   bool pair_max = false;
 
   // Bytes of x in one CTA's part of a row.

@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+"""Turns the JSON of one GPU run into docs/PERFORMANCE.md and its plots.
+
+    scripts/report.py --run-info run.json [--bench bench.json ...] [--ops ops.json]
+                      [--ab BEFORE.json AFTER.json] [--out docs/PERFORMANCE.md] [--plots docs/plots]
+
+--bench  `gemmforge bench --json` files (GEMMs); --ops a `gemmforge bench-ops --json` file;
+--ab     the benches of two builds of the same problems, timed in one run (before, after);
+--run-info a JSON object: {"date", "device", "commit", "commands": [...], "notes": [...]}.
+
+Ratios are speeds against the best cuBLASLt kernel of the same run (the faster of the tuned pick and
+cuBLASLt's own rank-0 pick, by median): above 1 is faster. Each carries a 95% interval from a
+bootstrap over the paired rounds; "faster" and "slower" are said only where the interval excludes 1.
+Plots need matplotlib; without it the Markdown is written alone.
+"""
+import argparse
+import json
+import math
+import os
+import random
+import statistics
+from collections import defaultdict
+
+BASELINES = ("cublaslt", "cublaslt-default")
+RESAMPLES = 2000
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def problem_m(key):
+    return int(key.split("x")[0])
+
+
+def load_bench(paths):
+    """problem -> {"label", "rows": {backend: record}}; records that verified in every round."""
+    problems = {}
+    for path in paths:
+        for r in json.load(open(path)):
+            entry = problems.setdefault(r["problem"], {"label": r.get("label", r["problem"]), "rows": {}})
+            rounds = r.get("round_us") or ([r["us"]] if r.get("us") else [])
+            if r.get("verified") and rounds and all(t > 0 for t in rounds):
+                entry["rows"][r["backend"]] = dict(r, round_us=rounds)
+    return problems
+
+
+def baseline_of(rows):
+    """The cuBLASLt row with the lower median: the best competing kernel of the run."""
+    have = [rows[b] for b in BASELINES if b in rows]
+    return min(have, key=lambda r: statistics.median(r["round_us"])) if have else None
+
+
+def paired(base, row):
+    """Per-round speed of row against base (rounds of one bench are interleaved, so paired)."""
+    n = min(len(base["round_us"]), len(row["round_us"]))
+    return [base["round_us"][i] / row["round_us"][i] for i in range(n)]
+
+
+def interval(samples_per_problem, rng, stat=geomean):
+    """Point estimate and 95% bootstrap interval of stat over problems of the medians of their
+    paired ratios, resampling each problem's rounds."""
+    point = stat([statistics.median(s) for s in samples_per_problem])
+    draws = []
+    for _ in range(RESAMPLES):
+        draws.append(stat([statistics.median(rng.choices(s, k=len(s))) for s in samples_per_problem]))
+    draws.sort()
+    return point, draws[int(0.025 * RESAMPLES)], draws[int(0.975 * RESAMPLES) - 1]
+
+
+def verdict(lo, hi):
+    return "faster" if lo > 1 else "slower" if hi < 1 else "level"
+
+
+def fmt_ci(p, lo, hi):
+    return f"{p:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def gemm_section(problems, rng, contenders=("native", "triton")):
+    lines = []
+    by_m = defaultdict(list)
+    for key, entry in problems.items():
+        by_m[problem_m(key)].append((key, entry))
+    present = [b for b in contenders if any(b in e["rows"] for e in problems.values())]
+    summary = []
+    for m in sorted(by_m):
+        lines.append(f"\n### M = {m}\n")
+        header = "| GEMM | best cuBLASLt us | " + " | ".join(f"{b} us | {b} speed [95%]" for b in present) + " |"
+        lines += [header, "|---" * (2 + 2 * len(present)) + "|"]
+        samples = defaultdict(list)
+        for key, entry in sorted(by_m[m], key=lambda kv: kv[1]["label"]):
+            base = baseline_of(entry["rows"])
+            if not base:
+                continue
+            cells = [entry["label"], f"{statistics.median(base['round_us']):.1f}"]
+            for b in present:
+                row = entry["rows"].get(b)
+                if not row:
+                    cells += ["-", "-"]
+                    continue
+                ratios = paired(base, row)
+                samples[b].append(ratios)
+                p, lo, hi = interval([ratios], rng, stat=lambda xs: xs[0])
+                cells += [f"{statistics.median(row['round_us']):.1f}", fmt_ci(p, lo, hi)]
+            lines.append("| " + " | ".join(cells) + " |")
+        for b in present:
+            if samples[b]:
+                p, lo, hi = interval(samples[b], rng)
+                summary.append((m, b, len(samples[b]), p, lo, hi, min(statistics.median(s) for s in samples[b])))
+    head = ["| M | backend | GEMMs | geomean speed [95%] | min | verdict |", "|---|---|---|---|---|---|"]
+    for m, b, n, p, lo, hi, worst in summary:
+        head.append(f"| {m} | {b} | {n} | {fmt_ci(p, lo, hi)} | {worst:.3f} | {verdict(lo, hi)} |")
+    return head, lines, summary
+
+
+def ops_section(ops):
+    copy = ops["copy_tbps"]
+    lines = [f"Device-to-device copy in the same run: {copy:.2f} TB/s (bytes read + written).", "",
+             "| op | config | us | TB/s | % of copy | configs verified |", "|---|---|---|---|---|---|"]
+    for o in ops["ops"]:
+        cfg = o["config"][o["config"].rfind("_t"):] if "_t" in o["config"] else o["config"]
+        lines.append(f"| `{o['op']}` | `{cfg}` | {o['us']:.1f} | {o['tbps']:.2f} | {o['pct_copy']:.1f} | "
+                     f"{o['verified_configs']}/{len(o['configs'])} |")
+    return lines
+
+
+def ab_section(before, after, rng):
+    """The same problems benched by two builds in one run: each backend's best, after / before."""
+    lines = ["| GEMM | backend | before us | after us | speed after / before [95%] |", "|---|---|---|---|---|"]
+    all_ratios = []
+    for key in sorted(after, key=lambda k: (problem_m(k), after[k]["label"])):
+        if key not in before:
+            continue
+        for backend in ("native", "cublaslt", "cublaslt-default", "triton"):
+            b, a = before[key]["rows"].get(backend), after[key]["rows"].get(backend)
+            if not (a and b):
+                continue
+            # The two builds ran one after the other: their rounds are not paired; compare every
+            # round of one with every round of the other.
+            ratios = [x / y for x in b["round_us"] for y in a["round_us"]]
+            p, lo, hi = interval([ratios], rng, stat=lambda xs: xs[0])
+            all_ratios.append(ratios)
+            lines.append(f"| {after[key]['label']} | {backend} | {statistics.median(b['round_us']):.1f} | "
+                         f"{statistics.median(a['round_us']):.1f} | {fmt_ci(p, lo, hi)} |")
+    if all_ratios:
+        p, lo, hi = interval(all_ratios, rng)
+        lines.insert(0, f"Geomean after / before over {len(all_ratios)} rows: {fmt_ci(p, lo, hi)} "
+                        f"({'within noise' if lo <= 1 <= hi else verdict(lo, hi)}).\n")
+    return lines
+
+
+def plots(problems, summary, ops, outdir):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    os.makedirs(outdir, exist_ok=True)
+    made = []
+    if summary:
+        fig, ax = plt.subplots(figsize=(8, 4))
+        labels = [f"M={m}\n{b}" for m, b, *_ in summary]
+        pts = [s[3] for s in summary]
+        err = [[s[3] - s[4] for s in summary], [s[5] - s[3] for s in summary]]
+        ax.bar(range(len(pts)), pts, yerr=err, capsize=4, color=["#4477aa" if s[1] == "native" else "#cc6677"
+                                                                  for s in summary])
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xticks(range(len(pts)))
+        ax.set_xticklabels(labels, fontsize=8)
+        ax.set_ylabel("speed vs best cuBLASLt (geomean, 95%)")
+        ax.set_title("GEMMs against the best cuBLASLt kernel of the same run")
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, "gemm_speed.png"), dpi=120)
+        made.append("gemm_speed.png")
+        plt.close(fig)
+    if problems:
+        fig, ax = plt.subplots(figsize=(8, 5))
+        for backend, marker in (("cublaslt", "s"), ("native", "o"), ("triton", "^")):
+            xs, ys = [], []
+            for key, entry in problems.items():
+                row = entry["rows"].get(backend)
+                if not row:
+                    continue
+                m, n, k = (int(v) for v in key.split(":")[0].split("x")[:3])
+                flops, bytes_ = 2.0 * m * n * k, 2.0 * (m * k + n * k + m * n)
+                xs.append(flops / bytes_)
+                ys.append(flops / (statistics.median(row["round_us"]) * 1e6))
+            if xs:
+                ax.scatter(xs, ys, marker=marker, label=backend)
+        peak, bw = 989.0, 4.26
+        grid = [10 ** (i / 20) for i in range(0, 81)]
+        ax.plot(grid, [min(peak, bw * x) for x in grid], color="gray", linewidth=1, label="989 TFLOP/s, 4.26 TB/s")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("arithmetic intensity (FLOP / byte moved at least)")
+        ax.set_ylabel("TFLOP/s")
+        ax.legend()
+        ax.set_title("GEMMs on the roofline")
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, "roofline.png"), dpi=120)
+        made.append("roofline.png")
+        plt.close(fig)
+    if ops:
+        fig, ax = plt.subplots(figsize=(8, 4))
+        names = [o["op"].split(":")[0] + "\n" + o["op"].split(":")[1] for o in ops["ops"]]
+        ax.bar(range(len(names)), [o["pct_copy"] for o in ops["ops"]], color="#228833")
+        ax.axhline(100.0, color="black", linewidth=0.8)
+        ax.set_xticks(range(len(names)))
+        ax.set_xticklabels(names, fontsize=7)
+        ax.set_ylabel("% of copy bandwidth")
+        ax.set_title("Row ops against the device-to-device copy of the same run")
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, "rowops.png"), dpi=120)
+        made.append("rowops.png")
+        plt.close(fig)
+    return made
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--run-info", required=True)
+    ap.add_argument("--bench", nargs="*", default=[])
+    ap.add_argument("--ops")
+    ap.add_argument("--ab", nargs=2)
+    ap.add_argument("--out", default="docs/PERFORMANCE.md")
+    ap.add_argument("--plots", default="docs/plots")
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    rng = random.Random(a.seed)
+    info = json.load(open(a.run_info))
+    problems = load_bench(a.bench)
+    ops = json.load(open(a.ops)) if a.ops else None
+    out = ["# Performance", "",
+           "Generated by `scripts/report.py` from the JSON of one GPU run; the dated history of earlier runs is in "
+           "docs/journal/. Regenerate it after every run that changes what is reported.", "",
+           f"- Date: {info['date']}", f"- Device: {info['device']}", f"- Commit: {info.get('commit', '?')}"]
+    out += [f"- Command: `{c}`" for c in info.get("commands", [])]
+    out += ["", "How it is measured: CUDA events around each launch, at least 100 ms of warm-up, the L2 flushed "
+            "before every timed launch, input sets rotated past the L2, the median of a round's launches, and the "
+            "median of interleaved rounds in a fresh order each round. Every kernel is verified against the fp32 "
+            "reference before and after its timed launches, its output poisoned with NaN and guarded past its end. "
+            "Speeds are against the best cuBLASLt kernel of the same run (the faster of the tuned pick and "
+            "cuBLASLt's rank-0 pick); intervals are 95% bootstrap intervals over the paired rounds, and a backend "
+            "is called faster or slower only where its interval excludes 1."]
+    out += [f"- {n}" for n in info.get("notes", [])]
+    summary = []
+    if problems:
+        head, lines, summary = gemm_section(problems, rng)
+        out += ["", "## GEMMs", ""] + head + lines
+    if a.ab:
+        out += ["", "## The same problems, two builds, one run", ""] + ab_section(load_bench([a.ab[0]]),
+                                                                               load_bench([a.ab[1]]), rng)
+    if ops:
+        out += ["", "## Row ops", ""] + ops_section(ops)
+    made = plots(problems, summary, ops, a.plots)
+    if made:
+        rel = os.path.relpath(a.plots, os.path.dirname(os.path.abspath(a.out)))
+        out += ["", "## Plots", ""] + [f"![{m[:-4]}]({rel}/{m})" for m in made]
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    with open(a.out, "w") as f:
+        f.write("\n".join(out) + "\n")
+    print(f"wrote {a.out}" + (f" and {len(made)} plots in {a.plots}" if made else ""))
+
+
+if __name__ == "__main__":
+    main()

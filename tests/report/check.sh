@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# scripts/report.py turns stored bench and bench-ops JSON into the performance page: the GEMM
+# tables with intervals, the verdicts, and the row ops against the copy bandwidth.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+data=$root/tests/data/report
+out=$(mktemp -d)
+python3 "$root/scripts/report.py" --run-info "$data/run.json" --bench "$data/bench.json" --ops "$data/ops.json" \
+  --ab "$data/bench.json" "$data/bench.json" --out "$out/PERFORMANCE.md" --plots "$out/plots" >/dev/null
+page=$out/PERFORMANCE.md
+fail() { echo "report: $*"; cat "$page"; exit 1; }
+grep -q "^## GEMMs" "$page" || fail "no GEMM section"
+grep -q "| llama3-8b qkv M=4096 | " "$page" || fail "no row for qkv at M=4096"
+grep -Eq "^\| 4096 \| native \| 2 \| 1\.0[0-9]{2} \[" "$page" || fail "no native geomean at M=4096 near 1.03"
+grep -Eq "^\| 4096 \| native .*\| faster \|$" "$page" || fail "native at M=4096 should be called faster"
+grep -Eq "^\| 16 \| native .*\| slower \|$" "$page" || fail "native at M=16 should be called slower"
+grep -q "within noise" "$page" || fail "a build against itself should be within noise"
+grep -q "| \`softmax:65536x4096:bf16\` | \`_t512_r2_v8_x1\` | 263.1 | 4.08 | 96.2 | 6/10 |" "$page" || fail "row-op row"
+echo "report: tables, intervals and verdicts as expected"
