@@ -2,11 +2,13 @@
 # Runs on the GPU machine: the GPU tests, tuning of the llama3-8b set (twice: the second run must
 # hit the DB for all 15 GEMMs), and the side-by-side benchmarks. Every step has a time limit;
 # full logs go to $OUT; a short table comes last. Uses build/ as carried (or builds it).
-#   scripts/gpu-check.sh [tests|tune|bench|sass|epilogue|ops|triton|search|all]     (default: all)
+#   scripts/gpu-check.sh [tests|tune|bench|ab|rowops|faults|sass|epilogue|ops|triton|search|all]  (default: all)
 #   tests: GPU tests; tune: llama3-8b tuned twice; bench: backends side by side (llama3-8b, BENCH_EXTRA);
-#   epilogue: fused vs cuBLASLt fused vs eager (issue 4 targets); ops: bench-ops beside torch;
-#   triton: the Triton backend beside torch.compile max-autotune; search: --search fast against the
-#   exhaustive best in one run (SEARCH_PROBLEMS). "all" is tests, tune, bench.
+#   ab: the llama3-8b bench of another build (BEFORE=path/to/gemmforge) and of this one, one after the
+#   other; rowops: bench-ops of the default row ops (and of BEFORE's, when given); faults: bench-ops
+#   with planted faulty row-op configs; epilogue: fused vs cuBLASLt fused vs eager; ops: bench-ops
+#   beside torch; triton: the Triton backend beside torch.compile max-autotune; search: --search fast
+#   against the exhaustive best in one run (SEARCH_PROBLEMS). "all" is tests, tune, bench.
 # Knobs: GPU_TESTS_FILTER (gtest filter), SEARCH (fast|default|exhaustive, default fast),
 #        SEARCH_PROBLEMS and SEARCH_ONLY (a name filter for the exhaustive side of "search"),
 #        BENCH_EXTRA (extra problems for the second bench, e.g. "--model llama3-70b --tokens 4096,8192"),
@@ -75,6 +77,39 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   step "summary (us; native and cuBLASLt best, ratio = cuBLASLt / native)"
   python3 scripts/summarize.py "$out"/bench-*.json
 fi
+if [ "$what" = ab ]; then
+  [ -x "${BEFORE:-}" ] || { echo "ab: BEFORE=path/to/the/other/gemmforge is needed"; exit 1; }
+  for side in before after; do
+    bin=$gf
+    [ $side = before ] && bin=$BEFORE
+    step "bench llama3-8b with the $side build ($bin)"
+    GEMMFORGE_HOME=/tmp/gf-home-$side timeout "${T_AB:-280}" "$bin" bench --model llama3-8b --tokens 16,128,4096 \
+      -s "$search" --rounds "${BENCH_ROUNDS:-3}" --json "$out/ab-$side.json" > "$out/ab-$side.txt" 2>&1 || status=1
+    tail -1 "$out/ab-$side.txt"
+  done
+  python3 scripts/summarize.py "$out/ab-before.json" | tail -6
+  python3 scripts/summarize.py "$out/ab-after.json" | tail -6
+fi
+
+if [ "$what" = rowops ]; then
+  for side in before after; do
+    bin=$gf
+    [ $side = before ] && bin=${BEFORE:-}
+    [ -x "$bin" ] || continue
+    step "bench-ops with the $side build ($bin)"
+    GEMMFORGE_HOME=/tmp/gf-home-$side timeout "${T_ROWOPS:-200}" "$bin" bench-ops --json "$out/rowops-$side.json" \
+      > "$out/rowops-$side.txt" 2>&1 || status=1
+    tail -12 "$out/rowops-$side.txt"
+  done
+fi
+
+if [ "$what" = faults ]; then
+  step "bench-ops with planted faulty row-op configs (illegal address, hang, wrong values, abort)"
+  GEMMFORGE_PLANT_FAULTS=1 timeout "${T_FAULTS:-150}" "$gf" bench-ops -o softmax:65536x4096:bf16 -o rmsnorm:4096x65536:bf16 \
+    -b native,faulty --max-configs 4 --timeout 20 --force --json "$out/faults.json" > "$out/faults.txt" 2>&1 || status=1
+  tail -4 "$out/faults.txt"
+fi
+
 if [ "$what" = epilogue ]; then
   step "epilogues: bias+gelu_tanh (qkv, gate_up at M=128, 4096), SwiGLU (gate_up), residual (o, down)"
   timeout "${T_EPI:-300}" "$gf" bench -s "$search" --json "$out/bench-epilogue.json" \
