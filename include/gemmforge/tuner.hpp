@@ -16,7 +16,8 @@ namespace gf {
 struct TuneOptions {
   std::vector<std::string> backends;  // empty: every available backend of each family
   SearchOptions search;
-  bool force = false;  // tune again even when the DB has a decision
+  bool force = false;      // tune again even when the DB has a decision
+  bool use_cache = true;   // false: compile every candidate afresh, over what the kernel cache holds
   // Only candidates whose names contain one of these comma-separated texts, to study a few
   // variants; the DB is neither read nor written, since the winner of a cut space is no decision.
   std::string only;
@@ -25,7 +26,8 @@ struct TuneOptions {
   std::filesystem::path db_path;    // empty: TuningDb::default_path()
   std::string worker_exe;           // empty: this program (/proc/self/exe)
   uint64_t seed = 0;                // input data seed; 0: fresh each run
-  int bench_rounds = 3;             // bench: interleaved rounds, each row keeping its median (odd)
+  int bench_rounds = 5;             // bench: interleaved rounds, each row keeping its median (odd)
+  bool bench_graph = true;          // bench: also time each row back to back in a CUDA graph
   // Called as work advances: (what, done, total).
   std::function<void(const std::string&, int, int)> progress;
 };
@@ -45,7 +47,8 @@ struct BenchRow {
   Candidate candidate;
   Measurement measurement;  // the median round's
   bool chosen = false;
-  std::vector<double> round_us;  // every round's time, in order (0: not verified)
+  std::vector<double> round_us;        // every round's time, in order (0: not verified)
+  std::vector<double> round_graph_us;  // the same in graph mode
 };
 
 struct BenchResult {

@@ -19,8 +19,9 @@ struct Measurement {
   std::string candidate;  // the candidate's name
   nlohmann::json config;
   bool verified = false;
-  double us = 0;    // median microseconds; 0 when not timed
+  double us = 0;    // median microseconds, L2 flushed before each launch; 0 when not timed
   double rate = 0;  // TFLOP/s for GEMMs, TB/s (bytes read + written) for row ops
+  double graph_us = 0;  // per launch, back to back in a CUDA graph (bench only; not stored)
   double rel_err = -1;
   double compile_seconds = 0;
   std::string error;  // why it failed, "" when it ran and verified

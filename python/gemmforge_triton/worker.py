@@ -1,4 +1,6 @@
-"""gemmforge's Triton compile worker: one JSON request per line on stdin, one reply per line.
+"""gemmforge's Triton compile worker: one JSON request per line, one reply per line repeating the
+request's "id", on the channel the parent opened (GEMMFORGE_WORKER_FDS: the request and reply fds;
+stdin and stdout when run by hand). What anything prints goes to stderr, never into a reply.
 
     {"op": "version"}
     {"op": "compile", "template": "mm", "dtype": "bf16", "out": "bf16", "constexprs": {...},
@@ -7,8 +9,10 @@
 compile writes the cubin to `path` and replies with the launch metadata. It targets sm_90
 explicitly, so it needs no GPU.
 """
+import ctypes
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -51,8 +55,29 @@ def compile_request(req):
             "seconds": time.time() - start}
 
 
+def channel():
+    fds = os.environ.get("GEMMFORGE_WORKER_FDS")
+    if not fds:
+        return sys.stdin, sys.stdout
+    request_fd, reply_fd = (int(f) for f in fds.split(","))
+    return os.fdopen(request_fd, "r"), os.fdopen(reply_fd, "w")
+
+
+def die_with_parent():
+    """When gemmforge started this worker, the parent's death arrives as SIGTERM and takes the
+    worker's process group (ptxas included) with it."""
+    if not os.environ.get("GEMMFORGE_WORKER_FDS"):
+        return
+    signal.signal(signal.SIGTERM, lambda *_: os.killpg(0, signal.SIGKILL))
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def main():
-    for line in sys.stdin:
+    die_with_parent()
+    requests, replies = channel()
+    for line in requests:
+        req = {}
         try:
             req = json.loads(line)
             if req["op"] == "quit":
@@ -65,8 +90,9 @@ def main():
                 reply = {"ok": False, "error": f"unknown op {req['op']}"}
         except Exception as e:  # a template that fails to compile is a failed candidate, not a dead worker
             reply = {"ok": False, "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()[-3000:]}
-        sys.stdout.write(json.dumps(reply) + "\n")
-        sys.stdout.flush()
+        reply["id"] = req.get("id")
+        replies.write(json.dumps(reply) + "\n")
+        replies.flush()
 
 
 if __name__ == "__main__":

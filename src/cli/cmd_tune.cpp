@@ -78,7 +78,8 @@ void run_bench(const TuneArgs& a) {
   auto problems = a.problems.resolve();
   Progress progress;
   auto tuner = make_tuner(a, progress);
-  Table table({"problem", "backend", "candidate", "us", "TFLOP/s", "vs cuBLASLt default", "vs eager", "chosen"});
+  Table table({"problem", "backend", "candidate", "us", "TFLOP/s", "graph us", "vs cuBLASLt default", "vs eager",
+               "chosen"});
   nlohmann::json out = nlohmann::json::array();
   double log_speedup = 0;
   int counted = 0;
@@ -97,14 +98,16 @@ void run_bench(const TuneArgs& a) {
     for (const auto& r : bench.rows) {
       const Measurement& m = r.measurement;
       table.add({label, r.backend, r.candidate.name, m.verified ? fixed(m.us, 1) : "failed",
-                 m.verified ? fixed(m.rate, 1) : m.error.substr(0, 60), speedup(default_us, m.us),
-                 speedup(eager_us, m.us), r.chosen ? "*" : ""});
+                 m.verified ? fixed(m.rate, 1) : m.error.substr(0, 60), m.graph_us > 0 ? fixed(m.graph_us, 1) : "-",
+                 speedup(default_us, m.us), speedup(eager_us, m.us), r.chosen ? "*" : ""});
       out.push_back({{"label", label},
                      {"problem", problem.key()},
                      {"backend", r.backend},
                      {"candidate", r.candidate.name},
                      {"us", m.us},
                      {"round_us", r.round_us},
+                     {"graph_us", m.graph_us},
+                     {"round_graph_us", r.round_graph_us},
                      {"tflops", m.rate},
                      {"chosen", r.chosen},
                      {"verified", m.verified},

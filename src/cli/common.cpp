@@ -31,6 +31,10 @@ void ProblemArgs::add_to(CLI::App& app, bool with_ops) {
 
 std::vector<LabeledProblem> ProblemArgs::resolve() const {
   // A model's GEMMs (the default model when no --problem is given), then the --problem specs.
+  // The model options are checked even where no model is used: a typo is never ignored.
+  GF_CHECK(parse_dtype(dtype), "unknown --dtype {} (bf16, f16, e4m3, e5m2)", quote(dtype));
+  GF_CHECK(fuse == "none" || fuse == "natural", "--fuse takes none or natural, not {}", quote(fuse));
+  if (!epilogue.empty()) parse_epilogue(epilogue);
   std::vector<LabeledProblem> out;
   GF_CHECK(model.empty() || hf_config.empty(), "give either --model or --hf-config, not both");
   if ((specs.empty() && ops.empty()) || !model.empty() || !hf_config.empty()) out = model_problems();
@@ -96,6 +100,7 @@ void Table::print() const {
 }
 
 void Progress::update(const std::string& what, int done, int total) {
+  std::lock_guard lock(mu_);
   if (!started_) {
     tty_ = isatty(STDERR_FILENO);
     started_ = true;
@@ -113,6 +118,7 @@ void Progress::update(const std::string& what, int done, int total) {
 }
 
 void Progress::finish() {
+  std::lock_guard lock(mu_);
   if (open_line_) fmt::print(stderr, "\r\033[K");
   open_line_ = false;
   std::fflush(stderr);
@@ -138,6 +144,7 @@ void TuneArgs::add_to(CLI::App* cmd, bool with_ops) {
 
 void TuneArgs::add_selection(CLI::App* cmd) {
   cmd->add_flag("-f,--force", force, "tune again even when the DB has a decision");
+  cmd->add_flag("--no-cache", no_cache, "compile every candidate afresh, over what the kernel cache holds");
   cmd->add_option("--only", only,
                   "only the candidates (of the --search level) whose names contain one of the comma-separated TEXTs, "
                   "to study a few variants; the DB is left alone");
@@ -155,6 +162,7 @@ std::unique_ptr<Tuner> make_tuner(const TuneArgs& a, Progress& progress) {
   o.backends = split_list(a.backends, "--backends", true);
   o.search = {parse_search(a.search), a.top_k};
   o.force = a.force;
+  o.use_cache = !a.no_cache;
   o.only = a.only;
   o.candidate_timeout_s = a.timeout_s;
   o.bench_rounds = a.rounds;

@@ -2,6 +2,7 @@
 // What the subcommands share: choosing problems, printing tables, a progress bar, JSON output.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -54,10 +55,12 @@ class Table {
 // One line on stderr, redrawn in place on a terminal; elsewhere a line per finished stage.
 class Progress {
  public:
+  // Thread-safe: compile threads report as they finish.
   void update(const std::string& what, int done, int total);
   void finish();
 
  private:
+  std::mutex mu_;
   bool tty_ = false;
   bool started_ = false;
   bool open_line_ = false;
@@ -70,14 +73,15 @@ struct TuneArgs {
   std::string search = "default";
   int top_k = 0;
   bool force = false;
+  bool no_cache = false;
   std::string only;
   double timeout_s = 60;
-  int rounds = 3;
+  int rounds = 5;
   std::string db;
   std::string json;
   // Adds the options every tuning command takes (problems as ProblemArgs::add_to with with_ops).
   void add_to(CLI::App* cmd, bool with_ops);
-  // --force, --only.
+  // --force, --no-cache, --only.
   void add_selection(CLI::App* cmd);
   // --rounds.
   void add_rounds(CLI::App* cmd);

@@ -1,13 +1,40 @@
 // gemmforge: tune, benchmark and inspect GEMM kernels for NVIDIA Hopper GPUs.
+#include <pthread.h>
+#include <signal.h>
+
 #include <iostream>
+#include <thread>
 
 #include "cli/commands.hpp"
 #include "core/log.hpp"
 #include "gemmforge/error.hpp"
+#include "process/worker_process.hpp"
 #include "tune/worker.hpp"
+
+namespace {
+
+// SIGINT (Ctrl-C), SIGTERM and SIGHUP end the command, but first the workers and everything they
+// started: a thread takes the signals (blocked everywhere else), kills them, and re-raises.
+void end_workers_with_the_command() {
+  sigset_t ending;
+  sigemptyset(&ending);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&ending, sig);
+  pthread_sigmask(SIG_BLOCK, &ending, nullptr);
+  std::thread([ending] {
+    int sig = 0;
+    sigwait(&ending, &sig);
+    gf::WorkerProcess::kill_all();
+    signal(sig, SIG_DFL);
+    pthread_sigmask(SIG_UNBLOCK, &ending, nullptr);
+    raise(sig);
+  }).detach();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   gf::tune::maybe_run_worker(argc, argv);
+  end_workers_with_the_command();
   CLI::App app{
       "gemmforge: picks, builds and runs the fastest GEMM for each matrix product of a transformer "
       "on NVIDIA Hopper GPUs"};

@@ -17,7 +17,8 @@ namespace gf::harness {
 struct MeasureResult {
   bool verified = false;
   double rel_err = -1;
-  double us = 0;
+  double us = 0;        // flushed mode: the median launch
+  double graph_us = 0;  // graph mode (when asked): per launch, back to back
   int reps = 0;
   std::string error;  // "" when verified (and timed, if asked)
 };
@@ -42,9 +43,10 @@ std::unique_ptr<Bench> make_bench(std::string_view family, const std::string& ke
                                   uint64_t seed);
 
 // How every kernel is measured: its outputs poisoned (NaN) and guarded, one launch on input set
-// 0, verified; then, if asked, timed over the rotating sets, the last timed launch again on set 0,
-// and verified once more, guard bands included: a kernel that races, depends on what an earlier
-// launch left behind, or writes past its outputs fails.
+// 0, verified; then, if asked, timed over the rotating sets, the outputs poisoned again before the
+// last timed launch (on set 0), and verified once more, guard bands included: a kernel that races,
+// depends on what an earlier launch left behind, stops writing, or writes past its outputs fails.
+// With timing.graph it is timed back to back in a CUDA graph too, and verified after that.
 //   poison(): fills the outputs with NaN and their guard bands with the pattern
 //   launch(set): one launch reading input set `set`
 //   verify(): the verdict on the outputs now
@@ -61,15 +63,24 @@ MeasureResult measure_kernel(Poison poison, Launch launch, Verify verify, Timer&
   r.error = first.error;
   r.verified = r.error.empty();
   if (!r.verified || !time) return r;
-  Timing t = timer.time(launch, sets, stream, timing);
-  Verdict after = verify();
-  if (!after.error.empty()) {
+  Timing t = timer.time(launch, sets, stream, timing, poison);
+  if (Verdict after = verify(); !after.error.empty()) {
     r.verified = false;
     r.error = "after timing: " + after.error;
     return r;
   }
   r.us = t.median_us;
   r.reps = t.reps;
+  if (timing.graph) {
+    r.graph_us = timer.time_graph(launch, sets, stream, timing).median_us;
+    poison();
+    launch(0);
+    GF_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (Verdict again = verify(); !again.error.empty()) {
+      r.verified = false;
+      r.error = "after the graph's launches: " + again.error;
+    }
+  }
   return r;
 }
 

@@ -15,6 +15,10 @@ void fill_uniform(void* ptr, DType t, int64_t count, uint64_t seed, float lo, fl
 // NaN in every element.
 void fill_nan(void* ptr, DType t, int64_t count, cudaStream_t s);
 
+// Reads every byte of [ptr, ptr + bytes) (a multiple of 16, 16-byte aligned) and writes nothing:
+// the timer's L2 flush, which leaves only clean lines behind.
+void read_through(const void* ptr, size_t bytes, cudaStream_t s);
+
 // Bytes of guard band kept after each output: more than a row of tiles past the end would reach.
 inline constexpr size_t kGuardBytes = 256 << 10;
 // A known byte pattern over [ptr, ptr + bytes).

@@ -94,6 +94,9 @@ MeasureResult GemmBench::measure(const Candidate& candidate, bool time, const Ti
 MeasureResult GemmBench::measure(Kernel& kernel, bool time, const TimingOptions& timing) {
   GF_CHECK(kernel.workspace_bytes() <= workspace_.bytes(), "kernel wants {} bytes of workspace, more than {}",
            kernel.workspace_bytes(), workspace_.bytes());
+  // Each kernel finds its workspace zeroed, as a runtime hands it over (split-K counters start at
+  // zero), whatever the kernel before left in it.
+  GF_CUDA_CHECK(cudaMemsetAsync(workspace_.get(), 0, workspace_.bytes(), stream()));
   u_char* guard = static_cast<u_char*>(d_.get()) + d_bytes();
   auto poison = [&] {
     fill_nan(d_.get(), problem_.out, elems_d(problem_), stream());

@@ -4,25 +4,35 @@
 #include <cmath>
 #include <vector>
 
+#include "harness/fill.hpp"
+
 namespace gf::harness {
+namespace {
 
-Timer::Timer(int64_t l2_bytes) : flush_(size_t(std::max<int64_t>(2 * l2_bytes, 64 << 20))) {}
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
 
-Timing Timer::time(const std::function<void(int)>& launch, int sets, cudaStream_t stream, const TimingOptions& o) {
+Timing summary(std::vector<double> us) {
+  Timing t;
+  t.reps = int(us.size());
+  t.min_us = *std::min_element(us.begin(), us.end());
+  t.max_us = *std::max_element(us.begin(), us.end());
+  t.median_us = median_of(std::move(us));
+  return t;
+}
+
+// Warm-up in timed batches (at least one, at most 64), until both minimums are met. Returns the
+// milliseconds of one call of `run` that the last batch measured.
+double warm_up(const std::function<void()>& run, cudaStream_t stream, const TimingOptions& o) {
   cuda::Event start, stop;
-  int set = 0;
-  auto next_set = [&] { return set++ % std::max(sets, 1); };
-  auto flush = [&] {
-    if (o.flush_l2) GF_CUDA_CHECK(cudaMemsetAsync(flush_.get(), set & 0xff, flush_.bytes(), stream));
-  };
-
-  // Warm-up in timed batches (at least one, at most 64), until both minimums are met; the last
-  // batch sizes the repetitions.
   double est_ms = 1e-3, warmed_ms = 0;
   for (int batch = std::max(o.warmup, 1), done = 0, batches = 0;
        batches == 0 || ((done < o.warmup || warmed_ms < o.warmup_ms) && batches < 64); ++batches) {
     start.record(stream);
-    for (int i = 0; i < batch; ++i) launch(next_set());
+    for (int i = 0; i < batch; ++i) run();
     stop.record(stream);
     GF_CUDA_CHECK(cudaStreamSynchronize(stream));
     const double ms = stop.since(start);
@@ -31,12 +41,29 @@ Timing Timer::time(const std::function<void(int)>& launch, int sets, cudaStream_
     done += batch;
     batch = int(std::clamp((o.warmup_ms - warmed_ms) / est_ms + 1, 1.0, 65536.0));
   }
+  return est_ms;
+}
+
+}  // namespace
+
+Timer::Timer(int64_t l2_bytes) : flush_(size_t(std::max<int64_t>(2 * l2_bytes, 64 << 20))) {
+  // Written once, here, outside any timed window; the flushes only read it.
+  GF_CUDA_CHECK(cudaMemset(flush_.get(), 0x5a, flush_.bytes()));
+  GF_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+Timing Timer::time(const std::function<void(int)>& launch, int sets, cudaStream_t stream, const TimingOptions& o,
+                   const std::function<void()>& before_last) {
+  const int n_sets = std::max(sets, 1);
+  int set = 0;
+  const double est_ms = warm_up([&] { launch(set++ % n_sets); }, stream, o);
   const int reps = int(std::clamp(o.budget_ms / est_ms, double(o.min_reps), double(o.max_reps)));
 
   std::vector<cuda::Event> begins(static_cast<size_t>(reps)), ends(static_cast<size_t>(reps));
-  const int n_sets = std::max(sets, 1), first = (n_sets - (reps - 1) % n_sets) % n_sets;  // the last on set 0
+  const int first = (n_sets - (reps - 1) % n_sets) % n_sets;  // the last launch on set 0
   for (int i = 0; i < reps; ++i) {
-    flush();
+    if (o.flush_l2) read_through(flush_.get(), flush_.bytes(), stream);
+    if (i == reps - 1 && before_last) before_last();
     begins[size_t(i)].record(stream);
     launch((first + i) % n_sets);
     ends[size_t(i)].record(stream);
@@ -45,13 +72,47 @@ Timing Timer::time(const std::function<void(int)>& launch, int sets, cudaStream_
   GF_CUDA_CHECK(cudaGetLastError());
   std::vector<double> us(static_cast<size_t>(reps));
   for (int i = 0; i < reps; ++i) us[size_t(i)] = 1000.0 * ends[size_t(i)].since(begins[size_t(i)]);
-  std::sort(us.begin(), us.end());
-  Timing t;
-  t.reps = reps;
-  t.min_us = us.front();
-  t.max_us = us.back();
-  t.median_us = reps % 2 ? us[size_t(reps / 2)] : 0.5 * (us[size_t(reps / 2 - 1)] + us[size_t(reps / 2)]);
-  return t;
+  return summary(std::move(us));
+}
+
+Timing Timer::time_graph(const std::function<void(int)>& launch, int sets, cudaStream_t stream,
+                         const TimingOptions& o) {
+  // Enough launches in the graph that every set is read, and at least 16.
+  const int n_sets = std::max(sets, 1);
+  const int per_graph = n_sets * ((16 + n_sets - 1) / n_sets);
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  GF_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  try {
+    for (int i = 0; i < per_graph; ++i) launch(i % n_sets);
+  } catch (...) {
+    cudaStreamEndCapture(stream, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    throw;
+  }
+  GF_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  struct Owned {
+    cudaGraph_t g;
+    cudaGraphExec_t e = nullptr;
+    ~Owned() {
+      if (e) cudaGraphExecDestroy(e);
+      cudaGraphDestroy(g);
+    }
+  } owned{graph};
+  GF_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  owned.e = exec;
+  const double est_ms = warm_up([&] { GF_CUDA_CHECK(cudaGraphLaunch(exec, stream)); }, stream, o);
+  const int reps = int(std::clamp(o.budget_ms / est_ms, 5.0, 50.0));
+  std::vector<cuda::Event> begins(static_cast<size_t>(reps)), ends(static_cast<size_t>(reps));
+  for (int i = 0; i < reps; ++i) {
+    begins[size_t(i)].record(stream);
+    GF_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    ends[size_t(i)].record(stream);
+  }
+  GF_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<double> us(static_cast<size_t>(reps));
+  for (int i = 0; i < reps; ++i) us[size_t(i)] = 1000.0 * ends[size_t(i)].since(begins[size_t(i)]) / per_graph;
+  return summary(std::move(us));
 }
 
 }  // namespace gf::harness

@@ -1,6 +1,14 @@
 #pragma once
-// The one timing harness every backend is measured with: CUDA events around each launch, a
-// warm-up first, the L2 flushed before every timed launch, input sets rotated, the median kept.
+// The one timing harness every backend is measured with, in two modes.
+//
+// Flushed (the tuner's, and bench's first column): CUDA events around each launch, a warm-up
+// first, the L2 emptied of the kernel's data before every timed launch by reading a buffer twice
+// its size (reading, not writing: the lines it leaves are clean, so no write-back of the flush
+// lands in the timed window), input sets rotated, the median kept.
+//
+// Graph (bench's second column, the number a serving stack sees): launches back to back over the
+// rotating input sets, captured in a CUDA graph and replayed; the time per launch of the median
+// replay. Inputs larger than the L2 rotate, so weights still stream from DRAM.
 #include <cuda_runtime_api.h>
 
 #include <functional>
@@ -20,6 +28,7 @@ struct TimingOptions {
   int max_reps = 100;
   double budget_ms = 150;  // timed launches stop after about this much kernel time
   bool flush_l2 = true;
+  bool graph = false;  // also time back-to-back launches in a CUDA graph
 };
 
 struct Timing {
@@ -31,11 +40,15 @@ struct Timing {
 
 class Timer {
  public:
-  // l2_bytes: the device's L2 size; the flush writes twice that.
+  // l2_bytes: the device's L2 size; the flush reads twice that.
   explicit Timer(int64_t l2_bytes);
-  // launch(set) launches one run reading input set `set`; sets rotate, and the last timed launch
-  // reads set 0, so that its output can be checked against set 0's reference.
-  Timing time(const std::function<void(int)>& launch, int sets, cudaStream_t stream, const TimingOptions& o);
+  // Flushed mode. launch(set) launches one run reading input set `set`; sets rotate, and the last
+  // timed launch reads set 0, so that its output can be checked against set 0's reference;
+  // before_last runs just before it, outside the timed window (the bench poisons the outputs).
+  Timing time(const std::function<void(int)>& launch, int sets, cudaStream_t stream, const TimingOptions& o,
+              const std::function<void()>& before_last = {});
+  // Graph mode: microseconds per launch. Throws gf::Error when the launches cannot be captured.
+  Timing time_graph(const std::function<void(int)>& launch, int sets, cudaStream_t stream, const TimingOptions& o);
 
  private:
   cuda::DeviceBuffer flush_;

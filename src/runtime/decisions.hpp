@@ -1,18 +1,33 @@
 #pragma once
 // What the runtimes take from the tuning DB: a stored choice, while its backend is in this build,
 // available, and at the version that made it. Anything else falls back, with one warning.
+#include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "core/log.hpp"
 #include "gemmforge/backend.hpp"
+#include "gemmforge/error.hpp"
 #include "gemmforge/tuning_db.hpp"
 
 namespace gf::runtime {
 
+// The tuning DB of a runtime, or none (with one warning) when it cannot be opened: a damaged or
+// foreign file must not stop dispatch, which falls back to the defaults.
+inline std::unique_ptr<TuningDb> open_db_or_none(const std::filesystem::path& path, const std::string& device) {
+  try {
+    return std::make_unique<TuningDb>(path, device);
+  } catch (const Error& e) {
+    log().warn("{}; running without tuned decisions (the defaults) until it is repaired", e.what());
+    return nullptr;
+  }
+}
+
 template <class Problem>
-std::optional<Candidate> stored_choice(const TuningDb& db, const std::string& key) {
-  auto d = db.decision(key);
+std::optional<Candidate> stored_choice(const TuningDb* db, const std::string& key) {
+  if (!db) return std::nullopt;
+  auto d = db->decision(key);
   if (!d) return std::nullopt;
   auto backend = find_backend<Problem>(d->backend);
   std::string why;

@@ -30,7 +30,7 @@ struct OpsRuntime::Impl {
     }
     rowops::RowConfig c = rowops::default_config(s);
     // Only the native row-op backend's configs run here (the planted faulty one is for tests).
-    if (auto stored = runtime::stored_choice<RowOpSpec>(*db, key); stored && stored->backend == "native") {
+    if (auto stored = runtime::stored_choice<RowOpSpec>(db.get(), key); stored && stored->backend == "native") {
       rowops::RowConfig tuned = rowops::RowConfig::from_json(stored->config);
       if (rowops::illegal_reason(tuned, s).empty()) c = tuned;
     }
@@ -54,8 +54,8 @@ struct OpsRuntime::Impl {
 OpsRuntime::OpsRuntime(const std::string& db_path) : impl_(std::make_unique<Impl>()) {
   DeviceInfo device = DeviceInfo::query();
   GF_CHECK(device.present, "gf::OpsRuntime needs a GPU: {}", device.absent_reason);
-  impl_->db = std::make_unique<TuningDb>(db_path.empty() ? TuningDb::default_path() : std::filesystem::path(db_path),
-                                         device.fingerprint());
+  impl_->db = runtime::open_db_or_none(db_path.empty() ? TuningDb::default_path() : std::filesystem::path(db_path),
+                                       device.fingerprint());
 }
 
 OpsRuntime::~OpsRuntime() = default;

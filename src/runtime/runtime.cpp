@@ -27,14 +27,14 @@ struct Runtime::Impl {
 
   void build(Entry& e, const GemmProblem& p) {
     const std::string key = p.key();
-    if (auto stored = runtime::stored_choice<GemmProblem>(*db, key)) {
+    if (auto stored = runtime::stored_choice<GemmProblem>(db.get(), key)) {
       e.candidate = *stored;
     } else {
       auto lt = find_backend<GemmProblem>("cublaslt");
       std::string why = lt->supports(p);
       GF_CHECK(why.empty(), "{} has no usable tuned choice and cuBLASLt cannot run it ({}); run gemmforge tune -p {}",
                key, why, key);
-      if (!db->decision(key))
+      if (!db || !db->decision(key))
         log().warn("{} is not tuned on this device; using cuBLASLt's default algorithm (gemmforge tune -p {})", key,
                    key);
       e.candidate = lt->candidates(p, device, {.level = Search::fast, .top_k = 1}).front();
@@ -61,7 +61,7 @@ struct Runtime::Impl {
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
   GF_CHECK(impl_->device.present, "gf::Runtime needs a GPU: {}", impl_->device.absent_reason);
   auto path = options.db_path.empty() ? TuningDb::default_path() : options.db_path;
-  impl_->db = std::make_unique<TuningDb>(path, impl_->device.fingerprint());
+  impl_->db = runtime::open_db_or_none(path, impl_->device.fingerprint());
 }
 
 Runtime::~Runtime() = default;

@@ -1,8 +1,11 @@
 #pragma once
-// Content-addressed cache of compiled kernels: <dir>/<key>.cubin, written atomically (temp file
-// and rename), so several processes may compile into one cache at once. An in-memory map sits in
-// front. The key is the kernel's name plus a hash of everything that shapes the binary (source,
-// headers, options, compiler version, arch); the caller builds it.
+// Content-addressed cache of compiled kernels: <dir>/<key>.bin, and beside it <key>.json holding
+// the binary's size and content hash and what the compiler reported. Both are written atomically
+// (temp file and rename), the binary first, so several processes may compile into one cache at
+// once. A read checks the binary against its size and hash: a truncated, damaged or foreign file
+// is a miss (counted), rebuilt by the caller, never served. An in-memory map sits in front. The key
+// is the kernel's name plus a hash of everything that shapes the binary; the caller builds it.
+#include <atomic>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -15,12 +18,15 @@ class KernelCache {
  public:
   struct Entry {
     std::string bytes;
-    std::string meta;  // what the compiler reported (JSON), beside the binary
+    std::string meta;  // what the compiler reported (JSON)
   };
   explicit KernelCache(std::filesystem::path dir);
   std::optional<Entry> get(const std::string& key);
+  // Throws gf::Error when the entry cannot be written (disk full, a read-only folder).
   void put(const std::string& key, const std::string& bytes, const std::string& meta = "");
   const std::filesystem::path& dir() const { return dir_; }
+  // Entries found damaged (and not served) since the process started.
+  int64_t rejected() const { return rejected_; }
 
   // The process-wide cache in home_dir()/kernels.
   static KernelCache& shared();
@@ -29,6 +35,7 @@ class KernelCache {
   std::filesystem::path dir_;
   std::mutex mu_;
   std::unordered_map<std::string, Entry> memory_;
+  std::atomic<int64_t> rejected_{0};
 };
 
 }  // namespace gf

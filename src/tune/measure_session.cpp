@@ -17,14 +17,15 @@ void MeasureSession::ensure_problem() {
   problem_ready_ = true;
 }
 
-Measurement MeasureSession::measure(const Candidate& candidate, bool time) {
+Measurement MeasureSession::measure(const Candidate& candidate, bool time, bool graph) {
   ensure_problem();
   Measurement m;
   m.problem = key_;
   m.backend = candidate.backend;
   m.candidate = candidate.name;
   m.config = candidate.config;
-  auto reply = worker_.call({{"op", "measure"}, {"candidate", candidate}, {"time", time}}, timeout_s_);
+  auto reply = worker_.call(
+      {{"op", "measure"}, {"candidate", candidate}, {"time", time}, {"timing", {{"graph", graph}}}}, timeout_s_);
   if (reply.value("crashed", false) || reply.value("fatal", false)) problem_ready_ = false;
   if (!reply.value("ok", false)) {
     m.error = reply.value("error", "unknown worker error");
@@ -34,6 +35,7 @@ Measurement MeasureSession::measure(const Candidate& candidate, bool time) {
   m.rel_err = reply.value("rel_err", -1.0);
   m.error = reply.value("error", "");
   m.us = reply.value("us", 0.0);
+  m.graph_us = reply.value("graph_us", 0.0);
   return m;
 }
 

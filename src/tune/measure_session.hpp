@@ -16,7 +16,8 @@ class MeasureSession {
                  double timeout_s);
   // Verifies and (if `time`) times the candidate. Never throws for a bad candidate: the
   // Measurement carries the error. Its rate is left for the caller, who knows the problem.
-  Measurement measure(const Candidate& candidate, bool time = true);
+  // graph: also time it back to back in a CUDA graph (Measurement::graph_us).
+  Measurement measure(const Candidate& candidate, bool time = true, bool graph = false);
 
  private:
   void ensure_problem();

@@ -184,7 +184,7 @@ TuneResult Tuner::Impl::tune(const Problem& problem) {
   parallel_for(int(cands.size()), opt.compile_jobs, [&](int i) {
     const auto& [backend, cand] = cands[size_t(i)];
     try {
-      compiled[size_t(i)] = backend->compile(problem, cand, true);
+      compiled[size_t(i)] = backend->compile(problem, cand, opt.use_cache);
     } catch (const std::exception& e) {
       compiled[size_t(i)] = {.ok = false, .log = e.what()};
     }
@@ -279,9 +279,10 @@ BenchResult Tuner::Impl::bench(const Problem& problem) {
   for (int round = 0; round < n; ++round) {
     std::shuffle(order.begin(), order.end(), shuffle);
     for (size_t i : order) {
-      Measurement m = session.measure(rows[i].candidate);
+      Measurement m = session.measure(rows[i].candidate, true, opt.bench_graph);
       m.rate = problem.rate(m.us);
       rows[i].round_us.push_back(m.verified ? m.us : 0.0);
+      rows[i].round_graph_us.push_back(m.verified ? m.graph_us : 0.0);
       rounds[i].push_back(std::move(m));
     }
   }
@@ -290,8 +291,12 @@ BenchResult Tuner::Impl::bench(const Problem& problem) {
     std::sort(r.begin(), r.end(), [](const Measurement& a, const Measurement& b) {
       return a.verified != b.verified ? a.verified : a.us < b.us;
     });
-    // The median timing, or (sorted verified first) a failure where any round failed.
+    // The median timing, or (sorted verified first) a failure where any round failed; the graph
+    // mode's median round alike.
     rows[i].measurement = r.back().verified ? r[size_t(n / 2)] : r.back();
+    std::vector<double> graph = rows[i].round_graph_us;
+    std::sort(graph.begin(), graph.end());
+    rows[i].measurement.graph_us = r.back().verified ? graph[size_t(n / 2)] : 0.0;
   }
   return result;
 }

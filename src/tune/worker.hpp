@@ -1,7 +1,8 @@
 #pragma once
 // Candidates run in a worker process, so that one that faults (illegal address, a corrupted
 // context) or hangs costs a restart, not the tuning run. The worker is this same program run
-// with the argument "__worker"; it speaks one JSON object per line on stdin/stdout:
+// with the argument "__worker"; it speaks one JSON object per line on the channel WorkerProcess
+// gives it (process/worker_process.hpp), each reply repeating its request's "id":
 //
 //   {"op":"problem","family":"gemm"|"rowop","problem":KEY,"seed":N}  -> {"ok":true,"sets":N}
 //   {"op":"measure","backend":B,"candidate":{...},"time":true,"timing":{...}}

@@ -2,11 +2,11 @@
 #include <cuda_runtime_api.h>
 
 #include <cstring>
-#include <iostream>
 
 #include "gemmforge/error.hpp"
 #include "harness/bench.hpp"
 #include "harness/rowop_bench.hpp"
+#include "process/worker_process.hpp"
 #include "tune/worker.hpp"
 
 namespace gf::tune {
@@ -20,6 +20,7 @@ harness::TimingOptions timing_from(const nlohmann::json& j) {
   o.max_reps = j.value("max_reps", o.max_reps);
   o.budget_ms = j.value("budget_ms", o.budget_ms);
   o.flush_l2 = j.value("flush_l2", o.flush_l2);
+  o.graph = j.value("graph", o.graph);
   return o;
 }
 
@@ -34,14 +35,18 @@ bool context_lost() {
 }  // namespace
 
 int worker_main() {
+  adopt_worker_duties();  // first: before any thread (CUDA's too) is started
+  WorkerChannel channel;
   DeviceInfo device = DeviceInfo::query();
   std::unique_ptr<harness::Bench> bench;
   std::string line;
-  while (std::getline(std::cin, line)) {
+  while (channel.read(line)) {
     nlohmann::json reply;
     bool fatal = false;
+    nlohmann::json id;
     try {
       auto req = nlohmann::json::parse(line);
+      id = req.value("id", nlohmann::json());
       std::string op = req.at("op");
       if (op == "quit") break;
       GF_CHECK(device.present, "{}", device.absent_reason);
@@ -54,8 +59,8 @@ int worker_main() {
         GF_CHECK(bench, "measure before problem");
         harness::MeasureResult r = bench->measure(req.at("candidate").get<Candidate>(), req.value("time", true),
                                                   timing_from(req.value("timing", nlohmann::json::object())));
-        reply = {{"ok", true}, {"verified", r.verified}, {"rel_err", r.rel_err},
-                 {"us", r.us}, {"reps", r.reps},         {"error", r.error}};
+        reply = {{"ok", true}, {"verified", r.verified}, {"rel_err", r.rel_err}, {"us", r.us},
+                 {"graph_us", r.graph_us}, {"reps", r.reps}, {"error", r.error}};
       } else if (op == "copy_bandwidth") {
         reply = {{"ok", true}, {"tbps", harness::copy_bandwidth_tbps(device)}};
       } else {
@@ -65,7 +70,8 @@ int worker_main() {
       fatal = context_lost();
       reply = {{"ok", false}, {"error", e.what()}, {"fatal", fatal}};
     }
-    std::cout << reply.dump() << std::endl;
+    reply["id"] = id;
+    channel.write(reply);
     if (fatal) return 3;
   }
   return 0;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/embedded.hpp"
+#include "core/strings.hpp"
 #include "gemmforge/error.hpp"
 #include "gemmforge/workloads.hpp"
 
@@ -10,18 +11,27 @@ namespace gf {
 namespace {
 
 constexpr std::string_view kPrefix = "workloads/", kSuffix = ".config.json";
+// A config.json is a few KB: anything past this is no model config (or /dev/zero).
+constexpr std::streamsize kMaxConfigBytes = 4 << 20;
+// Every size of a shipped or sensible model is far below this; products of two of them (a GEMM's
+// N) then stay far inside int64 and GemmProblem's own bounds.
+constexpr int64_t kMaxModelSize = int64_t(1) << 24;
 
 int64_t positive_field(const nlohmann::json& config, const std::string& model, const char* field) {
-  GF_CHECK(config.contains(field), "model config '{}' lacks '{}'", model, field);
-  GF_CHECK(config[field].is_number_integer() && config[field].get<int64_t>() > 0,
-           "model config '{}': '{}' must be a positive integer", model, field);
-  return config[field].get<int64_t>();
+  GF_CHECK(config.contains(field), "model config {} lacks \"{}\"", quote(model), field);
+  const auto& v = config[field];
+  GF_CHECK(v.is_number_integer() && !v.is_number_float(),
+           "model config {}: \"{}\" must be a positive integer, not {}", quote(model), field, quote(v.dump()));
+  const int64_t n = v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(kMaxModelSize) ? -1 : v.get<int64_t>();
+  GF_CHECK(n > 0 && n <= kMaxModelSize, "model config {}: \"{}\" must be a positive integer up to {}, not {}",
+           quote(model), field, kMaxModelSize, quote(v.dump()));
+  return n;
 }
 
 }  // namespace
 
 ModelShape ModelShape::from_config(const nlohmann::json& config, std::string name) {
-  GF_CHECK(config.is_object(), "model config '{}' is not a JSON object", name);
+  GF_CHECK(config.is_object(), "model config {} is not a JSON object", quote(name));
   ModelShape s;
   s.name = std::move(name);
   s.hidden = positive_field(config, s.name, "hidden_size");
@@ -32,13 +42,19 @@ ModelShape ModelShape::from_config(const nlohmann::json& config, std::string nam
   if (config.contains("head_dim") && !config["head_dim"].is_null()) {
     s.head_dim = positive_field(config, s.name, "head_dim");
   } else {
-    GF_CHECK(s.hidden % s.heads == 0, "model config '{}': hidden_size {} is not a multiple of {} heads", s.name,
+    GF_CHECK(s.hidden % s.heads == 0, "model config {}: hidden_size {} is not a multiple of {} heads", quote(s.name),
              s.hidden, s.heads);
     s.head_dim = s.hidden / s.heads;
   }
+  GF_CHECK(s.heads % s.kv_heads == 0, "model config {}: {} attention heads do not share {} key/value heads evenly",
+           quote(s.name), s.heads, s.kv_heads);
   s.intermediate = positive_field(config, s.name, "intermediate_size");
   s.vocab = positive_field(config, s.name, "vocab_size");
-  s.attention_bias = config.value("attention_bias", false);
+  if (config.contains("attention_bias")) {
+    GF_CHECK(config["attention_bias"].is_boolean(), "model config {}: \"attention_bias\" must be true or false, not {}",
+             quote(s.name), quote(config["attention_bias"].dump()));
+    s.attention_bias = config["attention_bias"].get<bool>();
+  }
   return s;
 }
 
@@ -57,15 +73,22 @@ ModelShape load_model(const std::string& name_or_path) {
   if (it != embedded::files().end()) {
     text = std::string(it->second);
   } else {
-    std::ifstream in(name_or_path);
-    GF_CHECK(in.good(), "unknown model '{}': not a shipped model ({}) and not a readable config.json", name_or_path,
+    std::error_code ec;
+    GF_CHECK(std::filesystem::is_regular_file(name_or_path, ec),
+             "unknown model {}: not a shipped model ({}) and not a config.json file", quote(name_or_path),
              fmt::join(builtin_models(), ", "));
-    text.assign(std::istreambuf_iterator<char>(in), {});
+    std::ifstream in(name_or_path);
+    GF_CHECK(in.good(), "cannot read model config {}", quote(name_or_path));
+    text.resize(size_t(kMaxConfigBytes) + 1);
+    in.read(text.data(), kMaxConfigBytes + 1);
+    text.resize(size_t(in.gcount()));
+    GF_CHECK(std::streamsize(text.size()) <= kMaxConfigBytes, "model config {} is larger than {} bytes",
+             quote(name_or_path), kMaxConfigBytes);
     name = std::filesystem::path(name_or_path).parent_path().filename().string();
     if (name.empty()) name = std::filesystem::path(name_or_path).stem().string();
   }
   nlohmann::json config = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  GF_CHECK(!config.is_discarded(), "model config '{}' is not valid JSON", name_or_path);
+  GF_CHECK(!config.is_discarded(), "model config {} is not valid JSON", quote(name_or_path));
   return ModelShape::from_config(config, name);
 }
 

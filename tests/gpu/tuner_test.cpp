@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <vector>
 
 #include "gemmforge/runtime.hpp"
@@ -136,4 +137,45 @@ TEST(Runtime, DispatchesToWinnerAndFallsBack) {
   }
   GemmArgs empty;
   EXPECT_THROW(rt.gemm(untuned, empty), Error);
+}
+
+// The runtime never stops for its DB: a damaged file, or a decision whose backend is missing or at
+// another version, falls back to cuBLASLt's default (one warning) and computes the right result.
+TEST(Runtime, FallsBackWhenTheDbCannotBeUsed) {
+  const GemmProblem p = GemmProblem::parse("200x384x256:bf16");
+  auto check = [&](Runtime& rt, const char* what) {
+    EXPECT_EQ(rt.choice(p).rfind("cublaslt:", 0), 0u) << what;
+    harness::GemmBench bench(p, DeviceInfo::query(), 11);
+    GemmArgs args = bench.args(0);
+    args.workspace = nullptr;
+    args.workspace_bytes = 0;
+    rt.gemm(p, args, bench.stream());
+    GF_CUDA_CHECK(cudaStreamSynchronize(bench.stream()));
+    EXPECT_LT(test::rel_err(test::to_host(args.d, p.out, p.m * p.n), test::to_host(bench.reference(), DType::f32, p.m * p.n)),
+              1e-2)
+        << what;
+  };
+  const auto damaged = fresh_db("damaged");
+  std::ofstream(damaged) << std::string(4096, 'x');
+  Runtime on_damaged({.db_path = damaged});
+  check(on_damaged, "a damaged DB file");
+
+  // A decision by a backend at another version (another build's DB), and one by a backend this
+  // build lacks.
+  const auto foreign = fresh_db("foreign");
+  {
+    TuningDb db(foreign, DeviceInfo::query().fingerprint());
+    db.store({.problem = p.key(), .family = "gemm", .backend = "native", .backend_version = "0.0.0+other",
+              .candidate = "x", .config = {{"bm", 128}}},
+             {});
+  }
+  Runtime on_foreign({.db_path = foreign});
+  check(on_foreign, "a decision of another native version");
+  {
+    TuningDb db(foreign, DeviceInfo::query().fingerprint());
+    db.store({.problem = p.key(), .family = "gemm", .backend = "cutlass", .backend_version = "4.2", .candidate = "x"},
+             {});
+  }
+  Runtime on_missing({.db_path = foreign});
+  check(on_missing, "a decision of a backend this build lacks");
 }

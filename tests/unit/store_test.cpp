@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <atomic>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -188,7 +189,46 @@ TEST(KernelCache, MissThenHitAcrossInstances) {
   EXPECT_EQ(hit->meta, R"({"registers": 90})");
   // No temporary files are left behind by the atomic writes.
   for (const auto& f : std::filesystem::directory_iterator(dir))
-    EXPECT_TRUE(f.path().extension() == ".cubin" || f.path().extension() == ".json") << f.path();
+    EXPECT_TRUE(f.path().extension() == ".bin" || f.path().extension() == ".json") << f.path();
+}
+
+// A cache entry that does not match what was stored (truncated, zeroed, a bit flipped, replaced,
+// its size or hash lost) is never served: a miss, counted, and the next put repairs it.
+TEST(KernelCache, DamagedEntriesAreMissesNotServed) {
+  const auto dir = fresh_dir("cache_damage");
+  const std::string kernel(4096, '\x5a');
+  auto damage = [&](const std::function<void(std::string&)>& how, const char* what) {
+    {
+      KernelCache cache(dir);
+      cache.put("k", kernel, "{}");
+    }
+    std::ifstream in(dir / "k.bin", std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    in.close();
+    how(bytes);
+    std::ofstream(dir / "k.bin", std::ios::binary) << bytes;
+    KernelCache fresh(dir);  // a new process: nothing in memory
+    EXPECT_FALSE(fresh.get("k")) << what;
+    EXPECT_EQ(fresh.rejected(), 1) << what;
+    fresh.put("k", kernel, "{}");
+    KernelCache repaired(dir);
+    auto hit = repaired.get("k");
+    ASSERT_TRUE(hit) << what;
+    EXPECT_EQ(hit->bytes, kernel) << what;
+  };
+  damage([](std::string& b) { b.resize(b.size() / 2); }, "truncated");
+  damage([](std::string& b) { b.assign(b.size(), '\0'); }, "zeroed");
+  damage([](std::string& b) { b[100] ^= 0x04; }, "one bit flipped");
+  damage([](std::string& b) { b = std::string(5000, 'r'); }, "replaced");
+  {
+    KernelCache cache(dir);
+    cache.put("k", kernel, "{}");
+  }
+  std::ofstream(dir / "k.json") << "{not json";
+  KernelCache no_envelope(dir);
+  EXPECT_FALSE(no_envelope.get("k")) << "a damaged envelope";
+  std::filesystem::remove(dir / "k.json");
+  EXPECT_FALSE(no_envelope.get("k")) << "no envelope";
 }
 
 TEST(Files, WriteAtomicallyReplacesWholeFilesAndWritesThroughSpecialOnes) {

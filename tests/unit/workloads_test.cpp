@@ -1,6 +1,7 @@
 #include "gemmforge/workloads.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -67,3 +68,52 @@ TEST(Workloads, RejectsBadConfigs) {
                    "x"),
                Error);
 }
+
+// What a fuzzer found: sizes that overflow, heads that do not share, wrong types, files that are no
+// config (or never end). Each is one line that names the field or the file.
+TEST(Workloads, RejectsHostileConfigs) {
+  auto error_of = [](const std::string& json) {
+    try {
+      ModelShape::from_config(nlohmann::json::parse(json), "m");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string base = R"("hidden_size": 4096, "num_attention_heads": 32, "intermediate_size": 14336, "vocab_size": 128256)";
+  EXPECT_NE(error_of("{" + base + R"(, "num_key_value_heads": 9223372036854775807})").find("num_key_value_heads"),
+            std::string::npos);
+  EXPECT_NE(error_of("{" + base + R"(, "num_key_value_heads": 18446744073709551615})").find("num_key_value_heads"),
+            std::string::npos);
+  EXPECT_NE(error_of("{" + base + R"(, "num_key_value_heads": 5})").find("do not share"), std::string::npos);
+  EXPECT_NE(error_of("{" + base + R"(, "head_dim": "128"})").find("\"head_dim\" must be a positive integer"),
+            std::string::npos);
+  EXPECT_NE(error_of("{" + base + R"(, "head_dim": 128.5})").find("head_dim"), std::string::npos);
+  EXPECT_NE(error_of("{" + base + R"(, "attention_bias": "yes"})").find("attention_bias"), std::string::npos);
+  EXPECT_NE(error_of(R"({"hidden_size": 4096, "num_attention_heads": 32, "intermediate_size": 14336})").find("vocab_size"),
+            std::string::npos);
+  // A valid-looking config whose product overflows a GEMM's size: refused by the problem itself.
+  const auto wide = ModelShape::from_config(
+      nlohmann::json::parse(
+          R"({"hidden_size": 4096, "num_attention_heads": 65536, "head_dim": 65536, "intermediate_size": 8, "vocab_size": 8})"),
+      "wide");
+  EXPECT_THROW(model_gemms(wide, {16}), Error);
+
+  auto load_error = [](const std::string& path) {
+    try {
+      load_model(path);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(load_error("/dev/zero").find("not a config.json file"), std::string::npos) << "reads forever otherwise";
+  const auto dir = std::filesystem::temp_directory_path() / ("gf_models_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "big.json") << std::string(5 << 20, ' ');
+  EXPECT_NE(load_error((dir / "big.json").string()).find("larger than"), std::string::npos);
+  std::ofstream(dir / "bad.json") << "{\"hidden_size\": ";
+  EXPECT_NE(load_error((dir / "bad.json").string()).find("not valid JSON"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+

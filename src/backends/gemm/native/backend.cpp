@@ -30,6 +30,7 @@ class NativeBackend final : public Backend {
     for (const NativeConfig& c : ranked_configs(p, device, search.level))
       out.push_back({name(), c.name(p), c.to_json()});
     GF_CHECK(!out.empty(), "no native config fits {}", p.key());
+    if (search.top_k > 0 && out.size() > size_t(search.top_k)) out.resize(size_t(search.top_k));
     return out;
   }
 

@@ -3,6 +3,9 @@
 // global and profile scratch pointers; 32 x num_warps threads; num_ctas-wide clusters).
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -54,8 +57,17 @@ Compiled compile_config(const TritonConfig& c, const GemmProblem& p, const std::
   GF_CHECK(env.triton_version == triton_version,
            "Triton is {} here but the candidate was listed under Triton {}: tune again", env.triton_version,
            triton_version);
-  auto path = KernelCache::shared().dir() / (key + ".triton.tmp.cubin");
-  req["path"] = path.string();
+  // The worker writes the cubin to a path of this process and call alone (two processes compiling
+  // the same config must not share one), gone again whatever happens.
+  static std::atomic<uint64_t> calls{0};
+  struct TempFile {
+    std::filesystem::path path;
+    ~TempFile() {
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+    }
+  } tmp{KernelCache::shared().dir() / fmt::format(".{}.{}.{}.triton.cubin", key, getpid(), calls++)};
+  req["path"] = tmp.path.string();
   nlohmann::json reply = compile_in_pool(req, 300.0);
   out.report.seconds = reply.value("seconds", 0.0);
   if (!reply.value("ok", false)) {
@@ -63,9 +75,8 @@ Compiled compile_config(const TritonConfig& c, const GemmProblem& p, const std::
     out.report.log = reply.value("error", std::string("no reply")) + "\n" + reply.value("trace", std::string());
     return out;
   }
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(tmp.path, std::ios::binary);
   out.cubin.assign(std::istreambuf_iterator<char>(in), {});
-  std::filesystem::remove(path);
   GF_CHECK(!out.cubin.empty(), "the Triton worker wrote no cubin for {}", c.name());
   out.meta = reply;
   KernelCache::shared().put(key, out.cubin, reply.dump());
@@ -155,6 +166,7 @@ class TritonBackend final : public Backend {
       out.push_back({name(), c.name(), cfg});
     }
     GF_CHECK(!out.empty(), "no Triton config fits {}", p.key());
+    if (search.top_k > 0 && out.size() > size_t(search.top_k)) out.resize(size_t(search.top_k));
     return out;
   }
 

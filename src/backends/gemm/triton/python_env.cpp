@@ -41,12 +41,19 @@ PythonEnv probe() {
     env.error = std::string("cannot write the Triton worker: ") + e.what();
     return env;
   }
-  // Asking the package metadata is much faster than importing triton.
+  // Asking the package metadata is much faster than importing triton. A worker of one request.
+  constexpr const char* kProbe = R"(import importlib.metadata as md, json, os
+request_fd, reply_fd = (int(f) for f in os.environ["GEMMFORGE_WORKER_FDS"].split(","))
+req = json.loads(os.fdopen(request_fd).readline())
+try:
+    out = {"ok": True, "triton_version": md.version("triton")}
+except Exception:
+    out = {"ok": False, "error": "triton is not installed"}
+out["id"] = req["id"]
+os.fdopen(reply_fd, "w").write(json.dumps(out) + "\n")
+)";
   const char* py = std::getenv("GEMMFORGE_PYTHON");
-  WorkerProcess w({"/usr/bin/env", py && *py ? py : "python3", "-c",
-                   "import importlib.metadata as m, json, sys\n"
-                   "try: print(json.dumps({'ok': True, 'triton_version': m.version('triton')}))\n"
-                   "except Exception as e: print(json.dumps({'ok': False, 'error': 'triton is not installed'}))"});
+  WorkerProcess w({"/usr/bin/env", py && *py ? py : "python3", "-c", kProbe});
   auto reply = w.call({{"op", "version"}}, 60.0);
   if (!reply.value("ok", false)) {
     env.error = "python3 with triton is not available (" + reply.value("error", std::string("no python3")) +

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The gemmforge command as a user meets it, without a GPU: it starts with no driver (nothing
+# records libcuda.so as needed), refuses bad options in one line, and a compile that cannot write
+# its cache reports the failed candidates (table and JSON) instead of aborting.
+#   check.sh path/to/gemmforge
+set -u
+gf=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "cli: $*"; exit 1; }
+
+readelf -d "$gf" | grep -q 'libcuda\.so' && fail "the binary records libcuda.so as needed"
+GEMMFORGE_HOME=$tmp/home "$gf" doctor >/dev/null 2>&1 || fail "doctor does not run without a GPU"
+
+# Bad options: a non-zero exit and an error of one line, never a silent default.
+for args in "candidates -s bogus" "compile -s bogus" "candidates -b ," "candidates --dtype f33 -p 64x64x64:bf16" \
+            "candidates --fuse weird -p 64x64x64:bf16" "candidates --tokens 16,,128" "tune --timeout nan" \
+            "tune --timeout inf" "tune --timeout -1" "candidates -b nosuch"; do
+  # shellcheck disable=SC2086
+  if GEMMFORGE_HOME=$tmp/home "$gf" $args >"$tmp/out" 2>"$tmp/err"; then fail "'gemmforge $args' was accepted"; fi
+  lines=$(grep -c . "$tmp/err")
+  [ "$lines" -le 3 ] || fail "'gemmforge $args' wrote $lines lines of error: $(cat "$tmp/err")"
+done
+
+# A kernel cache that cannot be written (GEMMFORGE_HOME is a file): every candidate fails to
+# compile, each one reported, the JSON written, exit 1, no abort.
+touch "$tmp/home-is-a-file"
+GEMMFORGE_HOME=$tmp/home-is-a-file "$gf" compile -o softmax:64x1024:bf16 -s fast --top-k 2 --json "$tmp/c.json" \
+  >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 1 ] || fail "compile with an unwritable cache exited $rc (want 1): $(tail -3 "$tmp/err")"
+grep -q ' NO ' "$tmp/out" || fail "compile printed no table of failed candidates: $(cat "$tmp/out")"
+python3 -c "import json,sys; rows=json.load(open(sys.argv[1])); assert rows and not any(r['ok'] for r in rows)" "$tmp/c.json" \
+  || fail "compile wrote no JSON of its failed candidates"
+echo "cli: starts without a driver, refuses bad options in one line, reports compile failures"
