@@ -2,17 +2,20 @@
 # Runs on the GPU machine: the GPU tests, tuning of the llama3-8b set (twice: the second run must
 # hit the DB for all 15 GEMMs), and the side-by-side benchmarks. Every step has a time limit;
 # full logs go to $OUT; a short table comes last. Uses build/ as carried (or builds it).
-#   scripts/gpu-check.sh [tests|tune|bench|ab|rowops|faults|sass|epilogue|ops|triton|search|all]  (default: all)
+#   scripts/gpu-check.sh [tests|tune|bench|heldout|runtime|ab|rowops|faults|sass|epilogue|ops|triton|search|all]
+#   (default: all)
 #   tests: GPU tests; tune: llama3-8b tuned twice; bench: backends side by side (llama3-8b, BENCH_EXTRA);
+#   heldout: the same for shapes no cost-model constant was fitted on (qwen2.5-7b, phi3-mini at odd
+#   token counts); runtime: host time of a gf::Runtime::gemm call over a bare cuBLASLt call;
 #   ab: the llama3-8b bench of another build (BEFORE=path/to/gemmforge) and of this one, one after the
 #   other; rowops: bench-ops of the default row ops (and of BEFORE's, when given); faults: bench-ops
 #   with planted faulty row-op configs; epilogue: fused vs cuBLASLt fused vs eager; ops: bench-ops
 #   beside torch; triton: the Triton backend beside torch.compile max-autotune; search: --search fast
-#   against the exhaustive best in one run (SEARCH_PROBLEMS). "all" is tests, tune, bench.
+#   against the exhaustive best in one run (SEARCH_PROBLEMS). "all" is tests, sass, tune, bench, heldout, runtime.
 # Knobs: GPU_TESTS_FILTER (gtest filter), SEARCH (fast|default|exhaustive, default fast),
 #        SEARCH_PROBLEMS and SEARCH_ONLY (a name filter for the exhaustive side of "search"),
 #        BENCH_EXTRA (extra problems for the second bench, e.g. "--model llama3-70b --tokens 4096,8192"),
-#        BENCH_ROUNDS (interleaved rounds of each bench, odd; default 3).
+#        BENCH_ROUNDS (interleaved rounds of each bench, odd; default 5).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 what=${1:-all}
@@ -65,18 +68,33 @@ fi
 
 if [ "$what" = all ] || [ "$what" = bench ]; then
   step "bench llama3-8b"
-  timeout "${T_BENCH:-240}" "$gf" bench --model llama3-8b --tokens 16,128,4096 -s "$search" --rounds "${BENCH_ROUNDS:-3}" \
+  timeout "${T_BENCH:-240}" "$gf" bench --model llama3-8b --tokens 16,128,4096 -s "$search" --rounds "${BENCH_ROUNDS:-5}" \
     --json "$out/bench-8b.json" \
     > "$out/bench-8b.txt" 2>&1 || status=1
   if [ -n "${BENCH_EXTRA:-}" ]; then
     step "bench $BENCH_EXTRA"
     # shellcheck disable=SC2086
-    timeout "${T_EXTRA:-110}" "$gf" bench $BENCH_EXTRA -s "$search" --rounds "${BENCH_ROUNDS:-3}" --json "$out/bench-extra.json" \
+    timeout "${T_EXTRA:-110}" "$gf" bench $BENCH_EXTRA -s "$search" --rounds "${BENCH_ROUNDS:-5}" --json "$out/bench-extra.json" \
       > "$out/bench-extra.txt" 2>&1 || status=1
   fi
   step "summary (us; native and cuBLASLt best, ratio = cuBLASLt / native)"
   python3 scripts/summarize.py "$out"/bench-*.json
 fi
+if [ "$what" = all ] || [ "$what" = heldout ]; then
+  for model in qwen2.5-7b phi3-mini; do
+    step "bench $model (held out) at M = ${HELDOUT_TOKENS:-77,1000}"
+    timeout "${T_HELDOUT:-200}" "$gf" bench --model "$model" --tokens "${HELDOUT_TOKENS:-77,1000}" -s "$search" \
+      --rounds "${BENCH_ROUNDS:-5}" --json "$out/heldout-$model.json" > "$out/heldout-$model.txt" 2>&1 || status=1
+  done
+  python3 scripts/summarize.py "$out"/heldout-*.json
+fi
+
+if [ "$what" = all ] || [ "$what" = runtime ]; then
+  step "host time of a Runtime::gemm call over a bare cuBLASLt call"
+  timeout "${T_RUNTIME:-120}" "$gf" bench-runtime --json "$out/runtime.json" > "$out/runtime.txt" 2>&1 || status=1
+  tail -6 "$out/runtime.txt"
+fi
+
 if [ "$what" = ab ]; then
   [ -x "${BEFORE:-}" ] || { echo "ab: BEFORE=path/to/the/other/gemmforge is needed"; exit 1; }
   for side in before after; do
@@ -84,7 +102,7 @@ if [ "$what" = ab ]; then
     [ $side = before ] && bin=$BEFORE
     step "bench llama3-8b with the $side build ($bin)"
     GEMMFORGE_HOME=/tmp/gf-home-$side timeout "${T_AB:-280}" "$bin" bench --model llama3-8b --tokens 16,128,4096 \
-      -s "$search" --rounds "${BENCH_ROUNDS:-3}" --json "$out/ab-$side.json" > "$out/ab-$side.txt" 2>&1 || status=1
+      -s "$search" --rounds "${BENCH_ROUNDS:-5}" --json "$out/ab-$side.json" > "$out/ab-$side.txt" 2>&1 || status=1
     tail -1 "$out/ab-$side.txt"
   done
   python3 scripts/summarize.py "$out/ab-before.json" | tail -6

@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """Turns the JSON of one GPU run into docs/PERFORMANCE.md and its plots.
 
-    scripts/report.py --run-info run.json [--bench bench.json ...] [--ops ops.json]
-                      [--ab BEFORE.json AFTER.json] [--out docs/PERFORMANCE.md] [--plots docs/plots]
+    scripts/report.py --run-info run.json [--bench bench.json ...] [--heldout bench.json ...]
+                      [--ops ops.json] [--ab BEFORE.json AFTER.json] [--runtime runtime.json]
+                      [--compile compile.json ...] [--out docs/PERFORMANCE.md] [--plots docs/plots]
 
---bench  `gemmforge bench --json` files (GEMMs); --ops a `gemmforge bench-ops --json` file;
---ab     the benches of two builds of the same problems, timed in one run (before, after);
+--bench    `gemmforge bench --json` files of the shapes the cost models were fitted on;
+--heldout  the same for shapes nothing was fitted on, reported apart;
+--ops      a `gemmforge bench-ops --json` file; --runtime a `gemmforge bench-runtime --json` file;
+--compile  `gemmforge compile --json` files (cold compiles: --no-cache) for the compile-time histogram;
+--ab       the benches of two builds of the same problems, timed in one run (before, after);
 --run-info a JSON object: {"date", "device", "commit", "commands": [...], "notes": [...]}.
 
 Ratios are speeds against the best cuBLASLt kernel of the same run (the faster of the tuned pick and
@@ -41,20 +45,22 @@ def load_bench(paths):
             entry = problems.setdefault(r["problem"], {"label": r.get("label", r["problem"]), "rows": {}})
             rounds = r.get("round_us") or ([r["us"]] if r.get("us") else [])
             if r.get("verified") and rounds and all(t > 0 for t in rounds):
-                entry["rows"][r["backend"]] = dict(r, round_us=rounds)
+                graph = r.get("round_graph_us") or []
+                entry["rows"][r["backend"]] = dict(r, round_us=rounds,
+                                                   round_graph_us=graph if graph and all(t > 0 for t in graph) else [])
     return problems
 
 
-def baseline_of(rows):
+def baseline_of(rows, field="round_us"):
     """The cuBLASLt row with the lower median: the best competing kernel of the run."""
-    have = [rows[b] for b in BASELINES if b in rows]
-    return min(have, key=lambda r: statistics.median(r["round_us"])) if have else None
+    have = [rows[b] for b in BASELINES if b in rows and rows[b][field]]
+    return min(have, key=lambda r: statistics.median(r[field])) if have else None
 
 
-def paired(base, row):
+def paired(base, row, field="round_us"):
     """Per-round speed of row against base (rounds of one bench are interleaved, so paired)."""
-    n = min(len(base["round_us"]), len(row["round_us"]))
-    return [base["round_us"][i] / row["round_us"][i] for i in range(n)]
+    n = min(len(base[field]), len(row[field]))
+    return [base[field][i] / row[field][i] for i in range(n)]
 
 
 def interval(samples_per_problem, rng, stat=geomean):
@@ -76,12 +82,14 @@ def fmt_ci(p, lo, hi):
     return f"{p:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
-def gemm_section(problems, rng, contenders=("native", "triton")):
+def gemm_section(problems, rng, field="round_us", contenders=("native", "triton")):
+    """Per-M tables of each contender against the best cuBLASLt kernel, and the geomean summary.
+    field: "round_us" (events around single launches) or "round_graph_us" (graph replay)."""
     lines = []
     by_m = defaultdict(list)
     for key, entry in problems.items():
         by_m[problem_m(key)].append((key, entry))
-    present = [b for b in contenders if any(b in e["rows"] for e in problems.values())]
+    present = [b for b in contenders if any(b in e["rows"] and e["rows"][b][field] for e in problems.values())]
     summary = []
     for m in sorted(by_m):
         lines.append(f"\n### M = {m}\n")
@@ -89,19 +97,19 @@ def gemm_section(problems, rng, contenders=("native", "triton")):
         lines += [header, "|---" * (2 + 2 * len(present)) + "|"]
         samples = defaultdict(list)
         for key, entry in sorted(by_m[m], key=lambda kv: kv[1]["label"]):
-            base = baseline_of(entry["rows"])
+            base = baseline_of(entry["rows"], field)
             if not base:
                 continue
-            cells = [entry["label"], f"{statistics.median(base['round_us']):.1f}"]
+            cells = [entry["label"], f"{statistics.median(base[field]):.1f}"]
             for b in present:
                 row = entry["rows"].get(b)
-                if not row:
+                if not row or not row[field]:
                     cells += ["-", "-"]
                     continue
-                ratios = paired(base, row)
+                ratios = paired(base, row, field)
                 samples[b].append(ratios)
                 p, lo, hi = interval([ratios], rng, stat=lambda xs: xs[0])
-                cells += [f"{statistics.median(row['round_us']):.1f}", fmt_ci(p, lo, hi)]
+                cells += [f"{statistics.median(row[field]):.1f}", fmt_ci(p, lo, hi)]
             lines.append("| " + " | ".join(cells) + " |")
         for b in present:
             if samples[b]:
@@ -111,6 +119,47 @@ def gemm_section(problems, rng, contenders=("native", "triton")):
     for m, b, n, p, lo, hi, worst in summary:
         head.append(f"| {m} | {b} | {n} | {fmt_ci(p, lo, hi)} | {worst:.3f} | {verdict(lo, hi)} |")
     return head, lines, summary
+
+
+def gemm_pages(title, problems, rng):
+    """A set's summaries in both timing modes, then its per-M tables (events)."""
+    head, lines, summary = gemm_section(problems, rng)
+    out = ["", f"## {title}", "", "Single launches, CUDA events, L2 flushed before each:", ""] + head
+    ghead, _, gsummary = gemm_section(problems, rng, field="round_graph_us")
+    if gsummary:
+        out += ["", "Back-to-back launches replayed from a CUDA graph over rotating inputs, per launch (what a "
+                "serving stack sees):", ""] + ghead
+    return out + lines, summary
+
+
+def runtime_section(rt):
+    lines = [f"Host time per call on {rt['problem']}, {rt['rounds']} rounds of {rt['calls_per_round']} calls "
+             "(bursts inside the launch queue, so a call's time is its enqueue):", "",
+             "| call | median us | [p10, p90] | over the bare call, us | [p10, p90] |", "|---|---|---|---|---|"]
+    for m in rt["modes"]:
+        over = (f"{m['over_bare_us']:.2f} | [{m['over_bare_p10_us']:.2f}, {m['over_bare_p90_us']:.2f}]"
+                if "over_bare_us" in m else "- | -")
+        lines.append(f"| {m['name']} | {m['median_us']:.2f} | [{m['p10_us']:.2f}, {m['p90_us']:.2f}] | {over} |")
+    return lines
+
+
+def compile_times(paths):
+    """backend -> seconds of each cold (not cached) successful compile."""
+    times = defaultdict(list)
+    for path in paths:
+        for r in json.load(open(path)):
+            if r.get("ok") and not r.get("cached"):
+                times[r["backend"]].append(r["compile_seconds"])
+    return times
+
+
+def compile_section(times):
+    lines = ["| backend | kernels | median s | p90 s | max s |", "|---|---|---|---|---|"]
+    for b, ts in sorted(times.items()):
+        ts = sorted(ts)
+        lines.append(f"| {b} | {len(ts)} | {statistics.median(ts):.2f} | {ts[int(0.9 * (len(ts) - 1))]:.2f} | "
+                     f"{ts[-1]:.2f} |")
+    return lines
 
 
 def ops_section(ops):
@@ -149,7 +198,7 @@ def ab_section(before, after, rng):
     return lines
 
 
-def plots(problems, summary, ops, outdir):
+def plots(problems, summary, ops, outdir, compile_s=None):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -214,6 +263,20 @@ def plots(problems, summary, ops, outdir):
         fig.savefig(os.path.join(outdir, "rowops.png"), dpi=120)
         made.append("rowops.png")
         plt.close(fig)
+    if compile_s:
+        fig, ax = plt.subplots(figsize=(8, 4))
+        top = max(max(ts) for ts in compile_s.values())
+        bins = [top * i / 30 for i in range(31)]
+        for b, ts in sorted(compile_s.items()):
+            ax.hist(ts, bins=bins, alpha=0.6, label=f"{b} ({len(ts)})")
+        ax.set_xlabel("seconds for one kernel, cold")
+        ax.set_ylabel("kernels")
+        ax.legend()
+        ax.set_title("Compile time per candidate")
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, "compile_times.png"), dpi=120)
+        made.append("compile_times.png")
+        plt.close(fig)
     return made
 
 
@@ -221,6 +284,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--run-info", required=True)
     ap.add_argument("--bench", nargs="*", default=[])
+    ap.add_argument("--heldout", nargs="*", default=[])
+    ap.add_argument("--runtime")
+    ap.add_argument("--compile", nargs="*", default=[])
     ap.add_argument("--ops")
     ap.add_argument("--ab", nargs=2)
     ap.add_argument("--out", default="docs/PERFORMANCE.md")
@@ -246,14 +312,23 @@ def main():
     out += [f"- {n}" for n in info.get("notes", [])]
     summary = []
     if problems:
-        head, lines, summary = gemm_section(problems, rng)
-        out += ["", "## GEMMs", ""] + head + lines
+        lines, summary = gemm_pages("GEMMs (the shapes the cost models were fitted on)", problems, rng)
+        out += lines
+    heldout = load_bench(a.heldout)
+    if heldout:
+        lines, _ = gemm_pages("GEMMs held out (no constant was fitted on these shapes)", heldout, rng)
+        out += lines
+    if a.runtime:
+        out += ["", "## Runtime host overhead", ""] + runtime_section(json.load(open(a.runtime)))
+    compile_s = compile_times(a.compile)
+    if compile_s:
+        out += ["", "## Compile time per candidate (cold)", ""] + compile_section(compile_s)
     if a.ab:
         out += ["", "## The same problems, two builds, one run", ""] + ab_section(load_bench([a.ab[0]]),
                                                                                load_bench([a.ab[1]]), rng)
     if ops:
         out += ["", "## Row ops", ""] + ops_section(ops)
-    made = plots(problems, summary, ops, a.plots)
+    made = plots({**problems, **heldout}, summary, ops, a.plots, compile_s)
     if made:
         rel = os.path.relpath(a.plots, os.path.dirname(os.path.abspath(a.out)))
         out += ["", "## Plots", ""] + [f"![{m[:-4]}]({rel}/{m})" for m in made]

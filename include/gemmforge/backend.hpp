@@ -40,6 +40,9 @@ Search parse_search(std::string_view s);  // fast | default | exhaustive; throws
 struct SearchOptions {
   Search level = Search::normal;
   int top_k = 0;  // at most this many candidates a backend (cuBLASLt: heuristic results); 0: by level
+  // The operand pointers' guaranteed alignment in bytes, a power of two: a backend offers only
+  // kernels that accept it. Whole tensors are 256-byte aligned; views into them may be less.
+  size_t alignment = 256;
 };
 
 // A launchable kernel of the family whose launches take Args.
@@ -47,8 +50,14 @@ template <class Args>
 class KernelOf {
  public:
   virtual ~KernelOf() = default;
+  // Enqueues one launch; never allocates, synchronizes or compiles, so it may be captured in a
+  // CUDA graph; thread-safe (launches on several streams at once need their own workspaces).
   virtual void launch(const Args& args, cudaStream_t stream) = 0;
+  // Scratch a launch needs in args.workspace: zero before the kernel's first launch on it, and
+  // left zero again where the kernel needs zeros (split-K tile counters).
   virtual size_t workspace_bytes() const { return 0; }
+  // The alignment in bytes every pointer of a launch must have (1: any its types allow).
+  virtual size_t alignment() const { return 1; }
 };
 
 template <class Problem>

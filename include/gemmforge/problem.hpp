@@ -57,9 +57,14 @@ struct GemmArgs {
   size_t bias_len = 0;             // elements of bias, where the caller knows it (0: unknown); checked
   const float* scale_a = nullptr;  // fp8: one float (tensor) or M floats (rowcol)
   const float* scale_b = nullptr;  // fp8: one float (tensor) or N floats (rowcol)
+  // Scratch for the kernel (Kernel::workspace_bytes): zero before its first launch on it, never
+  // shared by launches that may run at once. gf::Runtime provides one per stream when null.
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
 };
+
+// The alignment in bytes every non-null operand pointer has (a power of two, at most 256).
+size_t pointer_alignment(const GemmArgs& args);
 
 struct GemmProblem {
   int64_t m = 0, n = 0, k = 0;

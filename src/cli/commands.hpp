@@ -10,4 +10,5 @@ void add_candidates(CLI::App& app);
 void add_compile(CLI::App& app);
 void add_db(CLI::App& app);
 void add_doctor(CLI::App& app);
+void add_bench_runtime(CLI::App& app);
 }  // namespace gf::cli

@@ -170,6 +170,13 @@ void check_epilogue_args(const GemmProblem& problem, const GemmArgs& args, std::
            who, problem.key(), args.bias_len, per_row ? "row" : "column", want);
 }
 
+size_t pointer_alignment(const GemmArgs& args) {
+  uintptr_t bits = 256;
+  for (const void* ptr : {args.a, args.b, static_cast<const void*>(args.d), args.c, args.bias})
+    if (ptr) bits |= reinterpret_cast<uintptr_t>(ptr);
+  return size_t(bits & (~bits + 1));  // the lowest set bit
+}
+
 void check_gemm_args(const GemmProblem& problem, const GemmArgs& args) {
   problem.validate();
   GF_CHECK(args.a && args.b && args.d, "gemm {}: A, B and D must be non-null", problem.key());

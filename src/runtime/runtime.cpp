@@ -1,6 +1,9 @@
 #include "gemmforge/runtime.hpp"
 
+#include <atomic>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "core/log.hpp"
@@ -10,42 +13,111 @@
 #include "runtime/decisions.hpp"
 
 namespace gf {
+namespace {
+
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  GF_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+  return status != cudaStreamCaptureStatusNone;
+}
+
+void refuse_during_capture(const GemmProblem& p, cudaStream_t stream, std::string_view what) {
+  GF_CHECK(!capturing(stream),
+           "gemm {}: {} during CUDA graph capture (it would compile or allocate); call Runtime::prepare with this "
+           "problem and stream before capturing",
+           p.key(), what);
+}
+
+// A kernel and its workspaces, one per stream, each zeroed when made.
+class Dispatch {
+ public:
+  Dispatch(const GemmProblem& p, Candidate candidate) : candidate_(std::move(candidate)) {
+    auto backend = find_backend<GemmProblem>(candidate_.backend);
+    GF_CHECK(backend, "gemm {}: backend {} is not in this build", p.key(), candidate_.backend);
+    kernel_ = backend->build(p, candidate_);
+  }
+
+  const Candidate& candidate() const { return candidate_; }
+  size_t alignment() const { return kernel_->alignment(); }
+
+  void* workspace(const GemmProblem& p, cudaStream_t stream) {
+    const size_t bytes = kernel_->workspace_bytes();
+    if (bytes == 0) return nullptr;
+    std::lock_guard lock(mu_);
+    auto it = workspaces_.find(stream);
+    if (it != workspaces_.end()) return it->second.get();
+    refuse_during_capture(p, stream, "a first use on this stream");
+    cuda::DeviceBuffer buffer(bytes);
+    GF_CUDA_CHECK(cudaMemsetAsync(buffer.get(), 0, bytes, stream));  // ordered before the launch
+    return workspaces_.emplace(stream, std::move(buffer)).first->second.get();
+  }
+
+  void launch(const GemmProblem& p, const GemmArgs& args, cudaStream_t stream) {
+    GemmArgs a = args;
+    if (!a.workspace) {
+      a.workspace = workspace(p, stream);
+      a.workspace_bytes = kernel_->workspace_bytes();
+    }
+    kernel_->launch(a, stream);
+  }
+
+ private:
+  Candidate candidate_;
+  std::unique_ptr<Kernel> kernel_;
+  std::mutex mu_;  // guards the map, never a launch
+  std::unordered_map<cudaStream_t, cuda::DeviceBuffer> workspaces_;
+};
+
+}  // namespace
 
 struct Runtime::Impl {
   DeviceInfo device = DeviceInfo::query();
   std::unique_ptr<TuningDb> db;
-  // One per problem key, built once: concurrent first calls wait for the one build, later calls
-  // launch without taking any lock.
+
+  // One per problem key, built once: concurrent first calls wait for the one build.
   struct Entry {
     std::once_flag built;
-    Candidate candidate;
-    std::unique_ptr<Kernel> kernel;
-    cuda::DeviceBuffer workspace;
+    std::atomic<bool> ready = false;
+    std::unique_ptr<Dispatch> chosen;
+    std::mutex mu;  // guards the fallbacks (and their builds: rare, and only for their alignment)
+    std::map<size_t, std::unique_ptr<Dispatch>> by_alignment;  // for pointers `chosen` cannot take
   };
   std::mutex mu;  // guards the map, never a build or a launch
   std::unordered_map<std::string, std::shared_ptr<Entry>> entries;
 
-  void build(Entry& e, const GemmProblem& p) {
-    const std::string key = p.key();
-    if (auto stored = runtime::stored_choice<GemmProblem>(db.get(), key)) {
-      e.candidate = *stored;
-    } else {
-      auto lt = find_backend<GemmProblem>("cublaslt");
-      std::string why = lt->supports(p);
-      GF_CHECK(why.empty(), "{} has no usable tuned choice and cuBLASLt cannot run it ({}); run gemmforge tune -p {}",
-               key, why, key);
-      if (!db || !db->decision(key))
-        log().warn("{} is not tuned on this device; using cuBLASLt's default algorithm (gemmforge tune -p {})", key,
-                   key);
-      e.candidate = lt->candidates(p, device, {.level = Search::fast, .top_k = 1}).front();
+  // What runs a problem without a decision: cuBLASLt's default algorithm, or, for epilogues it
+  // lacks, cuBLASLt's plain GEMM and the epilogue after it.
+  Candidate default_candidate(const GemmProblem& p, size_t alignment) const {
+    std::string why_not;
+    for (const char* name : {"cublaslt", "unfused"}) {
+      auto backend = find_backend<GemmProblem>(name);
+      std::string why = backend ? backend->supports(p) : "not in this build";
+      if (why.empty()) {
+        auto cs = backend->candidates(p, device, {.level = Search::fast, .top_k = 1, .alignment = alignment});
+        if (!cs.empty()) return cs.front();
+        why = fmt::format("no kernel for {}-byte aligned operands", alignment);
+      }
+      why_not += fmt::format("{}{}: {}", why_not.empty() ? "" : "; ", name, why);
     }
-    auto backend = find_backend<GemmProblem>(e.candidate.backend);
-    e.kernel = backend->build(p, e.candidate);
-    e.workspace = cuda::DeviceBuffer(e.kernel->workspace_bytes());
-    log().debug("dispatch {} -> {} {}", key, e.candidate.id(), e.candidate.config.dump());
+    GF_FAIL("{} has no usable tuned choice and no default kernel ({}); run gemmforge tune -p {}", p.key(), why_not,
+            p.key());
   }
 
-  Entry& entry(const GemmProblem& p) {
+  void build(Entry& e, const GemmProblem& p) {
+    const std::string key = p.key();
+    std::optional<Candidate> c = runtime::stored_choice<GemmProblem>(db.get(), key);
+    if (!c) {
+      c = default_candidate(p, 256);
+      if (!db || !db->decision(key))
+        log().warn("{} is not tuned on this device; using {} (gemmforge tune -p {})", key, c->id(), key);
+    }
+    e.chosen = std::make_unique<Dispatch>(p, *c);
+    log().debug("dispatch {} -> {} {}", key, c->id(), c->config.dump());
+    e.ready = true;
+  }
+
+  // The problem's entry, built; `stream`, where given, is the one the caller will launch on.
+  Entry& entry(const GemmProblem& p, const cudaStream_t* stream) {
     std::shared_ptr<Entry> e;
     {
       std::lock_guard lock(mu);
@@ -53,8 +125,26 @@ struct Runtime::Impl {
       if (!slot) slot = std::make_shared<Entry>();
       e = slot;
     }
-    std::call_once(e->built, [&] { build(*e, p); });  // a build that throws is tried again next call
+    if (!e->ready) {
+      if (stream) refuse_during_capture(p, *stream, "a first use");
+      std::call_once(e->built, [&] { build(*e, p); });  // a build that throws is tried again next call
+    }
     return *e;
+  }
+
+  // The kernel for these pointers: the chosen one, or the fallback for their alignment.
+  Dispatch& dispatch(Entry& e, const GemmProblem& p, const GemmArgs& args, cudaStream_t stream) {
+    const size_t alignment = pointer_alignment(args);
+    if (alignment >= e.chosen->alignment()) return *e.chosen;
+    std::lock_guard lock(e.mu);
+    auto& fallback = e.by_alignment[alignment];
+    if (!fallback) {
+      refuse_during_capture(p, stream, fmt::format("a first call with {}-byte aligned operands", alignment));
+      fallback = std::make_unique<Dispatch>(p, default_candidate(p, alignment));
+      log().warn("{}: operands aligned to {} bytes, which {} cannot take (it needs {}); using {}", p.key(), alignment,
+                 e.chosen->candidate().id(), e.chosen->alignment(), fallback->candidate().id());
+    }
+    return *fallback;
   }
 };
 
@@ -68,15 +158,21 @@ Runtime::~Runtime() = default;
 
 void Runtime::gemm(const GemmProblem& problem, const GemmArgs& args, cudaStream_t stream) {
   check_gemm_args(problem, args);
-  Impl::Entry& e = impl_->entry(problem);
-  GemmArgs a = args;
-  if (!a.workspace) {
-    a.workspace = e.workspace.get();
-    a.workspace_bytes = e.workspace.bytes();
-  }
-  e.kernel->launch(a, stream);
+  Impl::Entry& e = impl_->entry(problem, &stream);
+  impl_->dispatch(e, problem, args, stream).launch(problem, args, stream);
 }
 
-std::string Runtime::choice(const GemmProblem& problem) { return impl_->entry(problem).candidate.id(); }
+void Runtime::prepare(const std::vector<GemmProblem>& problems, const std::vector<cudaStream_t>& streams) {
+  for (const GemmProblem& p : problems) {
+    p.validate();
+    Impl::Entry& e = impl_->entry(p, nullptr);
+    for (cudaStream_t s : streams) e.chosen->workspace(p, s);
+  }
+  for (cudaStream_t s : streams) GF_CUDA_CHECK(cudaStreamSynchronize(s));  // the workspaces' zeroing
+}
+
+std::string Runtime::choice(const GemmProblem& problem) {
+  return impl_->entry(problem, nullptr).chosen->candidate().id();
+}
 
 }  // namespace gf

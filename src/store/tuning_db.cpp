@@ -35,7 +35,7 @@ class Statement {
  public:
   Statement(sqlite3* db, const char* sql) : db_(db) {
     GF_CHECK(sqlite3_prepare_v2(db, sql, -1, &st_, nullptr) == SQLITE_OK, "sqlite prepare failed: {} ({})",
-             sqlite3_errmsg(db), sql);
+             quote(sqlite3_errmsg(db), 160), sql);
   }
   ~Statement() { sqlite3_finalize(st_); }
   Statement(const Statement&) = delete;
@@ -49,7 +49,7 @@ class Statement {
   // Steps once; true while a row is available.
   bool step() {
     int rc = sqlite3_step(st_);
-    GF_CHECK(rc == SQLITE_ROW || rc == SQLITE_DONE, "sqlite step failed: {}", sqlite3_errmsg(db_));
+    GF_CHECK(rc == SQLITE_ROW || rc == SQLITE_DONE, "sqlite step failed: {}", quote(sqlite3_errmsg(db_), 160));
     return rc == SQLITE_ROW;
   }
   std::string text(int col) const {
@@ -143,7 +143,7 @@ TuningDb::TuningDb(const std::filesystem::path& path, std::string device)
     GF_FAIL(
         "tuning DB {} is damaged or not a gemmforge DB ({}): move it away, or delete it with gemmforge db clear "
         "--db {}",
-        path.string(), why, path.string());
+        path.string(), quote(why, 160), path.string());
   };
   // The switch to WAL can fail BUSY at once, without the busy handler, while other connections
   // open the same new file (CI: four threads, "database is locked"): retry it within the timeout.

@@ -50,6 +50,8 @@ ModelShape ModelShape::from_config(const nlohmann::json& config, std::string nam
            quote(s.name), s.heads, s.kv_heads);
   s.intermediate = positive_field(config, s.name, "intermediate_size");
   s.vocab = positive_field(config, s.name, "vocab_size");
+  // Qwen2 has q, k and v biases without saying so in its config.
+  s.attention_bias = config.value("model_type", nlohmann::json()) == "qwen2";
   if (config.contains("attention_bias")) {
     GF_CHECK(config["attention_bias"].is_boolean(), "model config {}: \"attention_bias\" must be true or false, not {}",
              quote(s.name), quote(config["attention_bias"].dump()));

@@ -51,6 +51,8 @@ TEST(Tuner, PlantedFaultsDoNotStopTuning) {
   EXPECT_NE(errors["hang"].find("timed out"), std::string::npos) << errors["hang"];
   EXPECT_NE(errors["wrong"].find("error"), std::string::npos) << errors["wrong"];
   EXPECT_NE(errors["abort"].find("signal"), std::string::npos) << errors["abort"];
+  EXPECT_NE(errors["past_end"].find("past the end"), std::string::npos) << errors["past_end"];
+  EXPECT_NE(errors["stale"].find("after timing"), std::string::npos) << errors["stale"];
 
   TuneResult again = tuner.tune(p);
   EXPECT_TRUE(again.from_db);
@@ -80,6 +82,8 @@ TEST(Tuner, RowOpsSurvivePlantedFaultsAndDecide) {
   EXPECT_NE(errors["hang"].find("timed out"), std::string::npos) << errors["hang"];
   EXPECT_NE(errors["wrong"].find("error"), std::string::npos) << errors["wrong"];
   EXPECT_NE(errors["abort"].find("signal"), std::string::npos) << errors["abort"];
+  EXPECT_NE(errors["past_end"].find("past the end"), std::string::npos) << errors["past_end"];
+  EXPECT_NE(errors["stale"].find("after timing"), std::string::npos) << errors["stale"];
   EXPECT_GT(r.decision.rate, 0.5) << "TB/s";
   EXPECT_TRUE(tuner.tune(s).from_db);
   const BenchResult b = tuner.bench(s);

@@ -6,7 +6,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 data=$root/tests/data/report
 out=$(mktemp -d)
 python3 "$root/scripts/report.py" --run-info "$data/run.json" --bench "$data/bench.json" --ops "$data/ops.json" \
-  --ab "$data/bench.json" "$data/bench.json" --out "$out/PERFORMANCE.md" --plots "$out/plots" >/dev/null
+  --ab "$data/bench.json" "$data/bench.json" --heldout "$data/bench.json" --runtime "$data/runtime.json" \
+  --compile "$data/compile.json" --out "$out/PERFORMANCE.md" --plots "$out/plots" >/dev/null
 page=$out/PERFORMANCE.md
 fail() { echo "report: $*"; cat "$page"; exit 1; }
 grep -q "^## GEMMs" "$page" || fail "no GEMM section"
@@ -16,4 +17,8 @@ grep -Eq "^\| 4096 \| native .*\| faster \|$" "$page" || fail "native at M=4096 
 grep -Eq "^\| 16 \| native .*\| slower \|$" "$page" || fail "native at M=16 should be called slower"
 grep -q "within noise" "$page" || fail "a build against itself should be within noise"
 grep -q "| \`softmax:65536x4096:bf16\` | \`_t512_r2_v8_x1\` | 263.1 | 4.08 | 96.2 | 6/10 |" "$page" || fail "row-op row"
-echo "report: tables, intervals and verdicts as expected"
+grep -q "^## GEMMs held out" "$page" || fail "no held-out section"
+[ "$(grep -c "replayed from a CUDA graph" "$page")" = 2 ] || fail "no graph-mode summary for both sets"
+grep -q "| Runtime::gemm -> cuBLASLt | 3.60 | \[3.50, 3.80\] | 0.50 | \[0.40, 0.60\] |" "$page" || fail "runtime row"
+grep -q "| native | 2 | 2.00 | 1.50 | 2.50 |" "$page" || fail "compile times: cached compiles must not count"
+echo "report: tables, intervals, verdicts, both timing modes, held-out set, runtime and compile times as expected"

@@ -11,9 +11,9 @@
 
 using namespace gf;
 
-TEST(Workloads, ShipsThreeModels) {
+TEST(Workloads, ShipsTheFittedAndTheHeldOutModels) {
   auto names = builtin_models();
-  for (const char* want : {"llama3-8b", "llama3-70b", "mistral-7b"})
+  for (const char* want : {"llama3-8b", "llama3-70b", "mistral-7b", "qwen2.5-7b", "phi3-mini"})
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
 }
 
@@ -40,6 +40,16 @@ TEST(Workloads, NaturalFusion) {
   EXPECT_EQ(gemms[1].problem.key(), "4096x8192x8192:bf16:residual");
   EXPECT_EQ(gemms[2].problem.key(), "4096x57344x8192:bf16:swiglu");
   EXPECT_EQ(gemms[3].problem.key(), "4096x8192x28672:bf16:residual");
+}
+
+TEST(Workloads, HeldOutModelsHaveTheirOwnShapes) {
+  // Qwen2 has q/k/v biases its config does not name; Phi-3's heads are 96 wide.
+  auto qwen = model_gemms(load_model("qwen2.5-7b"), {77}, DType::bf16, Fuse::natural);
+  EXPECT_EQ(qwen[0].problem.key(), "77x4608x3584:bf16:bias");
+  EXPECT_EQ(qwen[3].problem.key(), "77x3584x18944:bf16:residual");
+  auto phi = model_gemms(load_model("phi3-mini"), {1000});
+  EXPECT_EQ(phi[0].problem.key(), "1000x9216x3072:bf16");
+  EXPECT_EQ(phi[2].problem.key(), "1000x16384x3072:bf16");
 }
 
 TEST(Workloads, ReadsAnyHfConfig) {

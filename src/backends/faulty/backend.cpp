@@ -1,7 +1,11 @@
 // Test backends that plant bad candidates, one per family, to show that tuning survives them: one
 // faults with an illegal address (a lost CUDA context), one hangs, one writes wrong values, one
-// crashes the worker process from the host. Registered only when GEMMFORGE_PLANT_FAULTS=1.
+// crashes the worker process from the host; two compute the right values with a real backend's
+// kernel but write a byte past the output ("past_end") or stop writing after their first launch
+// ("stale": its timed launches leave the output as it was). Registered only when
+// GEMMFORGE_PLANT_FAULTS=1.
 #include <cstdlib>
+#include <type_traits>
 
 #include "backends/registry.hpp"
 #include "cuda/check.hpp"
@@ -20,22 +24,43 @@ extern "C" __global__ void hang(unsigned char* d) {
 }
 )";
 
-constexpr const char* kModes[] = {"illegal_address", "hang", "wrong", "abort"};
+constexpr const char* kModes[] = {"illegal_address", "hang", "wrong", "abort", "past_end", "stale"};
+
+// The real kernel the right-valued modes run: cuBLASLt's first GEMM, the native row op's first.
+template <class Problem>
+std::unique_ptr<KernelOf<typename Problem::Args>> real_kernel(const Problem& p) {
+  auto backend = find_backend<Problem>(std::is_same_v<Problem, GemmProblem> ? "cublaslt" : "native");
+  GF_CHECK(backend, "the faulty backend needs a real one to compute with");
+  return backend->build(p, backend->candidates(p, DeviceInfo::query(), {.level = Search::fast, .top_k = 1}).front());
+}
 
 // Runs its fault on the output of whichever family it is planted in.
 template <class Args>
 class FaultyKernel final : public KernelOf<Args> {
  public:
-  FaultyKernel(std::string mode, size_t out_bytes) : mode_(std::move(mode)), out_bytes_(out_bytes) {
+  FaultyKernel(std::string mode, size_t out_bytes, std::unique_ptr<KernelOf<Args>> real)
+      : mode_(std::move(mode)), out_bytes_(out_bytes), real_(std::move(real)) {
     if (mode_ == "abort") std::abort();
-    if (mode_ == "wrong") return;
+    if (real_ || mode_ == "wrong") return;
     auto r = cuda::nvrtc_compile(kSource, "faulty.cu", {});
     GF_CHECK(r.ok, "faulty backend failed to compile: {}", r.log);
     module_ = cuda::Module(r.cubin);
     fn_ = module_.function(mode_.c_str());
   }
+  size_t workspace_bytes() const override { return real_ ? real_->workspace_bytes() : 0; }
+  size_t alignment() const override { return real_ ? real_->alignment() : 1; }
+
   void launch(const Args& args, cudaStream_t stream) override {
     void* out = output(args);
+    if (mode_ == "stale") {
+      if (launches_++ == 0) real_->launch(args, stream);
+      return;
+    }
+    if (mode_ == "past_end") {
+      real_->launch(args, stream);
+      GF_CUDA_CHECK(cudaMemsetAsync(static_cast<char*>(out) + out_bytes_, 0x42, 1, stream));
+      return;
+    }
     if (mode_ == "wrong") {
       GF_CUDA_CHECK(cudaMemsetAsync(out, 0, out_bytes_, stream));
       return;
@@ -50,6 +75,8 @@ class FaultyKernel final : public KernelOf<Args> {
 
   std::string mode_;
   size_t out_bytes_;
+  std::unique_ptr<KernelOf<Args>> real_;
+  int launches_ = 0;
   cuda::Module module_;
   CUfunction fn_ = nullptr;
 };
@@ -70,8 +97,9 @@ class FaultyBackend final : public BackendOf<Problem> {
     return out;
   }
   std::unique_ptr<Kernel> build(const Problem& p, const Candidate& c) const override {
-    return std::make_unique<FaultyKernel<typename Problem::Args>>(c.config.at("mode").get<std::string>(),
-                                                                  output_bytes(p));
+    const std::string mode = c.config.at("mode").get<std::string>();
+    return std::make_unique<FaultyKernel<typename Problem::Args>>(
+        mode, output_bytes(p), mode == "past_end" || mode == "stale" ? real_kernel(p) : nullptr);
   }
 };
 

@@ -3,6 +3,11 @@
 // cuBLASLt would pick by itself ("cuBLASLt's default").
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <vector>
+
 #include "backends/gemm/cublaslt/matmul_plan.hpp"
 #include "backends/registry.hpp"
 
@@ -32,28 +37,51 @@ int64_t algo_attr(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttr
 
 class CublasLtKernel final : public Kernel {
  public:
-  CublasLtKernel(const GemmProblem& p, const cublasLtMatmulAlgo_t& algo, size_t workspace)
-      : plan_(p), algo_(algo), workspace_(workspace) {}
+  CublasLtKernel(const GemmProblem& p, const cublasLtMatmulAlgo_t& algo, size_t workspace, size_t alignment)
+      : problem_(p), plan_(p), algo_(algo), workspace_(workspace), alignment_(alignment) {}
 
   void launch(const GemmArgs& args, cudaStream_t stream) override {
-    if (plan_.has_bias) {
-      GF_CHECK(args.bias, "problem has a bias epilogue but no bias pointer was given");
-      GF_CUBLAS_CHECK(
-          cublasLtMatmulDescSetAttribute(plan_.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &args.bias, sizeof(args.bias)));
-    }
+    GF_CHECK(!plan_.has_bias || args.bias, "problem has a bias epilogue but no bias pointer was given");
     GF_CHECK(args.workspace_bytes >= workspace_, "cuBLASLt kernel needs {} bytes of workspace, got {}", workspace_,
              args.workspace_bytes);
     const void* c = plan_.beta != 0.0f ? args.c : args.d;
     GF_CHECK(c, "problem has a residual (beta != 0) but no C pointer was given");
-    GF_CUBLAS_CHECK(cublasLtMatmul(handle(), plan_.desc, &plan_.alpha, args.b, plan_.a, args.a, plan_.b, &plan_.beta, c,
-                                   plan_.c, args.d, plan_.d, &algo_, args.workspace, args.workspace_bytes, stream));
+    if (!plan_.has_bias) return matmul(plan_, args, c, stream);
+    // The bias pointer lives in the descriptor: each launch the host has under way takes a plan of
+    // its own, so that concurrent launches never share one.
+    std::unique_ptr<MatmulPlan> plan = take_plan();
+    GF_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &args.bias, sizeof(args.bias)));
+    matmul(*plan, args, c, stream);
+    std::lock_guard lock(pool_mu_);
+    pool_.push_back(std::move(plan));
   }
   size_t workspace_bytes() const override { return workspace_; }
+  size_t alignment() const override { return alignment_; }
 
  private:
+  void matmul(const MatmulPlan& plan, const GemmArgs& args, const void* c, cudaStream_t stream) const {
+    GF_CUBLAS_CHECK(cublasLtMatmul(handle(), plan.desc, &plan.alpha, args.b, plan.a, args.a, plan.b, &plan.beta, c,
+                                   plan.c, args.d, plan.d, &algo_, args.workspace, args.workspace_bytes, stream));
+  }
+  std::unique_ptr<MatmulPlan> take_plan() {
+    {
+      std::lock_guard lock(pool_mu_);
+      if (!pool_.empty()) {
+        auto plan = std::move(pool_.back());
+        pool_.pop_back();
+        return plan;
+      }
+    }
+    return std::make_unique<MatmulPlan>(problem_);
+  }
+
+  GemmProblem problem_;
   MatmulPlan plan_;
   cublasLtMatmulAlgo_t algo_;
-  size_t workspace_;
+  size_t workspace_, alignment_;
+  std::mutex pool_mu_;
+  std::vector<std::unique_ptr<MatmulPlan>> pool_;  // plans with a bias pointer, free for a launch
 };
 
 class CublasLtBackend final : public Backend {
@@ -76,6 +104,11 @@ class CublasLtBackend final : public Backend {
     GF_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     size_t ws = kWorkspaceBytes;
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    // Algorithms for pointers of the caller's alignment (cuBLASLt assumes 256 bytes otherwise).
+    const uint32_t alignment = uint32_t(std::min<size_t>(search.alignment, 256));
+    for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+      cublasLtMatmulPreferenceSetAttribute(pref, attr, &alignment, sizeof alignment);
     std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(top_k));
     int found = 0;
     cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle(), plan.desc, plan.a, plan.b, plan.c, plan.d, pref, top_k,
@@ -99,6 +132,7 @@ class CublasLtBackend final : public Backend {
           {"cluster", algo_attr<uint16_t>(a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID)},
           {"workspace", r.workspaceSize},
           {"waves", r.wavesCount},
+          {"alignment", alignment},
           {"algo", to_hex(a)},
       };
       std::string name =
@@ -106,6 +140,7 @@ class CublasLtBackend final : public Backend {
                       cfg["tile"].get<int64_t>(), cfg["stages"].get<int64_t>(), cfg["splitk"].get<int64_t>(),
                       cfg["reduction"].get<int64_t>(), cfg["swizzle"].get<int64_t>(), cfg["custom"].get<int64_t>(),
                       cfg["cluster"].get<int64_t>());
+      if (alignment < 256) name += fmt::format("_al{}", alignment);
       out.push_back({this->name(), name, std::move(cfg)});
     }
     GF_CHECK(!out.empty(), "cuBLASLt found no algorithm for {}", p.key());
@@ -114,7 +149,8 @@ class CublasLtBackend final : public Backend {
 
   std::unique_ptr<Kernel> build(const GemmProblem& p, const Candidate& c) const override {
     return std::make_unique<CublasLtKernel>(p, from_hex(c.config.at("algo").get<std::string>()),
-                                            c.config.value("workspace", size_t(0)));
+                                            c.config.value("workspace", size_t(0)),
+                                            c.config.value("alignment", size_t(256)));
   }
 };
 

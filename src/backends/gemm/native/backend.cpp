@@ -27,6 +27,7 @@ class NativeBackend final : public Backend {
     GF_CHECK(!device.present || device.cc_major == 9, "the native templates need sm_90a (Hopper); this GPU is sm_{}{}",
              device.cc_major, device.cc_minor);
     std::vector<Candidate> out;
+    if (search.alignment < 16) return out;  // TMA takes 16-byte aligned operands only
     for (const NativeConfig& c : ranked_configs(p, device, search.level))
       out.push_back({name(), c.name(p), c.to_json()});
     GF_CHECK(!out.empty(), "no native config fits {}", p.key());

@@ -1,10 +1,11 @@
 // Loading and launching a native kernel: tensor maps for A and B, the persistent grid, and the
-// split-K scratch the kernel owns.
+// split-K scratch in the caller's workspace.
 #include "backends/gemm/native/kernel.hpp"
 
 #include <cuda.h>
 
 #include <cstring>
+#include <mutex>
 
 #include "backends/gemm/native/codegen.hpp"
 #include "core/log.hpp"
@@ -61,12 +62,14 @@ class NativeKernel final : public Kernel {
     grid_ = unsigned(std::min<int64_t>(units, resident) * c.cluster);
     log().debug("native {}: {} units, {} resident clusters of {}, grid {}", c.name(p), units, resident, c.cluster,
                 grid_);
-    if (c.split_k > 1) {
-      partials_ = cuda::DeviceBuffer(size_t(units) * size_t(c.bm) * size_t(c.bn) * 4);
-      counters_ = cuda::DeviceBuffer(size_t(tiles) * 4);
-      GF_CUDA_CHECK(cudaMemset(counters_.get(), 0, counters_.bytes()));
+    if (c.split_k > 1) {  // the workspace: a counter per tile (kept zero between launches), then partials
+      counters_bytes_ = (size_t(tiles) * 4 + 255) / 256 * 256;
+      partials_bytes_ = size_t(units) * size_t(c.bm) * size_t(c.bn) * 4;
     }
   }
+
+  size_t workspace_bytes() const override { return counters_bytes_ + partials_bytes_; }
+  size_t alignment() const override { return 16; }  // TMA
 
   void launch(const GemmArgs& args, cudaStream_t stream) override {
     const GemmProblem& p = problem_;
@@ -74,40 +77,49 @@ class NativeKernel final : public Kernel {
     GF_CHECK(args.a && args.b && args.d, "native {}: A, B and D must be non-null", p.key());
     GF_CHECK(!e.has_c() || args.c, "native {}: the epilogue reads C but C is null", p.key());
     GF_CHECK(e.bias == BiasKind::none || args.bias, "native {}: the epilogue adds a bias but bias is null", p.key());
-    if (args.a != last_a_) {
-      params_.a = tensor_map(args.a, p.a, p.k, p.m, p.batch, 64, uint32_t(cfg_.bm / cfg_.pair_n()));
-      last_a_ = args.a;
-    }
-    if (args.b != last_b_) {
-      if (p.layout == Layout::nn)
-        params_.b = tensor_map(args.b, p.a, p.n, p.k, p.batch, 64, 64);
-      else {
-        // Half-height boxes when the tile's B comes in halves (a split gate, or a pair sharing B).
-        uint32_t rows = uint32_t(e.gate == GateKind::split || cfg_.pair_m() > 1 ? cfg_.bn / 2 : cfg_.bn);
-        params_.b = tensor_map(args.b, p.a, p.k, p.n, p.batch, 64, rows);
+    GF_CHECK(args.workspace_bytes >= workspace_bytes(), "native {}: needs {} bytes of workspace, got {}", p.key(),
+             workspace_bytes(), args.workspace_bytes);
+    // Tensor maps cost a driver call each: encoded when a pointer changes, under a lock held only
+    // for that (launches on other threads may change them too).
+    GemmParams params;
+    {
+      std::lock_guard lock(maps_mu_);
+      if (args.a != last_a_) {
+        maps_.a = tensor_map(args.a, p.a, p.k, p.m, p.batch, 64, uint32_t(cfg_.bm / cfg_.pair_n()));
+        last_a_ = args.a;
       }
-      last_b_ = args.b;
+      if (args.b != last_b_) {
+        if (p.layout == Layout::nn)
+          maps_.b = tensor_map(args.b, p.a, p.n, p.k, p.batch, 64, 64);
+        else {
+          // Half-height boxes when the tile's B comes in halves (a split gate, or a pair sharing B).
+          uint32_t rows = uint32_t(e.gate == GateKind::split || cfg_.pair_m() > 1 ? cfg_.bn / 2 : cfg_.bn);
+          maps_.b = tensor_map(args.b, p.a, p.k, p.n, p.batch, 64, rows);
+        }
+        last_b_ = args.b;
+      }
+      if (cfg_.store_tma() && args.d != last_d_) {
+        maps_.d = tensor_map(args.d, p.out, p.out_cols(), p.m, p.batch, 64, uint32_t(cfg_.wg_rows()));
+        last_d_ = args.d;
+      }
+      if (cfg_.store_tma() && e.has_c() && args.c != last_c_) {
+        maps_.c_tile = tensor_map(args.c, p.out, p.out_cols(), p.m, p.batch, 64, uint32_t(cfg_.wg_rows()));
+        last_c_ = args.c;
+      }
+      params = maps_;
     }
-    if (cfg_.store_tma() && args.d != last_d_) {
-      params_.d = tensor_map(args.d, p.out, p.out_cols(), p.m, p.batch, 64, uint32_t(cfg_.wg_rows()));
-      last_d_ = args.d;
-    }
-    if (cfg_.store_tma() && e.has_c() && args.c != last_c_) {
-      params_.c_tile = tensor_map(args.c, p.out, p.out_cols(), p.m, p.batch, 64, uint32_t(cfg_.wg_rows()));
-      last_c_ = args.c;
-    }
-    params_.out = args.d;
-    params_.c = args.c;
-    params_.bias = args.bias;
-    params_.partials = partials_.as<float>();
-    params_.counters = counters_.as<int>();
-    params_.m = int(p.m), params_.n = int(p.n), params_.k = int(p.k), params_.batch = int(p.batch);
-    params_.out_cols = int(p.out_cols());
-    params_.tiles_m = tiles_m_, params_.tiles_n = tiles_n_;
-    params_.alpha = e.alpha, params_.beta = e.beta;
+    params.out = args.d;
+    params.c = args.c;
+    params.bias = args.bias;
+    params.counters = static_cast<int*>(args.workspace);
+    params.partials = reinterpret_cast<float*>(static_cast<char*>(args.workspace) + counters_bytes_);
+    params.m = int(p.m), params.n = int(p.n), params.k = int(p.k), params.batch = int(p.batch);
+    params.out_cols = int(p.out_cols());
+    params.tiles_m = tiles_m_, params.tiles_n = tiles_n_;
+    params.alpha = e.alpha, params.beta = e.beta;
     const unsigned pair_bytes = 2u * unsigned(dtype_bytes(p.out));
-    params_.pairs_aligned = p.out_cols() % 2 == 0 && reinterpret_cast<uintptr_t>(args.d) % pair_bytes == 0;
-    void* kernel_args[] = {&params_};
+    params.pairs_aligned = p.out_cols() % 2 == 0 && reinterpret_cast<uintptr_t>(args.d) % pair_bytes == 0;
+    void* kernel_args[] = {&params};
     cuda::launch(fn_, launch_config(grid_), kernel_args, stream);
   }
 
@@ -125,8 +137,9 @@ class NativeKernel final : public Kernel {
   CUfunction fn_;
   int tiles_m_ = 0, tiles_n_ = 0;
   unsigned grid_ = 0;
-  cuda::DeviceBuffer partials_, counters_;
-  GemmParams params_{};
+  size_t counters_bytes_ = 0, partials_bytes_ = 0;
+  std::mutex maps_mu_;
+  GemmParams maps_{};  // the tensor maps of the last pointers seen
   const void* last_a_ = nullptr;
   const void* last_b_ = nullptr;
   const void* last_d_ = nullptr;

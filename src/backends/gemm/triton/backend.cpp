@@ -103,20 +103,23 @@ class TritonKernel final : public Kernel {
     const int64_t tiles = num_tiles(c, p);
     grid_ = unsigned(c.tmpl == "mm" ? tiles : std::min<int64_t>(tiles, c.num_sms));
     num_ctas_ = meta_.value("num_ctas", 1);
-    const int64_t programs = int64_t(grid_) * num_ctas_;
-    for (auto [size_key, buf] :
-         {std::pair{"global_scratch_size", &global_scratch_}, std::pair{"profile_scratch_size", &profile_scratch_}}) {
-      const int64_t size = meta_.value(size_key, int64_t(0));
-      if (size > 0) *buf = cuda::DeviceBuffer(size_t(size * programs));
-    }
+    // Triton's scratch (device-built tensor maps of the TMA templates, profiling) is a slice of the
+    // workspace per program: global scratch first, then profile scratch.
+    const size_t programs = size_t(grid_) * size_t(num_ctas_);
+    global_bytes_ = (size_t(meta_.value("global_scratch_size", int64_t(0))) * programs + 255) / 256 * 256;
+    profile_bytes_ = size_t(meta_.value("profile_scratch_size", int64_t(0))) * programs;
   }
+
+  size_t workspace_bytes() const override { return global_bytes_ + profile_bytes_; }
+  size_t alignment() const override { return 16; }  // the kernel was specialised for it
 
   void launch(const GemmArgs& args, cudaStream_t stream) override {
     const GemmProblem& p = problem_;
-    for (const void* ptr : {args.a, args.b, static_cast<const void*>(args.d), args.c, args.bias})
-      GF_CHECK(reinterpret_cast<uintptr_t>(ptr) % 16 == 0,
-               "triton {}: operands must be 16-byte aligned (the kernel was specialised for it)", p.key());
+    GF_CHECK(pointer_alignment(args) >= alignment(),
+             "triton {}: operands must be 16-byte aligned (the kernel was specialised for it)", p.key());
     GF_CHECK(args.a && args.b && args.d, "triton {}: A, B and D must be non-null", p.key());
+    GF_CHECK(args.workspace_bytes >= workspace_bytes(), "triton {}: needs {} bytes of workspace, got {}", p.key(),
+             workspace_bytes(), args.workspace_bytes);
     void* a = const_cast<void*>(args.a);
     void* b = const_cast<void*>(args.b);
     void* d = args.d;
@@ -124,8 +127,8 @@ class TritonKernel final : public Kernel {
     void* bias = const_cast<void*>(args.bias);
     int m = int(p.m), n = int(p.n), k = int(p.k), out_cols = int(p.out_cols());
     float alpha = p.epilogue.alpha, beta = p.epilogue.beta;
-    void* gs = global_scratch_.get();
-    void* ps = profile_scratch_.get();
+    void* gs = global_bytes_ ? args.workspace : nullptr;
+    void* ps = profile_bytes_ ? static_cast<char*>(args.workspace) + global_bytes_ : nullptr;
     void* params[] = {&a, &b, &d, &c, &bias, &m, &n, &k, &out_cols, &alpha, &beta, &gs, &ps};
     cuda::launch(fn_,
                  {.grid = {grid_ * unsigned(num_ctas_), 1, 1},
@@ -143,7 +146,7 @@ class TritonKernel final : public Kernel {
   CUfunction fn_;
   unsigned grid_ = 0, shared_ = 0;
   int num_ctas_ = 1;
-  cuda::DeviceBuffer global_scratch_, profile_scratch_;
+  size_t global_bytes_ = 0, profile_bytes_ = 0;
 };
 
 class TritonBackend final : public Backend {
@@ -160,6 +163,7 @@ class TritonBackend final : public Backend {
                                     const SearchOptions& search) const override {
     GF_CHECK(unavailable().empty(), "{}", unavailable());
     std::vector<Candidate> out;
+    if (search.alignment < 16) return out;  // every kernel is specialised for 16-byte pointers
     for (const auto& c : ranked_configs(p, device, search.level)) {
       nlohmann::json cfg = c.to_json();
       cfg["triton_version"] = python_env().triton_version;

@@ -4,7 +4,6 @@
 // algorithm is "eager".
 #include "backends/gemm/unfused/epilogue_kernel.hpp"
 #include "backends/registry.hpp"
-#include "cuda/memory.hpp"
 #include "gemmforge/error.hpp"
 
 namespace gf::unfused {
@@ -24,22 +23,31 @@ Candidate inner_of(const Candidate& c) { return c.config.at("gemm").get<Candidat
 class UnfusedKernel final : public Kernel {
  public:
   UnfusedKernel(const GemmProblem& p, std::unique_ptr<Kernel> gemm)
-      : problem_(p), gemm_(std::move(gemm)), g_(size_t(p.batch * p.m * p.n) * size_t(dtype_bytes(p.out))) {}
+      : problem_(p),
+        gemm_(std::move(gemm)),
+        gemm_bytes_((gemm_->workspace_bytes() + 255) / 256 * 256),
+        g_bytes_(size_t(p.batch * p.m * p.n) * size_t(dtype_bytes(p.out))) {}
 
+  // The workspace: the GEMM's own, then G = A B^T before the epilogue.
   void launch(const GemmArgs& args, cudaStream_t stream) override {
+    GF_CHECK(args.workspace_bytes >= workspace_bytes(), "unfused {}: needs {} bytes of workspace, got {}",
+             problem_.key(), workspace_bytes(), args.workspace_bytes);
+    void* g = static_cast<char*>(args.workspace) + gemm_bytes_;
     GemmArgs plain = args;
-    plain.d = g_.get();
+    plain.d = g;
     plain.c = nullptr;
     plain.bias = nullptr;
+    plain.workspace_bytes = gemm_->workspace_bytes();
     gemm_->launch(plain, stream);
-    apply_epilogue(problem_, g_.get(), args, stream);
+    apply_epilogue(problem_, g, args, stream);
   }
-  size_t workspace_bytes() const override { return gemm_->workspace_bytes(); }
+  size_t workspace_bytes() const override { return gemm_bytes_ + g_bytes_; }
+  size_t alignment() const override { return gemm_->alignment(); }
 
  private:
   GemmProblem problem_;
   std::unique_ptr<Kernel> gemm_;
-  cuda::DeviceBuffer g_;  // A B^T before the epilogue
+  size_t gemm_bytes_, g_bytes_;
 };
 
 class UnfusedBackend final : public Backend {
