@@ -4,20 +4,22 @@ stdin and stdout when run by hand). What anything prints goes to stderr, never i
 
     {"op": "version"}
     {"op": "compile", "template": "mm", "dtype": "bf16", "out": "bf16", "constexprs": {...},
-     "num_warps": 8, "num_stages": 3, "divisible": [0, 1, 2, 7], "path": "/dir/name.cubin"}
+     "num_warps": 8, "num_stages": 3, "divisible": [0, 1, 2, 7], "path": "/dir/name.cubin", "fresh": false}
 
 compile writes the cubin to `path` and replies with the launch metadata. It targets sm_90
-explicitly, so it needs no GPU.
+explicitly, so it needs no GPU; "fresh" compiles past Triton's own cache.
 """
 import ctypes
 import json
 import os
 import signal
 import sys
+import tempfile
 import time
 import traceback
 
 import triton
+from triton import knobs
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
@@ -40,8 +42,14 @@ def compile_request(req):
     # 16-byte divisibility of pointers and sizes lets Triton vectorize; the launcher checks it.
     attrs = {(i,): [["tt.divisibility", 16]] for i in req.get("divisible", [])}
     src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
-    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                            options={"num_warps": req["num_warps"], "num_stages": req["num_stages"]})
+    options = {"num_warps": req["num_warps"], "num_stages": req["num_stages"]}
+    if req.get("fresh"):
+        # A cold compile (gemmforge's --no-cache) must not be served by Triton's own cache either.
+        with tempfile.TemporaryDirectory() as cache_dir, knobs.cache.scope():
+            knobs.cache.dir = cache_dir
+            kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
+    else:
+        kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
     tmp = req["path"] + f".{os.getpid()}.tmp"
     with open(tmp, "wb") as f:
         f.write(kernel.asm["cubin"])

@@ -68,6 +68,7 @@ Compiled compile_config(const TritonConfig& c, const GemmProblem& p, const std::
     }
   } tmp{KernelCache::shared().dir() / fmt::format(".{}.{}.{}.triton.cubin", key, getpid(), calls++)};
   req["path"] = tmp.path.string();
+  req["fresh"] = !use_cache;  // nor from Triton's own cache
   nlohmann::json reply = compile_in_pool(req, 300.0);
   out.report.seconds = reply.value("seconds", 0.0);
   if (!reply.value("ok", false)) {
