@@ -1,6 +1,6 @@
 # The layers of src/, one static library each, depending one way:
 #
-#   cli -> tune, runtime, workloads;  tune -> harness -> backends -> jit, process;
+#   cli, python -> tune, runtime, workloads;  tune -> harness -> backends -> jit, process;
 #   runtime -> backends;  jit -> cuda, store;  cuda, store, process, workloads -> core.
 #
 # A layer's include path is a folder of links (build/layers/<layer>/) to its own folder of src/,

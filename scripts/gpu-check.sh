@@ -2,7 +2,7 @@
 # Runs on the GPU machine: the GPU tests, tuning of the llama3-8b set (twice: the second run must
 # hit the DB for all 15 GEMMs), and the side-by-side benchmarks. Every step has a time limit;
 # full logs go to $OUT; a short table comes last. Uses build/ as carried (or builds it).
-#   scripts/gpu-check.sh [tests|tune|bench|heldout|runtime|ab|rowops|faults|sass|epilogue|ops|triton|search|all]
+#   scripts/gpu-check.sh [tests|tune|bench|heldout|runtime|python|ab|rowops|faults|sass|epilogue|ops|triton|search|all]
 #   (default: all)
 #   tests: GPU tests; tune: llama3-8b tuned twice; bench: backends side by side (llama3-8b, BENCH_EXTRA);
 #   heldout: the same for shapes no cost-model constant was fitted on (qwen2.5-7b, phi3-mini at odd
@@ -11,7 +11,9 @@
 #   other; rowops: bench-ops of the default row ops (and of BEFORE's, when given); faults: bench-ops
 #   with planted faulty row-op configs; epilogue: fused vs cuBLASLt fused vs eager; ops: bench-ops
 #   beside torch; triton: the Triton backend beside torch.compile max-autotune; search: --search fast
-#   against the exhaustive best in one run (SEARCH_PROBLEMS). "all" is tests, sass, tune, bench, heldout, runtime.
+#   against the exhaustive best in one run (SEARCH_PROBLEMS); python: the Python package's GPU tests and
+#   the decoder-layer benchmark beside torch (the package staged by scripts/stage-python.sh in .carry/py).
+#   "all" is tests, sass, tune, bench, heldout, runtime.
 # Knobs: GPU_TESTS_FILTER (gtest filter), SEARCH (fast|default|exhaustive, default fast),
 #        SEARCH_PROBLEMS and SEARCH_ONLY (a name filter for the exhaustive side of "search"),
 #        BENCH_EXTRA (extra problems for the second bench, e.g. "--model llama3-70b --tokens 4096,8192"),
@@ -80,6 +82,16 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   step "summary (us; native and cuBLASLt best, ratio = cuBLASLt / native)"
   python3 scripts/summarize.py "$out"/bench-*.json
 fi
+if [ "$what" = python ]; then
+  step "Python package: GPU tests, then the llama3-8b decoder layer beside torch"
+  export PYTHONPATH=$PWD/.carry/py:$PWD${PYTHONPATH:+:$PYTHONPATH}
+  timeout "${T_PYTEST:-240}" python3 -m pytest -q -x tests/python > "$out/pytest.log" 2>&1 || status=1
+  tail -4 "$out/pytest.log"
+  timeout "${T_LAYER:-330}" python3 -m examples.bench_decoder_layer --tokens "${LAYER_TOKENS:-128,4096}" \
+    --json "$out/decoder-layer.json" > "$out/decoder-layer.txt" 2>&1 || status=1
+  tail -20 "$out/decoder-layer.txt"
+fi
+
 if [ "$what" = all ] || [ "$what" = heldout ]; then
   for model in qwen2.5-7b phi3-mini; do
     step "bench $model (held out) at M = ${HELDOUT_TOKENS:-77,1000}"

@@ -24,6 +24,7 @@ import os
 import random
 import statistics
 from collections import defaultdict
+from itertools import groupby
 
 BASELINES = ("cublaslt", "cublaslt-default")
 RESAMPLES = 2000
@@ -140,6 +141,37 @@ def runtime_section(rt):
         over = (f"{m['over_bare_us']:.2f} | [{m['over_bare_p10_us']:.2f}, {m['over_bare_p90_us']:.2f}]"
                 if "over_bare_us" in m else "- | -")
         lines.append(f"| {m['name']} | {m['median_us']:.2f} | [{m['p10_us']:.2f}, {m['p90_us']:.2f}] | {over} |")
+    return lines
+
+
+def torch_section(layer):
+    """The decoder layer beside torch (examples/bench_decoder_layer.py): per token count and pass, each
+    mode's median over rounds with the rounds' range, speed against the strongest torch mode of the
+    pass (max-autotune forward, torch.compile for training), and the setup (compile or tune) time."""
+    rows = [r for r in layer["rows"] if "round_ms" in r or ("error" in r and r.get("pass") != "host overhead")]
+    lines = [f"{layer.get('device', '')}, torch {layer.get('torch', '?')}; random bf16 weights, batch 1.", "",
+             "| tokens | pass | mode | median ms | [min, max] | speed vs torch's best | setup s | rel err |",
+             "|---|---|---|---|---|---|---|---|"]
+    for (tokens, pass_), group in groupby(rows, key=lambda r: (r["tokens"], r["pass"])):
+        group = list(group)
+        med = {r["mode"]: statistics.median(r["round_ms"]) for r in group if "round_ms" in r}
+        best = next((med[m] for m in ("torch.compile max-autotune", "torch.compile") if m in med), None)
+        for r in group:
+            if "round_ms" not in r:
+                lines.append(f"| {tokens} | {pass_} | {r['mode']} | failed: {r['error'][:80]} | | | | |")
+                continue
+            ms = med[r["mode"]]
+            speed = f"{best / ms:.3f}" if best else "-"
+            err = f"{r['rel_err']:.4f}" if "rel_err" in r else "-"
+            lines.append(f"| {tokens} | {pass_} | {r['mode']} | {ms:.3f} | [{min(r['round_ms']):.3f}, "
+                         f"{max(r['round_ms']):.3f}] | {speed} | {r['setup_s']:.1f} | {err} |")
+    over = [r for r in layer["rows"] if r.get("pass") == "host overhead"]
+    if over:
+        lines += ["", "Host time per call at 16x4096x4096 (bursts of 100 calls inside the launch queue):", "",
+                  "| call | median us | [min, max] over rounds |", "|---|---|---|"]
+        for r in over:
+            lines.append(f"| `{r['mode']}` | {statistics.median(r['round_us']):.2f} | "
+                         f"[{min(r['round_us']):.2f}, {max(r['round_us']):.2f}] |")
     return lines
 
 
@@ -288,6 +320,7 @@ def main():
     ap.add_argument("--runtime")
     ap.add_argument("--compile", nargs="*", default=[])
     ap.add_argument("--ops")
+    ap.add_argument("--torch", help="decoder-layer JSON of examples/bench_decoder_layer.py")
     ap.add_argument("--ab", nargs=2)
     ap.add_argument("--out", default="docs/PERFORMANCE.md")
     ap.add_argument("--plots", default="docs/plots")
@@ -320,6 +353,8 @@ def main():
         out += lines
     if a.runtime:
         out += ["", "## Runtime host overhead", ""] + runtime_section(json.load(open(a.runtime)))
+    if a.torch:
+        out += ["", "## The llama3-8b decoder layer in PyTorch", ""] + torch_section(json.load(open(a.torch)))
     compile_s = compile_times(a.compile)
     if compile_s:
         out += ["", "## Compile time per candidate (cold)", ""] + compile_section(compile_s)

@@ -7,7 +7,7 @@ data=$root/tests/data/report
 out=$(mktemp -d)
 python3 "$root/scripts/report.py" --run-info "$data/run.json" --bench "$data/bench.json" --ops "$data/ops.json" \
   --ab "$data/bench.json" "$data/bench.json" --heldout "$data/bench.json" --runtime "$data/runtime.json" \
-  --compile "$data/compile.json" --out "$out/PERFORMANCE.md" --plots "$out/plots" >/dev/null
+  --compile "$data/compile.json" --torch "$data/torch.json" --out "$out/PERFORMANCE.md" --plots "$out/plots" >/dev/null
 page=$out/PERFORMANCE.md
 fail() { echo "report: $*"; cat "$page"; exit 1; }
 grep -q "^## GEMMs" "$page" || fail "no GEMM section"
@@ -21,4 +21,7 @@ grep -q "^## GEMMs held out" "$page" || fail "no held-out section"
 [ "$(grep -c "replayed from a CUDA graph" "$page")" = 2 ] || fail "no graph-mode summary for both sets"
 grep -q "| Runtime::gemm -> cuBLASLt | 3.60 | \[3.50, 3.80\] | 0.50 | \[0.40, 0.60\] |" "$page" || fail "runtime row"
 grep -q "| native | 2 | 2.00 | 1.50 | 2.50 |" "$page" || fail "compile times: cached compiles must not count"
-echo "report: tables, intervals, verdicts, both timing modes, held-out set, runtime and compile times as expected"
+grep -q "| 128 | forward | gemmforge | 0.400 | \[0.400, 0.400\] | 1.250 | 5.0 | 0.0040 |" "$page" || fail "torch layer row"
+grep -q "| 128 | forward | gemmforge + torch.compile | failed: RuntimeError: planted" "$page" || fail "failed torch mode"
+grep -q "| \`F.linear\` | 11.00 | \[10.00, 12.00\] |" "$page" || fail "torch host overhead row"
+echo "report: tables, intervals, verdicts, both timing modes, held-out set, runtime, compile times and the torch layer as expected"

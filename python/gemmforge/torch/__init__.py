@@ -1,0 +1,20 @@
+"""gemmforge for PyTorch: custom ops torch.compile keeps, and optimize(model).
+
+Importing this module registers torch.ops.gemmforge.{linear, mm, rms_norm, fused_add_rms_norm,
+layer_norm, softmax, swiglu, gelu}. Tensors cross as data pointers on torch's current stream, so
+the package depends on no torch C++ ABI.
+"""
+from ._ops import (  # noqa: F401
+    fused_add_rms_norm,
+    gelu,
+    gemm_spec,
+    layer_norm,
+    linear,
+    mm,
+    prepare,
+    reset,
+    rms_norm,
+    softmax,
+    swiglu,
+)
+from .optimize import GatedMLP, LayerNorm, Linear, RMSNorm, optimize, problems  # noqa: F401

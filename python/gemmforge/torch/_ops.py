@@ -1,0 +1,382 @@
+"""torch.ops.gemmforge.*: gemmforge's kernels as PyTorch custom ops.
+
+Each op checks its tensors (CUDA, dtype, shapes) and raises gemmforge.Error with the reason; a
+non-contiguous input is copied to a contiguous one first. Each has a fake kernel, so
+torch.compile(fullgraph=True) traces it without a graph break, and launches on torch's current
+stream. linear's backward runs its dX and dW GEMMs through gemmforge too.
+"""
+from __future__ import annotations
+
+import atexit
+import functools
+import threading
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from .. import _gemmforge as _C
+
+_DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}
+_GEMM_DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
+
+_lock = threading.Lock()
+_runtimes: dict[str, object] = {}
+
+
+def _runtime(kind: str):
+    """One Runtime and one OpsRuntime per process, made on first use (they read the tuning DB)."""
+    with _lock:
+        if kind not in _runtimes:
+            _runtimes[kind] = _C.Runtime() if kind == "gemm" else _C.OpsRuntime()
+        return _runtimes[kind]
+
+
+@atexit.register
+def _release() -> None:
+    # Before the interpreter tears the module down: the runtimes free their GPU memory while CUDA is up.
+    with _lock:
+        _runtimes.clear()
+
+
+def reset() -> None:
+    """Drops the runtimes, so that the next call reads the DB again (after tuning)."""
+    if torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+    with _lock:
+        _runtimes.clear()
+
+
+def prepare(specs, streams=None) -> None:
+    """Builds the kernels and workspaces of these GEMM problems (spec strings or GemmProblems) for
+    the given streams (default: the current stream and the one torch.cuda.graph captures on), so
+    that their calls can be captured in a CUDA graph."""
+    if streams is None:
+        graph = torch.cuda.graph
+        if graph.default_capture_stream is None:  # made as torch.cuda.graph would make it
+            graph.default_capture_stream = torch.cuda.Stream()
+        streams = [torch.cuda.current_stream(), graph.default_capture_stream]
+    problems = [_C.GemmProblem.parse(p) if isinstance(p, str) else p for p in specs]
+    _runtime("gemm").prepare(problems, [s.cuda_stream for s in streams])
+
+
+# Parsed once per distinct shape: a call's problem is a dictionary lookup.
+_problem = functools.lru_cache(maxsize=4096)(_C.GemmProblem.parse)
+_rowop = functools.lru_cache(maxsize=4096)(_C.RowOpSpec.parse)
+
+
+def eager(op, *args):
+    """Calls op's implementation directly where the dispatcher adds nothing (no tracing, no
+    gradient to record), else the op: what optimize()'s modules call, to spare eager calls the
+    dispatcher's tens of microseconds."""
+    if torch.compiler.is_compiling() or (torch.is_grad_enabled() and any(
+            isinstance(a, Tensor) and a.requires_grad for a in args)):
+        return op(*args)
+    return _IMPLS[op](*args)
+
+
+def _check(cond: bool, message: str) -> None:
+    if not cond:
+        raise _C.Error(message)
+
+
+def _cuda(op: str, *named: tuple[str, Optional[Tensor]]) -> torch.device:
+    """All given tensors on one CUDA device, the current one; returns it."""
+    device = None
+    for name, t in named:
+        if t is None:
+            continue
+        _check(t.is_cuda, f"gemmforge.{op}: {name} is on {t.device}, not a CUDA device")
+        _check(device is None or t.device == device, f"gemmforge.{op}: {name} is on {t.device}, the others on {device}")
+        device = t.device
+    _check(device.index == torch.cuda.current_device(),
+           f"gemmforge.{op}: tensors are on {device}, but the current device is cuda:{torch.cuda.current_device()}")
+    return device
+
+
+def _dtype(op: str, t: Tensor, table=_DTYPES) -> str:
+    _check(t.dtype in table, f"gemmforge.{op}: dtype {t.dtype} is not supported ({', '.join(map(str, table))})")
+    return table[t.dtype]
+
+
+def _same(op: str, name: str, t: Optional[Tensor], dtype: torch.dtype, shape: tuple) -> Optional[Tensor]:
+    if t is None:
+        return None
+    _check(t.dtype == dtype, f"gemmforge.{op}: {name} is {t.dtype}, expected {dtype}")
+    _check(tuple(t.shape) == tuple(shape), f"gemmforge.{op}: {name} has shape {tuple(t.shape)}, expected {tuple(shape)}")
+    return t.contiguous()
+
+
+def _stream(device: torch.device) -> int:
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+def _ptr(t: Optional[Tensor]) -> int:
+    return 0 if t is None else t.data_ptr()
+
+
+def _gated(epilogue: str) -> bool:
+    return "swiglu" in epilogue.split("+")
+
+
+# ---- GEMMs -------------------------------------------------------------------------------------
+
+
+def gemm_spec(m: int, n: int, k: int, dtype: str, layout: str = "tn", *, bias: bool = False, residual: bool = False,
+              epilogue: str = "") -> str:
+    """The problem text of a GEMM the ops run: what `gemmforge tune -p` takes."""
+    parts = [p for p in (["bias"] if bias else []) + (["residual"] if residual else []) + epilogue.split("+") if p]
+    return f"{m}x{n}x{k}:{dtype}" + (":nn" if layout == "nn" else "") + (":" + "+".join(parts) if parts else "")
+
+
+def _linear_out_shape(x: Tensor, weight: Tensor, epilogue: str) -> list[int]:
+    n = weight.shape[0] // 2 if _gated(epilogue) else weight.shape[0]
+    return [*x.shape[:-1], n]
+
+
+def _linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, residual: Optional[Tensor] = None,
+           epilogue: str = "") -> Tensor:
+    """epilogue(x @ weight.T + bias + residual), weight as nn.Linear keeps it (N x K). epilogue: ''
+    or an activation (gelu, gelu_tanh, silu, relu, ...) or swiglu (gate and up interleaved in N:
+    the output has N/2 columns). The activation applies to the sum."""
+    _check(x.dim() >= 1 and weight.dim() == 2, f"gemmforge.linear: x must have a last dim and weight be 2-D, "
+                                               f"not {tuple(x.shape)} and {tuple(weight.shape)}")
+    device = _cuda("linear", ("x", x), ("weight", weight), ("bias", bias), ("residual", residual))
+    dt = _dtype("linear", x, _GEMM_DTYPES)
+    _check(weight.dtype == x.dtype, f"gemmforge.linear: weight is {weight.dtype}, x is {x.dtype}")
+    n, k = weight.shape
+    _check(x.shape[-1] == k, f"gemmforge.linear: x has {x.shape[-1]} features, weight takes {k}")
+    out_shape = _linear_out_shape(x, weight, epilogue)
+    bias = _same("linear", "bias", bias, x.dtype, (n,))
+    residual = _same("linear", "residual", residual, x.dtype, out_shape)
+    out = torch.empty(out_shape, dtype=x.dtype, device=device)
+    _check(k > 0, "gemmforge.linear: weight has no input features")
+    m = x.numel() // k
+    if m == 0 or n == 0:
+        return out
+    x2, w = x.contiguous(), weight.contiguous()
+    spec = gemm_spec(m, n, k, dt, bias=bias is not None, residual=residual is not None, epilogue=epilogue)
+    _runtime("gemm").gemm(_problem(spec), a=x2.data_ptr(), b=w.data_ptr(), d=out.data_ptr(),
+                          c=_ptr(residual), bias=_ptr(bias), bias_len=n if bias is not None else 0,
+                          stream=_stream(device))
+    return out
+
+
+linear = torch.library.custom_op("gemmforge::linear", _linear, mutates_args=())
+
+
+@linear.register_fake
+def _(x, weight, bias=None, residual=None, epilogue=""):
+    return x.new_empty(_linear_out_shape(x, weight, epilogue))
+
+
+def _mm(a: Tensor, b: Tensor) -> Tensor:
+    """a @ b for a (M x K) and b (K x N), both row-major: the layout of linear's backward GEMMs."""
+    _check(a.dim() == 2 and b.dim() == 2 and a.shape[1] == b.shape[0],
+           f"gemmforge.mm: shapes {tuple(a.shape)} and {tuple(b.shape)} do not multiply")
+    device = _cuda("mm", ("a", a), ("b", b))
+    dt = _dtype("mm", a, _GEMM_DTYPES)
+    _check(b.dtype == a.dtype, f"gemmforge.mm: b is {b.dtype}, a is {a.dtype}")
+    (m, k), n = a.shape, b.shape[1]
+    out = torch.empty((m, n), dtype=a.dtype, device=device)
+    if m == 0 or n == 0 or k == 0:
+        return out.zero_()
+    a, b = a.contiguous(), b.contiguous()
+    _runtime("gemm").gemm(_problem(gemm_spec(m, n, k, dt, "nn")), a=a.data_ptr(), b=b.data_ptr(),
+                          d=out.data_ptr(), stream=_stream(device))
+    return out
+
+
+mm = torch.library.custom_op("gemmforge::mm", _mm, mutates_args=())
+
+
+@mm.register_fake
+def _(a, b):
+    return a.new_empty((a.shape[0], b.shape[1]))
+
+
+def _linear_setup(ctx, inputs, output):
+    x, weight, bias, residual, epilogue = inputs
+    ctx.epilogue = epilogue
+    ctx.has_bias, ctx.has_residual = bias is not None, residual is not None
+    ctx.save_for_backward(x, weight)
+
+
+def _linear_backward(ctx, grad):
+    if ctx.epilogue:
+        raise _C.Error(f"gemmforge.linear: no backward through the fused epilogue '{ctx.epilogue}'; for training, "
+                       "use epilogue='' and apply the activation in torch")
+    x, weight = ctx.saved_tensors
+    k = weight.shape[1]
+    g2 = grad.reshape(-1, grad.shape[-1])
+    dx = mm(g2, weight).reshape(x.shape) if ctx.needs_input_grad[0] else None
+    dw = mm(g2.t().contiguous(), x.reshape(-1, k)) if ctx.needs_input_grad[1] else None
+    db = g2.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
+    dr = grad if ctx.has_residual and ctx.needs_input_grad[3] else None
+    return dx, dw, db, dr, None
+
+
+linear.register_autograd(_linear_backward, setup_context=_linear_setup)
+
+
+def _mm_setup(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _mm_backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    da = mm(grad, b.t().contiguous()) if ctx.needs_input_grad[0] else None
+    db = mm(a.t().contiguous(), grad) if ctx.needs_input_grad[1] else None
+    return da, db
+
+
+mm.register_autograd(_mm_backward, setup_context=_mm_setup)
+
+
+# ---- row ops -----------------------------------------------------------------------------------
+
+
+def _rows(op: str, x: Tensor) -> tuple[int, int]:
+    _check(x.dim() >= 1 and x.shape[-1] > 0, f"gemmforge.{op}: x needs a non-empty last dimension, not {tuple(x.shape)}")
+    return x.numel() // x.shape[-1], x.shape[-1]
+
+
+def _run_rowop(spec: str, device, **pointers) -> None:
+    _runtime("rowop").run(_rowop(spec), stream=_stream(device), **pointers)
+
+
+def _rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-6) -> Tensor:
+    """x / sqrt(mean(x^2) + eps) * weight over the last dimension."""
+    device = _cuda("rms_norm", ("x", x), ("weight", weight))
+    rows, cols = _rows("rms_norm", x)
+    dt = _dtype("rms_norm", x)
+    weight = _same("rms_norm", "weight", weight, x.dtype, (cols,))
+    y = torch.empty_like(x, memory_format=torch.contiguous_format)
+    if rows:
+        x = x.contiguous()
+        _run_rowop(f"rmsnorm:{rows}x{cols}:{dt}", device, x=x.data_ptr(), y=y.data_ptr(), weight=weight.data_ptr(),
+                   eps=eps)
+    return y
+
+
+rms_norm = torch.library.custom_op("gemmforge::rms_norm", _rms_norm, mutates_args=())
+
+
+@rms_norm.register_fake
+def _(x, weight, eps=1e-6):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+def _fused_add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6) -> tuple[Tensor, Tensor]:
+    """(rms_norm(x + residual), x + residual) in one pass."""
+    device = _cuda("fused_add_rms_norm", ("x", x), ("residual", residual), ("weight", weight))
+    rows, cols = _rows("fused_add_rms_norm", x)
+    dt = _dtype("fused_add_rms_norm", x)
+    residual = _same("fused_add_rms_norm", "residual", residual, x.dtype, x.shape)
+    weight = _same("fused_add_rms_norm", "weight", weight, x.dtype, (cols,))
+    y = torch.empty_like(x, memory_format=torch.contiguous_format)
+    s = torch.empty_like(y)
+    if rows:
+        x = x.contiguous()
+        _run_rowop(f"rmsnorm+residual:{rows}x{cols}:{dt}", device, x=x.data_ptr(), y=y.data_ptr(),
+                   weight=weight.data_ptr(), residual=residual.data_ptr(), residual_out=s.data_ptr(), eps=eps)
+    return y, s
+
+
+fused_add_rms_norm = torch.library.custom_op("gemmforge::fused_add_rms_norm", _fused_add_rms_norm, mutates_args=())
+
+
+@fused_add_rms_norm.register_fake
+def _(x, residual, weight, eps=1e-6):
+    y = torch.empty_like(x, memory_format=torch.contiguous_format)
+    return y, torch.empty_like(y)
+
+
+def _layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5) -> Tensor:
+    """(x - mean) / sqrt(var + eps) * weight + bias over the last dimension."""
+    device = _cuda("layer_norm", ("x", x), ("weight", weight), ("bias", bias))
+    rows, cols = _rows("layer_norm", x)
+    dt = _dtype("layer_norm", x)
+    weight = _same("layer_norm", "weight", weight, x.dtype, (cols,))
+    bias = _same("layer_norm", "bias", bias, x.dtype, (cols,))
+    y = torch.empty_like(x, memory_format=torch.contiguous_format)
+    if rows:
+        x = x.contiguous()
+        _run_rowop(f"layernorm:{rows}x{cols}:{dt}", device, x=x.data_ptr(), y=y.data_ptr(), weight=weight.data_ptr(),
+                   bias=bias.data_ptr(), eps=eps)
+    return y
+
+
+layer_norm = torch.library.custom_op("gemmforge::layer_norm", _layer_norm, mutates_args=())
+
+
+@layer_norm.register_fake
+def _(x, weight, bias, eps=1e-5):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+def _softmax(x: Tensor, scale: float = 1.0) -> Tensor:
+    """softmax(scale * x) over the last dimension."""
+    device = _cuda("softmax", ("x", x))
+    rows, cols = _rows("softmax", x)
+    dt = _dtype("softmax", x)
+    y = torch.empty_like(x, memory_format=torch.contiguous_format)
+    if rows:
+        x = x.contiguous()
+        _run_rowop(f"softmax:{rows}x{cols}:{dt}", device, x=x.data_ptr(), y=y.data_ptr(), scale=scale)
+    return y
+
+
+softmax = torch.library.custom_op("gemmforge::softmax", _softmax, mutates_args=())
+
+
+@softmax.register_fake
+def _(x, scale=1.0):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+# ---- elementwise -------------------------------------------------------------------------------
+
+
+def _swiglu(gate: Tensor, up: Tensor) -> Tensor:
+    """silu(gate) * up."""
+    device = _cuda("swiglu", ("gate", gate), ("up", up))
+    dt = _dtype("swiglu", gate)
+    up = _same("swiglu", "up", up, gate.dtype, gate.shape)
+    out = torch.empty_like(gate, memory_format=torch.contiguous_format)
+    if out.numel():
+        gate = gate.contiguous()
+        _C.swiglu(gate.data_ptr(), up.data_ptr(), out.data_ptr(), out.numel(), dt, stream=_stream(device))
+    return out
+
+
+swiglu = torch.library.custom_op("gemmforge::swiglu", _swiglu, mutates_args=())
+
+
+@swiglu.register_fake
+def _(gate, up):
+    return torch.empty_like(gate, memory_format=torch.contiguous_format)
+
+
+def _gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    """gelu(x) as torch.nn.functional.gelu: approximate 'none' (erf) or 'tanh'."""
+    device = _cuda("gelu", ("x", x))
+    dt = _dtype("gelu", x)
+    _check(approximate in ("none", "tanh"), f"gemmforge.gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
+    out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    if out.numel():
+        x = x.contiguous()
+        _C.gelu(x.data_ptr(), out.data_ptr(), out.numel(), dt, tanh=approximate == "tanh", stream=_stream(device))
+    return out
+
+
+gelu = torch.library.custom_op("gemmforge::gelu", _gelu, mutates_args=())
+
+
+@gelu.register_fake
+def _(x, approximate="none"):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+_IMPLS = {linear: _linear, mm: _mm, rms_norm: _rms_norm, fused_add_rms_norm: _fused_add_rms_norm,
+          layer_norm: _layer_norm, softmax: _softmax, swiglu: _swiglu, gelu: _gelu}

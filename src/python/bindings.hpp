@@ -1,0 +1,12 @@
+#pragma once
+// The Python module _gemmforge: the C++ API as it is, one file per part. Python's gemmforge
+// package wraps it; no logic lives there that belongs in C++.
+#include <nanobind/nanobind.h>
+
+namespace gf::python {
+
+void bind_problems(nanobind::module_& m);  // GemmProblem, RowOpSpec, models
+void bind_runtime(nanobind::module_& m);   // Runtime, OpsRuntime, the elementwise ops
+void bind_tuner(nanobind::module_& m);     // Tuner, the tuning DB, the device
+
+}  // namespace gf::python

@@ -1,0 +1,153 @@
+"""The torch ops on the GPU: numerics against torch on awkward sizes, backward, opcheck, CUDA
+graphs, torch.compile, optimize() on a decoder layer, bad inputs. Skipped without a GPU."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import gemmforge
+import gemmforge.torch as gft
+
+pytestmark = pytest.mark.gpu
+BF16 = torch.bfloat16
+
+
+def close(got, want, tol=2e-2):
+    got, want = got.float(), want.float()
+    assert torch.isfinite(got).all(), "non-finite values in the result"
+    err = (got - want).abs().max().item() / max(want.abs().max().item(), 1e-3)
+    assert err < tol, f"relative error {err:.3g}"
+
+
+def rand(*shape, dtype=BF16):
+    return torch.randn(*shape, device="cuda", dtype=dtype)
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 64, 64), (77, 200, 136), (130, 384, 1000), (3 * 5, 512, 256)])
+@pytest.mark.parametrize("epilogue", ["", "bias", "residual", "bias+gelu", "silu", "swiglu"])
+def test_linear_matches_torch(m, n, k, epilogue):
+    x, w = rand(m, k) / k**0.5, rand(n, k)
+    bias = rand(n) if "bias" in epilogue else None
+    gated = epilogue == "swiglu"
+    residual = rand(m, n // 2 if gated else n) if "residual" in epilogue else None
+    act = epilogue.replace("bias", "").replace("residual", "").strip("+")
+    y = torch.ops.gemmforge.linear(x, w, bias, residual, act)
+    ref = x.float() @ w.float().t() + (bias.float() if bias is not None else 0)
+    if residual is not None:
+        ref = ref + residual.float()
+    if act == "gelu":
+        ref = F.gelu(ref)
+    elif act == "silu":
+        ref = F.silu(ref)
+    elif gated:
+        ref = F.silu(ref[:, 0::2]) * ref[:, 1::2]
+    close(y, ref)
+
+
+def test_linear_views_and_batches():
+    base = rand(4 * 96 * 129 + 1)
+    x = base[1:1 + 4 * 96 * 128].view(4, 96, 128)  # 2-byte aligned view
+    w = rand(256, 130)[:, 1:129]  # non-contiguous: copied
+    close(torch.ops.gemmforge.linear(x, w), x.float() @ w.float().t())
+
+
+def test_linear_backward_matches_torch():
+    x = (rand(77, 256) / 16).requires_grad_()
+    w = (rand(384, 256) / 16).requires_grad_()
+    b = rand(384).requires_grad_()
+    r = rand(77, 384).requires_grad_()
+    g = rand(77, 384)
+    torch.ops.gemmforge.linear(x, w, b, r, "").backward(g)
+    got = [t.grad.clone() for t in (x, w, b, r)]
+    for t in (x, w, b, r):
+        t.grad = None
+    (F.linear(x, w, b) + r).backward(g)
+    for a, e in zip(got, (x.grad, w.grad, b.grad, r.grad)):
+        close(a, e)
+
+
+def test_row_ops_and_elementwise_match_torch():
+    x, res, wt, bs = rand(77, 4096), rand(77, 4096), rand(4096), rand(4096)
+    close(torch.ops.gemmforge.rms_norm(x, wt, 1e-6), F.rms_norm(x.float(), (4096,), wt.float(), 1e-6))
+    y, s = torch.ops.gemmforge.fused_add_rms_norm(x, res, wt, 1e-6)
+    close(s, x.float() + res.float())
+    close(y, F.rms_norm(s.float(), (4096,), wt.float(), 1e-6))
+    close(torch.ops.gemmforge.layer_norm(x, wt, bs, 1e-5), F.layer_norm(x.float(), (4096,), wt.float(), bs.float()))
+    z = rand(33, 1000)
+    close(torch.ops.gemmforge.softmax(z, 0.125), torch.softmax(z.float() * 0.125, -1))
+    gate, up = rand(1001), rand(1001)
+    close(torch.ops.gemmforge.swiglu(gate, up), F.silu(gate.float()) * up.float())
+    close(torch.ops.gemmforge.gelu(gate, "tanh"), F.gelu(gate.float(), approximate="tanh"))
+    close(torch.ops.gemmforge.gelu(gate, "none"), F.gelu(gate.float()))
+
+
+def test_opcheck():
+    x, w, b = rand(16, 64), rand(128, 64), rand(128)
+    n = rand(64)
+    cases = [
+        (torch.ops.gemmforge.linear.default, (x, w, b, None, "")),
+        (torch.ops.gemmforge.linear.default, (x, w, None, None, "swiglu")),
+        (torch.ops.gemmforge.mm.default, (x, w.t().contiguous())),
+        (torch.ops.gemmforge.rms_norm.default, (x, n, 1e-6)),
+        (torch.ops.gemmforge.fused_add_rms_norm.default, (x, x.clone(), n, 1e-6)),
+        (torch.ops.gemmforge.layer_norm.default, (x, n, n.clone(), 1e-5)),
+        (torch.ops.gemmforge.softmax.default, (x, 1.0)),
+        (torch.ops.gemmforge.swiglu.default, (x, x.clone())),
+        (torch.ops.gemmforge.gelu.default, (x, "none")),
+    ]
+    for op, args in cases:
+        # The fake kernels, the schema and the registrations, not gradients (checked above).
+        torch.library.opcheck(op, args, test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_static"))
+
+
+def test_cuda_graph_replay():
+    x, w, n = rand(64, 512), rand(1024, 512), rand(1024)
+    gft.prepare([gft.gemm_spec(64, 1024, 512, "bf16")])
+    stream = torch.cuda.graph.default_capture_stream
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):  # warm-up on the capture stream, as torch advises
+        torch.ops.gemmforge.rms_norm(torch.ops.gemmforge.linear(x, w), n, 1e-6)
+    torch.cuda.current_stream().wait_stream(stream)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = torch.ops.gemmforge.rms_norm(torch.ops.gemmforge.linear(x, w), n, 1e-6)
+    for _ in range(3):
+        x.copy_(rand(64, 512))
+        g.replay()
+        torch.cuda.synchronize()
+        close(y, F.rms_norm((x.float() @ w.float().t()), (1024,), n.float(), 1e-6))
+
+
+def test_compiled_module_matches_eager():
+    lin = torch.nn.Linear(256, 512, dtype=BF16, device="cuda")
+    m = gft.optimize(torch.nn.Sequential(lin, torch.nn.SiLU()), tune=False)
+    x = rand(40, 256)
+    ref = F.silu(F.linear(x.float(), lin.weight.float(), lin.bias.float()))
+    close(torch.compile(m, fullgraph=True)(x), ref)
+
+
+def test_bad_inputs():
+    x, w = rand(16, 64), rand(32, 64)
+    with pytest.raises(gemmforge.Error, match="dtype"):
+        torch.ops.gemmforge.linear(x.double(), w.double())
+    with pytest.raises(gemmforge.Error, match="features"):
+        torch.ops.gemmforge.linear(x, rand(32, 48))
+    with pytest.raises(gemmforge.Error, match="bias"):
+        torch.ops.gemmforge.linear(x, w, rand(31))
+    with pytest.raises(gemmforge.Error, match="cpu"):
+        torch.ops.gemmforge.linear(x, w.cpu())
+    with pytest.raises(gemmforge.Error):
+        torch.ops.gemmforge.linear(x, rand(33, 64), None, None, "swiglu")  # odd N cannot be gated
+    with pytest.raises(gemmforge.Error, match="residual"):
+        torch.ops.gemmforge.linear(x, w, None, rand(16, 31))
+
+
+def test_optimize_decoder_layer_matches_eager():
+    from examples.decoder_layer import DecoderLayer, small_config
+
+    torch.manual_seed(0)
+    layer = DecoderLayer(small_config()).to("cuda", BF16)
+    x = rand(2, 77, layer.hidden)
+    with torch.no_grad():
+        ref = layer(x).float()
+        gft.optimize(layer, x)
+        close(layer(x), ref, tol=3e-2)
