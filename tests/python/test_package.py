@@ -145,6 +145,16 @@ def test_optimize_rewrites_modules_and_interleaves_gate_up():
         (gemmforge.rowop if s[0].isalpha() else gemmforge.problem)(s)
 
 
+def test_training_problems_are_the_backward_gemms():
+    block = gft.optimize(TinyBlock().to(torch.bfloat16), tune=False)
+    specs = gft.problems(block, [16], backward=True)
+    # gate/up (N = 256, K = 64) without its fused SwiGLU, then dX = dY W and dW = dY^T X, layout NN.
+    assert {"16x256x64:bf16", "16x64x256:bf16:nn", "256x64x16:bf16:nn"} <= set(specs)
+    assert not any(s.startswith(("rmsnorm", "layernorm")) for s in specs)  # the norms run in torch
+    for s in specs:
+        gemmforge.problem(s)
+
+
 def test_optimize_refuses_float32_models():
     with pytest.raises(gemmforge.Error, match="bf16"):
         gft.optimize(TinyBlock(), tune=False)

@@ -26,6 +26,9 @@ _runtimes: dict[str, object] = {}
 
 def _runtime(kind: str):
     """One Runtime and one OpsRuntime per process, made on first use (they read the tuning DB)."""
+    rt = _runtimes.get(kind)
+    if rt is not None:
+        return rt
     with _lock:
         if kind not in _runtimes:
             _runtimes[kind] = _C.Runtime() if kind == "gemm" else _C.OpsRuntime()
@@ -75,40 +78,46 @@ def eager(op, *args):
     return _IMPLS[op](*args)
 
 
-def _check(cond: bool, message: str) -> None:
+def _check(cond: bool, message) -> None:
+    """Raises gemmforge.Error when cond is false; message is a callable, so that a passing check
+    formats nothing (these run on every call)."""
     if not cond:
-        raise _C.Error(message)
+        raise _C.Error(message())
 
 
-def _cuda(op: str, *named: tuple[str, Optional[Tensor]]) -> torch.device:
-    """All given tensors on one CUDA device, the current one; returns it."""
-    device = None
+def _cuda(op: str, *named: tuple[str, Optional[Tensor]]) -> int:
+    """The index of the one CUDA device all given tensors are on, which must be the current one."""
+    index = -2
     for name, t in named:
         if t is None:
             continue
-        _check(t.is_cuda, f"gemmforge.{op}: {name} is on {t.device}, not a CUDA device")
-        _check(device is None or t.device == device, f"gemmforge.{op}: {name} is on {t.device}, the others on {device}")
-        device = t.device
-    _check(device.index == torch.cuda.current_device(),
-           f"gemmforge.{op}: tensors are on {device}, but the current device is cuda:{torch.cuda.current_device()}")
-    return device
+        d = t.get_device()  # -1 off the GPU; an int, where t.device builds an object
+        _check(d >= 0, lambda: f"gemmforge.{op}: {name} is on {t.device}, not a CUDA device")
+        _check(index in (-2, d), lambda: f"gemmforge.{op}: {name} is on {t.device}, the others on cuda:{index}")
+        index = d
+    current = torch._C._cuda_getDevice()
+    _check(index == current, lambda: f"gemmforge.{op}: tensors are on cuda:{index}, but the current device is "
+                                     f"cuda:{current}")
+    return index
 
 
 def _dtype(op: str, t: Tensor, table=_DTYPES) -> str:
-    _check(t.dtype in table, f"gemmforge.{op}: dtype {t.dtype} is not supported ({', '.join(map(str, table))})")
+    _check(t.dtype in table, lambda: f"gemmforge.{op}: dtype {t.dtype} is not supported ({', '.join(map(str, table))})")
     return table[t.dtype]
 
 
 def _same(op: str, name: str, t: Optional[Tensor], dtype: torch.dtype, shape: tuple) -> Optional[Tensor]:
     if t is None:
         return None
-    _check(t.dtype == dtype, f"gemmforge.{op}: {name} is {t.dtype}, expected {dtype}")
-    _check(tuple(t.shape) == tuple(shape), f"gemmforge.{op}: {name} has shape {tuple(t.shape)}, expected {tuple(shape)}")
+    _check(t.dtype == dtype, lambda: f"gemmforge.{op}: {name} is {t.dtype}, expected {dtype}")
+    _check(tuple(t.shape) == tuple(shape), lambda: f"gemmforge.{op}: {name} has shape {tuple(t.shape)}, expected {tuple(shape)}")
     return t.contiguous()
 
 
-def _stream(device: torch.device) -> int:
-    return torch.cuda.current_stream(device).cuda_stream
+def _stream(device: int) -> int:
+    # torch's current stream of the device as a cudaStream_t, without building a Stream object (as
+    # Inductor's generated code reads it).
+    return torch._C._cuda_getCurrentRawStream(device)
 
 
 def _ptr(t: Optional[Tensor]) -> int:
@@ -139,26 +148,25 @@ def _linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, residual: 
     """epilogue(x @ weight.T + bias + residual), weight as nn.Linear keeps it (N x K). epilogue: ''
     or an activation (gelu, gelu_tanh, silu, relu, ...) or swiglu (gate and up interleaved in N:
     the output has N/2 columns). The activation applies to the sum."""
-    _check(x.dim() >= 1 and weight.dim() == 2, f"gemmforge.linear: x must have a last dim and weight be 2-D, "
+    _check(x.dim() >= 1 and weight.dim() == 2, lambda: f"gemmforge.linear: x must have a last dim and weight be 2-D, "
                                                f"not {tuple(x.shape)} and {tuple(weight.shape)}")
     device = _cuda("linear", ("x", x), ("weight", weight), ("bias", bias), ("residual", residual))
     dt = _dtype("linear", x, _GEMM_DTYPES)
-    _check(weight.dtype == x.dtype, f"gemmforge.linear: weight is {weight.dtype}, x is {x.dtype}")
+    _check(weight.dtype == x.dtype, lambda: f"gemmforge.linear: weight is {weight.dtype}, x is {x.dtype}")
     n, k = weight.shape
-    _check(x.shape[-1] == k, f"gemmforge.linear: x has {x.shape[-1]} features, weight takes {k}")
+    _check(x.shape[-1] == k, lambda: f"gemmforge.linear: x has {x.shape[-1]} features, weight takes {k}")
     out_shape = _linear_out_shape(x, weight, epilogue)
     bias = _same("linear", "bias", bias, x.dtype, (n,))
     residual = _same("linear", "residual", residual, x.dtype, out_shape)
     out = torch.empty(out_shape, dtype=x.dtype, device=device)
-    _check(k > 0, "gemmforge.linear: weight has no input features")
+    _check(k > 0, lambda: "gemmforge.linear: weight has no input features")
     m = x.numel() // k
     if m == 0 or n == 0:
         return out
     x2, w = x.contiguous(), weight.contiguous()
     spec = gemm_spec(m, n, k, dt, bias=bias is not None, residual=residual is not None, epilogue=epilogue)
-    _runtime("gemm").gemm(_problem(spec), a=x2.data_ptr(), b=w.data_ptr(), d=out.data_ptr(),
-                          c=_ptr(residual), bias=_ptr(bias), bias_len=n if bias is not None else 0,
-                          stream=_stream(device))
+    _runtime("gemm").gemm(_problem(spec), x2.data_ptr(), w.data_ptr(), out.data_ptr(), _ptr(residual), _ptr(bias),
+                          n if bias is not None else 0, _stream(device))
     return out
 
 
@@ -173,10 +181,10 @@ def _(x, weight, bias=None, residual=None, epilogue=""):
 def _mm(a: Tensor, b: Tensor) -> Tensor:
     """a @ b for a (M x K) and b (K x N), both row-major: the layout of linear's backward GEMMs."""
     _check(a.dim() == 2 and b.dim() == 2 and a.shape[1] == b.shape[0],
-           f"gemmforge.mm: shapes {tuple(a.shape)} and {tuple(b.shape)} do not multiply")
+           lambda: f"gemmforge.mm: shapes {tuple(a.shape)} and {tuple(b.shape)} do not multiply")
     device = _cuda("mm", ("a", a), ("b", b))
     dt = _dtype("mm", a, _GEMM_DTYPES)
-    _check(b.dtype == a.dtype, f"gemmforge.mm: b is {b.dtype}, a is {a.dtype}")
+    _check(b.dtype == a.dtype, lambda: f"gemmforge.mm: b is {b.dtype}, a is {a.dtype}")
     (m, k), n = a.shape, b.shape[1]
     out = torch.empty((m, n), dtype=a.dtype, device=device)
     if m == 0 or n == 0 or k == 0:
@@ -237,7 +245,7 @@ mm.register_autograd(_mm_backward, setup_context=_mm_setup)
 
 
 def _rows(op: str, x: Tensor) -> tuple[int, int]:
-    _check(x.dim() >= 1 and x.shape[-1] > 0, f"gemmforge.{op}: x needs a non-empty last dimension, not {tuple(x.shape)}")
+    _check(x.dim() >= 1 and x.shape[-1] > 0, lambda: f"gemmforge.{op}: x needs a non-empty last dimension, not {tuple(x.shape)}")
     return x.numel() // x.shape[-1], x.shape[-1]
 
 
@@ -362,7 +370,7 @@ def _gelu(x: Tensor, approximate: str = "none") -> Tensor:
     """gelu(x) as torch.nn.functional.gelu: approximate 'none' (erf) or 'tanh'."""
     device = _cuda("gelu", ("x", x))
     dt = _dtype("gelu", x)
-    _check(approximate in ("none", "tanh"), f"gemmforge.gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
+    _check(approximate in ("none", "tanh"), lambda: f"gemmforge.gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
     out = torch.empty_like(x, memory_format=torch.contiguous_format)
     if out.numel():
         x = x.contiguous()

@@ -55,9 +55,11 @@ class Linear(nn.Module):
             return _TORCH_ACTIVATIONS[self.epilogue](_ops.eager(_ops.linear, x, self.weight, self.bias, residual, ""))
         return _ops.eager(_ops.linear, x, self.weight, self.bias, residual, self.epilogue)
 
-    def problems(self, tokens: Sequence[int], dtype: str) -> list[str]:
-        return [_ops.gemm_spec(m, self.out_features, self.in_features, dtype, bias=self.bias is not None,
-                               epilogue=self.epilogue) for m in tokens]
+    def problems(self, tokens: Sequence[int], dtype: str, backward: bool = False) -> list[str]:
+        n, k = self.out_features, self.in_features
+        if not backward:
+            return [_ops.gemm_spec(m, n, k, dtype, bias=self.bias is not None, epilogue=self.epilogue) for m in tokens]
+        return _training_specs(tokens, n, k, dtype, self.bias is not None)
 
     def extra_repr(self) -> str:
         return f"{self.in_features} -> {self.out_features}" + (f", epilogue={self.epilogue}" if self.epilogue else "")
@@ -86,9 +88,12 @@ class GatedMLP(nn.Module):
             return self.down(F.silu(g[..., 0::2]) * g[..., 1::2])
         return self.down(_ops.eager(_ops.linear, x, self.gate_up, self.gate_up_bias, None, "swiglu"))
 
-    def problems(self, tokens: Sequence[int], dtype: str) -> list[str]:
-        return [_ops.gemm_spec(m, 2 * self.intermediate, self.in_features, dtype, bias=self.gate_up_bias is not None,
-                               epilogue="swiglu") for m in tokens] + self.down.problems(tokens, dtype)
+    def problems(self, tokens: Sequence[int], dtype: str, backward: bool = False) -> list[str]:
+        n, k, bias = 2 * self.intermediate, self.in_features, self.gate_up_bias is not None
+        if backward:
+            return _training_specs(tokens, n, k, dtype, bias) + self.down.problems(tokens, dtype, True)
+        return ([_ops.gemm_spec(m, n, k, dtype, bias=bias, epilogue="swiglu") for m in tokens]
+                + self.down.problems(tokens, dtype))
 
 
 class RMSNorm(nn.Module):
@@ -101,7 +106,9 @@ class RMSNorm(nn.Module):
             return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
         return _ops.eager(_ops.rms_norm, x, self.weight, self.eps)
 
-    def problems(self, tokens: Sequence[int], dtype: str) -> list[str]:
+    def problems(self, tokens: Sequence[int], dtype: str, backward: bool = False) -> list[str]:
+        if backward:  # the norms run in torch while gradients are needed
+            return []
         return [f"rmsnorm:{m}x{self.weight.shape[0]}:{dtype}" for m in tokens]
 
 
@@ -115,7 +122,9 @@ class LayerNorm(nn.Module):
             return F.layer_norm(x, (x.shape[-1],), self.weight, self.bias, self.eps)
         return _ops.eager(_ops.layer_norm, x, self.weight, self.bias, self.eps)
 
-    def problems(self, tokens: Sequence[int], dtype: str) -> list[str]:
+    def problems(self, tokens: Sequence[int], dtype: str, backward: bool = False) -> list[str]:
+        if backward:  # the norms run in torch while gradients are needed
+            return []
         return [f"layernorm:{m}x{self.weight.shape[0]}:{dtype}" for m in tokens]
 
 
@@ -162,13 +171,24 @@ def _swap(module: nn.Module) -> None:
             _swap(child)
 
 
-def problems(model: nn.Module, tokens: Iterable[int], dtype: str = "bf16") -> list[str]:
-    """The GEMMs and row ops an optimized model runs at these token counts (batch x sequence)."""
+def _training_specs(tokens: Sequence[int], n: int, k: int, dtype: str, bias: bool) -> list[str]:
+    """A trained Linear's GEMMs: forward without a fused epilogue, dX = dY W (M x K x N) and
+    dW = dY^T X (N x K x M), both layout NN."""
+    out = []
+    for m in tokens:
+        out += [_ops.gemm_spec(m, n, k, dtype, bias=bias), _ops.gemm_spec(m, k, n, dtype, "nn"),
+                _ops.gemm_spec(n, k, m, dtype, "nn")]
+    return out
+
+
+def problems(model: nn.Module, tokens: Iterable[int], dtype: str = "bf16", backward: bool = False) -> list[str]:
+    """The GEMMs and row ops an optimized model runs at these token counts (batch x sequence);
+    with backward, those of a training step."""
     tokens = list(tokens)
     seen, out = set(), []
     for m in model.modules():
-        if hasattr(m, "problems") and isinstance(m, (Linear, GatedMLP, RMSNorm, LayerNorm)):
-            for p in m.problems(tokens, dtype):
+        if isinstance(m, (Linear, GatedMLP, RMSNorm, LayerNorm)):
+            for p in m.problems(tokens, dtype, backward):
                 if p not in seen:
                     seen.add(p)
                     out.append(p)
@@ -176,12 +196,17 @@ def problems(model: nn.Module, tokens: Iterable[int], dtype: str = "bf16") -> li
 
 
 def optimize(model: nn.Module, example_inputs=None, *, tokens: Iterable[int] | None = None, tune: bool = True,
-             search: str = "fast", backends: Iterable[str] = (), progress: bool = True) -> nn.Module:
+             backward: bool | None = None, search: str = "fast", backends: Iterable[str] = (),
+             progress: bool = True) -> nn.Module:
     """Replaces the model's modules in place (see the module's doc) and returns it. With tune, the
     GEMMs and row ops it runs at `tokens` (token counts: batch x sequence) are tuned into the DB;
     without tokens, they are read off example_inputs (a tensor or a tuple, the first of which is
-    [batch, seq, ...] or [tokens, ...]). Outputs match the original's within bf16 tolerance."""
+    [batch, seq, ...] or [tokens, ...]). backward (default: gradients are enabled and the model has
+    trainable parameters) tunes a training step's GEMMs instead. Outputs match the original's
+    within bf16 tolerance."""
     dtype = next((p.dtype for p in model.parameters()), torch.bfloat16)
+    if backward is None:
+        backward = torch.is_grad_enabled() and any(p.requires_grad for p in model.parameters())
     _check_dtype(dtype)
     _swap(model)
     if isinstance(model, nn.Module) and (new := _replacement(model)) is not None:
@@ -189,7 +214,7 @@ def optimize(model: nn.Module, example_inputs=None, *, tokens: Iterable[int] | N
     if tune:
         if tokens is None:
             tokens = [_tokens_of(example_inputs)] if example_inputs is not None else []
-        todo = problems(model, tokens, _ops._GEMM_DTYPES[dtype])
+        todo = problems(model, tokens, _ops._GEMM_DTYPES[dtype], backward)
         if todo:
             _tune.tune(todo, search=search, backends=backends, progress=progress)
             _ops.reset()  # the runtimes read the new decisions
