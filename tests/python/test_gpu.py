@@ -151,3 +151,31 @@ def test_optimize_decoder_layer_matches_eager():
         ref = layer(x).float()
         gft.optimize(layer, x)
         close(layer(x), ref, tol=3e-2)
+
+
+def test_inductor_max_autotune_with_gemmforge():
+    import gemmforge.torch.inductor as gfi
+
+    gfi.enable()
+    try:
+        torch._dynamo.reset()
+        lin = torch.nn.Linear(512, 768, bias=False, dtype=BF16, device="cuda")
+        x = rand(96, 512)
+        f = torch.compile(lambda t: lin(t), mode="max-autotune-no-cudagraphs")
+        with torch.no_grad():
+            close(f(x), x.float() @ lin.weight.float().t())
+    finally:
+        gfi.disable()
+        torch._dynamo.reset()
+
+
+def test_inductor_mm_choice_directly():
+    import gemmforge.torch.inductor as gfi
+
+    a, w = rand(77, 136), rand(200, 136)
+    out = torch.empty(77, 200, device="cuda", dtype=BF16)
+    gfi.gemmforge_mm(a, w.t(), out)  # TN: a weight's transpose
+    close(out, a.float() @ w.float().t())
+    b = rand(136, 200)
+    gfi.gemmforge_mm(a, b, out)  # NN
+    close(out, a.float() @ b.float())

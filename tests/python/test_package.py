@@ -182,3 +182,17 @@ def test_bad_inputs_raise():
         torch.ops.gemmforge.linear(x, x)
     with pytest.raises(gemmforge.Error, match="CUDA"):
         torch.ops.gemmforge.rms_norm(x, torch.ones(8, dtype=torch.bfloat16), 1e-6)
+
+
+def test_inductor_route_registers_once():
+    import torch._inductor.config as config
+    import torch._inductor.select_algorithm as sa
+
+    import gemmforge.torch.inductor as gfi
+
+    gfi.enable()
+    gfi.enable()
+    assert config.external_matmul.count(gfi.gemmforge_mm) == 1
+    assert hasattr(sa.extern_kernels, "gemmforge_mm")
+    gfi.disable()
+    assert gfi.gemmforge_mm not in config.external_matmul
