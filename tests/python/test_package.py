@@ -196,3 +196,25 @@ def test_inductor_route_registers_once():
     assert hasattr(sa.extern_kernels, "gemmforge_mm")
     gfi.disable()
     assert gfi.gemmforge_mm not in config.external_matmul
+
+
+def test_residual_add_folds_into_the_linear():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from gemmforge.torch import passes
+
+    def f(x, w, r, s):
+        y = r + torch.ops.gemmforge.linear(x, w)  # folds
+        z = torch.ops.gemmforge.linear(x, w) + s  # broadcast: stays
+        return y, z, torch.ops.gemmforge.linear(x, w, None, None, "gelu") + r  # activation: stays
+
+    args = (torch.empty(8, 16, dtype=torch.bfloat16), torch.empty(32, 16, dtype=torch.bfloat16),
+            torch.empty(8, 32, dtype=torch.bfloat16), torch.empty(32, dtype=torch.bfloat16))
+    gm = make_fx(f, tracing_mode="fake")(*(a.to("meta") for a in args))
+    assert passes.fuse_residual_adds(gm.graph) == 1
+    gm.graph.lint()
+    linears = [n for n in gm.graph.nodes if n.target is torch.ops.gemmforge.linear.default]
+    adds = [n for n in gm.graph.nodes if n.target is torch.ops.aten.add.Tensor]
+    assert len(linears) == 3 and len(adds) == 2
+    assert sum(1 for n in linears if len(n.args) > 3 and n.args[3] is not None) == 1
+    assert passes.install() and passes.install()

@@ -7,6 +7,7 @@ Recognised (Hugging Face-style names):
   - a module with gate_proj, up_proj, down_proj and a SiLU act_fn (Llama, Mistral, Qwen MLPs)
                                                     -> GatedMLP: gate and up in one GEMM, SwiGLU fused
   - *RMSNorm (weight, eps or variance_epsilon), nn.RMSNorm -> RMSNorm;  nn.LayerNorm -> LayerNorm
+  - x + Linear(y), under torch.compile: the residual in the GEMM's epilogue (passes.py)
 The new modules share the originals' parameters (GatedMLP interleaves gate and up into one).
 """
 from __future__ import annotations
@@ -19,7 +20,7 @@ from torch import nn
 
 from .. import _gemmforge as _C
 from .. import _tune
-from . import _ops
+from . import _ops, passes
 
 _ACTIVATIONS = {nn.GELU: lambda m: "gelu_tanh" if m.approximate == "tanh" else "gelu", nn.SiLU: lambda m: "silu",
                 nn.ReLU: lambda m: "relu"}
@@ -209,6 +210,7 @@ def optimize(model: nn.Module, example_inputs=None, *, tokens: Iterable[int] | N
         backward = torch.is_grad_enabled() and any(p.requires_grad for p in model.parameters())
     _check_dtype(dtype)
     _swap(model)
+    passes.install()  # under torch.compile, residual adds fold into the GEMMs
     if isinstance(model, nn.Module) and (new := _replacement(model)) is not None:
         model = new
     if tune:
