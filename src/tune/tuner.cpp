@@ -38,8 +38,11 @@ const Measurement* best_of(const std::vector<Measurement>& ms, const std::string
 
 Candidate candidate_of(const Measurement& m) { return {m.backend, m.candidate, m.config}; }
 
-// A backend's own default (rank 0 of cuBLASLt's heuristic list), from its candidate's config.
-bool is_default_pick(const nlohmann::json& config) { return config.is_object() && config.value("rank", -1) == 0; }
+// A backend's own default (rank 0 of cuBLASLt's heuristic list, with its default exact fp8
+// accumulation), from its candidate's config.
+bool is_default_pick(const nlohmann::json& config) {
+  return config.is_object() && config.value("rank", -1) == 0 && !config.value("fast_accum", false);
+}
 
 // The baselines a bench times beside each backend's best. GEMMs: cuBLASLt's own pick (with its
 // fused epilogue where it has one), and eager: cuBLASLt's pick for the plain GEMM followed by the

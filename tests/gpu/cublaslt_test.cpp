@@ -29,7 +29,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CublasLtTest,
                          ::testing::Values("1x1x8:bf16", "77x1000x1000:bf16", "1000x77x1000:f16", "4097x256x72:bf16",
                                            "128x6144x4096:bf16", "64x96x40:bf16:nn", "256x512x128x4:bf16",
                                            "200x384x256:bf16->f32", "128x256x64:bf16:bias+gelu_tanh",
-                                           "128x256x64:f16:bias+relu", "96x128x64:bf16:alpha=2+residual"));
+                                           "128x256x64:f16:bias+relu", "96x128x64:bf16:alpha=2+residual",
+                                           // fp8, both accumulation modes (K kept small enough for fast accumulation)
+                                           "77x1000x1008:e4m3->bf16", "256x512x1024:e4m3->bf16:scale=tensor",
+                                           "130x384x512:e4m3->bf16:scale=rowcol", "64x256x256:e4m3->f16:scale=tensor+bias",
+                                           "96x128x64:e4m3->bf16:scale=rowcol+bias+relu"));
 
 TEST(CublasLt, DeclinesWhatItCannotDo) {
   auto lt = find_backend<GemmProblem>("cublaslt");

@@ -37,8 +37,10 @@ int64_t algo_attr(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttr
 
 class CublasLtKernel final : public Kernel {
  public:
-  CublasLtKernel(const GemmProblem& p, const cublasLtMatmulAlgo_t& algo, size_t workspace, size_t alignment)
-      : problem_(p), plan_(p), algo_(algo), workspace_(workspace), alignment_(alignment) {}
+  CublasLtKernel(const GemmProblem& p, const cublasLtMatmulAlgo_t& algo, size_t workspace, size_t alignment,
+                 bool fast_accum)
+      : problem_(p), plan_(p, fast_accum), algo_(algo), workspace_(workspace), alignment_(alignment),
+        fast_accum_(fast_accum) {}
 
   void launch(const GemmArgs& args, cudaStream_t stream) override {
     GF_CHECK(!plan_.has_bias || args.bias, "problem has a bias epilogue but no bias pointer was given");
@@ -46,12 +48,20 @@ class CublasLtKernel final : public Kernel {
              args.workspace_bytes);
     const void* c = plan_.beta != 0.0f ? args.c : args.d;
     GF_CHECK(c, "problem has a residual (beta != 0) but no C pointer was given");
-    if (!plan_.has_bias) return matmul(plan_, args, c, stream);
-    // The bias pointer lives in the descriptor: each launch the host has under way takes a plan of
-    // its own, so that concurrent launches never share one.
+    if (!plan_.has_pointers()) return matmul(plan_, args, c, stream);
+    GF_CHECK(plan_.scale == ScaleKind::none || (args.scale_a && args.scale_b),
+             "problem has fp8 scales but scale_a or scale_b is missing");
+    // The bias and scale pointers live in the descriptor: each launch the host has under way takes
+    // a plan of its own, so that concurrent launches never share one.
     std::unique_ptr<MatmulPlan> plan = take_plan();
-    GF_CUBLAS_CHECK(
-        cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &args.bias, sizeof(args.bias)));
+    auto set = [&](cublasLtMatmulDescAttributes_t attr, const void* ptr) {
+      GF_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, attr, &ptr, sizeof ptr));
+    };
+    if (plan->has_bias) set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, args.bias);
+    if (plan->scale != ScaleKind::none) {  // cuBLASLt's A is W (gemmforge's B), its B is X
+      set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, args.scale_b);
+      set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, args.scale_a);
+    }
     matmul(*plan, args, c, stream);
     std::lock_guard lock(pool_mu_);
     pool_.push_back(std::move(plan));
@@ -73,15 +83,16 @@ class CublasLtKernel final : public Kernel {
         return plan;
       }
     }
-    return std::make_unique<MatmulPlan>(problem_);
+    return std::make_unique<MatmulPlan>(problem_, fast_accum_);
   }
 
   GemmProblem problem_;
   MatmulPlan plan_;
   cublasLtMatmulAlgo_t algo_;
   size_t workspace_, alignment_;
+  bool fast_accum_;
   std::mutex pool_mu_;
-  std::vector<std::unique_ptr<MatmulPlan>> pool_;  // plans with a bias pointer, free for a launch
+  std::vector<std::unique_ptr<MatmulPlan>> pool_;  // plans with per-launch pointers, free for a launch
 };
 
 class CublasLtBackend final : public Backend {
@@ -99,7 +110,17 @@ class CublasLtBackend final : public Backend {
     // Its algorithms cost no compile: at least its top 16 at every level, so that the baseline every
     // other backend is measured against is cuBLASLt at its best, not at its first guess.
     int top_k = search.top_k > 0 ? search.top_k : search.level == Search::exhaustive ? 64 : 16;
-    MatmulPlan plan(p);
+    std::vector<Candidate> out;
+    // fp8: exact (promoted) accumulation and fast accumulation are candidates of their own.
+    for (bool fast : is_fp8(p.a) ? std::vector<bool>{false, true} : std::vector<bool>{false})
+      append_candidates(p, search, top_k, fast, out);
+    GF_CHECK(!out.empty(), "cuBLASLt found no algorithm for {}", p.key());
+    return out;
+  }
+
+  void append_candidates(const GemmProblem& p, const SearchOptions& search, int top_k, bool fast_accum,
+                         std::vector<Candidate>& out) const {
+    MatmulPlan plan(p, fast_accum);
     cublasLtMatmulPreference_t pref = nullptr;
     GF_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     size_t ws = kWorkspaceBytes;
@@ -115,7 +136,6 @@ class CublasLtBackend final : public Backend {
                                                        results.data(), &found);
     cublasLtMatmulPreferenceDestroy(pref);
     GF_CUBLAS_CHECK(st);
-    std::vector<Candidate> out;
     for (int i = 0; i < found; ++i) {
       const auto& r = results[size_t(i)];
       if (r.state != CUBLAS_STATUS_SUCCESS) continue;
@@ -133,6 +153,7 @@ class CublasLtBackend final : public Backend {
           {"workspace", r.workspaceSize},
           {"waves", r.wavesCount},
           {"alignment", alignment},
+          {"fast_accum", fast_accum},
           {"algo", to_hex(a)},
       };
       std::string name =
@@ -141,16 +162,16 @@ class CublasLtBackend final : public Backend {
                       cfg["reduction"].get<int64_t>(), cfg["swizzle"].get<int64_t>(), cfg["custom"].get<int64_t>(),
                       cfg["cluster"].get<int64_t>());
       if (alignment < 256) name += fmt::format("_al{}", alignment);
+      if (fast_accum) name += "_fa";
       out.push_back({this->name(), name, std::move(cfg)});
     }
-    GF_CHECK(!out.empty(), "cuBLASLt found no algorithm for {}", p.key());
-    return out;
   }
 
   std::unique_ptr<Kernel> build(const GemmProblem& p, const Candidate& c) const override {
     return std::make_unique<CublasLtKernel>(p, from_hex(c.config.at("algo").get<std::string>()),
                                             c.config.value("workspace", size_t(0)),
-                                            c.config.value("alignment", size_t(256)));
+                                            c.config.value("alignment", size_t(256)),
+                                            c.config.value("fast_accum", false));
   }
 };
 

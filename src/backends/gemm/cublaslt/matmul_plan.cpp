@@ -76,20 +76,34 @@ cublasLtHandle_t handle() {
 
 std::string unsupported_reason(const GemmProblem& p) {
   const Epilogue& e = p.epilogue;
-  if (is_fp8(p.a)) return "fp8 through cuBLASLt is not wired up yet";
+  if (is_fp8(p.a)) {
+    // Hopper's FP8 GEMMs take K-major operands only (the problem model's rule) and 16-byte rows,
+    // and no e5m2 x e5m2 product.
+    if (p.a == DType::e5m2) return "cuBLASLt has no e5m2 x e5m2 GEMM";
+    if (p.k % 16 != 0) return "fp8 needs K a multiple of 16 (16-byte rows)";
+    if (is_fp8(p.out)) return "fp8 output (with an output scale) is not wired up yet";
+  }
   if (e.gate != GateKind::none) return "cuBLASLt has no SwiGLU epilogue";
   if (e.bias == BiasKind::row) return "cuBLASLt's bias runs along N only (no per-row bias)";
   if (!epilogue_of(e)) return fmt::format("cuBLASLt has no {} epilogue", to_string(e.act));
   return "";
 }
 
-MatmulPlan::MatmulPlan(const GemmProblem& p) {
+MatmulPlan::MatmulPlan(const GemmProblem& p, bool fast_accum) {
   std::string why = unsupported_reason(p);
   GF_CHECK(why.empty(), "cuBLASLt cannot run {}: {}", p.key(), why);
   alpha = p.epilogue.alpha;
   beta = p.epilogue.beta;
   has_bias = p.epilogue.bias == BiasKind::col;
+  scale = p.epilogue.scale;
   GF_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  if (is_fp8(p.a)) {
+    set_desc(desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, int8_t(fast_accum));
+    // Rowwise: one scale per row of D^T (W's, length N) and per column (X's, length M).
+    if (scale == ScaleKind::rowcol)
+      for (auto attr : {CUBLASLT_MATMUL_DESC_A_SCALE_MODE, CUBLASLT_MATMUL_DESC_B_SCALE_MODE})
+        set_desc(desc, attr, int32_t(CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F));
+  }
   bool tn = p.layout == Layout::tn;
   cublasOperation_t op_a = tn ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = CUBLAS_OP_N;
   set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSA, op_a);

@@ -27,7 +27,8 @@ std::string unsupported_reason(const GemmProblem& p);
 
 class MatmulPlan {
  public:
-  explicit MatmulPlan(const GemmProblem& p);
+  // fast_accum: fp8 only, Hopper's FP8 accumulation without periodic promotion (faster, less exact).
+  explicit MatmulPlan(const GemmProblem& p, bool fast_accum = false);
   ~MatmulPlan();
   MatmulPlan(const MatmulPlan&) = delete;
   MatmulPlan& operator=(const MatmulPlan&) = delete;
@@ -36,6 +37,8 @@ class MatmulPlan {
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;  // cuBLASLt's A, B, C, D
   float alpha = 1.0f, beta = 0.0f;
   bool has_bias = false;
+  ScaleKind scale = ScaleKind::none;  // fp8: the scale pointers, like the bias, are set per launch
+  bool has_pointers() const { return has_bias || scale != ScaleKind::none; }
 };
 
 // The workspace every candidate may use: cuBLAS's own default on Hopper.
