@@ -149,8 +149,11 @@ def torch_section(layer):
     mode's median over rounds with the rounds' range, speed against the strongest torch mode of the
     pass (max-autotune forward, torch.compile for training), and the setup (compile or tune) time."""
     rows = [r for r in layer["rows"] if "round_ms" in r or ("error" in r and r.get("pass") != "host overhead")]
-    lines = [f"{layer.get('device', '')}, torch {layer.get('torch', '?')}; random bf16 weights, batch 1.", "",
-             "| tokens | pass | mode | median ms | [min, max] | speed vs torch's best | setup s | rel err |",
+    lines = [f"{layer.get('device', '')}, torch {layer.get('torch', '?')}; random bf16 weights, batch 1. Speed is "
+             "against max-autotune without CUDA graphs for the forward pass and torch.compile for training; setup "
+             "is the first call's compile, gemmforge's tuning or the graph capture; rel err is the largest "
+             "difference from eager over eager's largest value.", "",
+             "| tokens | pass | mode | median ms | [min, max] | speed | setup s | rel err |",
              "|---|---|---|---|---|---|---|---|"]
     for (tokens, pass_), group in groupby(rows, key=lambda r: (r["tokens"], r["pass"])):
         group = list(group)
