@@ -1,11 +1,12 @@
 """gemmforge's Triton GEMM templates: D = epilogue(A B^T) (layout tn) or epilogue(A B) (layout nn).
 
 Both take the same runtime arguments, in this order (the C++ launcher passes exactly these):
-    a, b, d, c, bias (pointers; c and bias may be 0), M, N, K, OUT_COLS (i32), alpha, beta (fp32)
+    a, b, d, c, bias (pointers; c and bias may be 0), M, N, K, OUT_COLS (i32), alpha, beta (fp32),
+    scale_a, scale_b (fp32 pointers, fp8 only; may be 0)
 followed by the two scratch pointers every Triton 3.6 kernel takes. The epilogue is chosen by
 constexprs that carry the names of gemmforge/codes.hpp: ACT ("none", "relu", "gelu", "gelu_tanh",
 "silu"), BIAS ("none", "col", "row"), HAS_C, GATE ("none", "interleaved" gate/up columns, "split"
-halves).
+halves), SCALE ("none", "tensor": one float each, "rowcol": one per row of A and per row of W).
 """
 import triton
 import triton.language as tl
@@ -26,9 +27,17 @@ def _activate(x, ACT: tl.constexpr):
 
 
 @triton.jit
-def _epilogue(acc, acc_up, rm, rn, d, c, bias, M, N, OUT_COLS, alpha, beta,
-              ACT: tl.constexpr, BIAS: tl.constexpr, HAS_C: tl.constexpr, GATE: tl.constexpr):
+def _epilogue(acc, acc_up, rm, rn, d, c, bias, M, N, OUT_COLS, alpha, beta, scale_a, scale_b,
+              ACT: tl.constexpr, BIAS: tl.constexpr, HAS_C: tl.constexpr, GATE: tl.constexpr,
+              SCALE: tl.constexpr):
     """Applies the epilogue to the fp32 tile of rows rm, output columns rn and stores it."""
+    # fp8 dequantisation first (scales apply to the product only; gated problems take none).
+    if SCALE == "tensor":
+        acc = acc * (tl.load(scale_a) * tl.load(scale_b))
+    elif SCALE == "rowcol":
+        sa = tl.load(scale_a + rm, mask=rm < M, other=0.0)
+        sb = tl.load(scale_b + rn, mask=rn < N, other=0.0)
+        acc = acc * sa[:, None] * sb[None, :]
     if GATE == "split":
         # acc holds gate columns rn, acc_up the up columns N/2 + rn.
         g = acc * alpha
@@ -83,8 +92,9 @@ def _load_b(b, rn, kk, N, K, NN: tl.constexpr):
 
 
 @triton.jit
-def mm(a, b, d, c, bias, M, N, K, OUT_COLS, alpha, beta,
-       ACT: tl.constexpr, BIAS: tl.constexpr, HAS_C: tl.constexpr, GATE: tl.constexpr, NN: tl.constexpr,
+def mm(a, b, d, c, bias, M, N, K, OUT_COLS, alpha, beta, scale_a, scale_b,
+       ACT: tl.constexpr, BIAS: tl.constexpr, HAS_C: tl.constexpr, GATE: tl.constexpr, SCALE: tl.constexpr,
+       NN: tl.constexpr,
        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
        NUM_STAGES: tl.constexpr):
     """The classic tiled GEMM: one program per output tile, pointer loads software-pipelined."""
@@ -105,13 +115,14 @@ def mm(a, b, d, c, bias, M, N, K, OUT_COLS, alpha, beta,
             acc = tl.dot(x, _load_b(b, rn, kk, N, K, NN), acc)
     if GATE == "interleaved":
         rn = pn * (BLOCK_N // 2) + tl.arange(0, BLOCK_N // 2)
-    _epilogue(acc, acc_up, rm, rn, d, c, bias, M, N, OUT_COLS, alpha, beta, ACT, BIAS, HAS_C, GATE)
+    _epilogue(acc, acc_up, rm, rn, d, c, bias, M, N, OUT_COLS, alpha, beta, scale_a, scale_b, ACT, BIAS, HAS_C, GATE,
+              SCALE)
 
 
 @triton.jit
-def mm_persistent_tma(a, b, d, c, bias, M, N, K, OUT_COLS, alpha, beta,
+def mm_persistent_tma(a, b, d, c, bias, M, N, K, OUT_COLS, alpha, beta, scale_a, scale_b,
                       ACT: tl.constexpr, BIAS: tl.constexpr, HAS_C: tl.constexpr, GATE: tl.constexpr,
-                      NN: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                      SCALE: tl.constexpr, NN: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                       GROUP_M: tl.constexpr, NUM_STAGES: tl.constexpr, NUM_SMS: tl.constexpr):
     """Persistent over output tiles, operands through TMA descriptors built on the device."""
     a_desc = tl.make_tensor_descriptor(a, shape=[M, K], strides=[K, 1], block_shape=[BLOCK_M, BLOCK_K])
@@ -134,7 +145,8 @@ def mm_persistent_tma(a, b, d, c, bias, M, N, K, OUT_COLS, alpha, beta,
         rn = pn * BLOCK_N + tl.arange(0, BLOCK_N)
         if GATE == "interleaved":
             rn = pn * (BLOCK_N // 2) + tl.arange(0, BLOCK_N // 2)
-        _epilogue(acc, acc, rm, rn, d, c, bias, M, N, OUT_COLS, alpha, beta, ACT, BIAS, HAS_C, GATE)
+        _epilogue(acc, acc, rm, rn, d, c, bias, M, N, OUT_COLS, alpha, beta, scale_a, scale_b, ACT, BIAS, HAS_C,
+                  GATE, SCALE)
 
 
 TEMPLATES = {"mm": mm, "mm_persistent_tma": mm_persistent_tma}

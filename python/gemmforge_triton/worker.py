@@ -26,8 +26,8 @@ from triton.compiler import ASTSource
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from templates import TEMPLATES  # noqa: E402
 
-RUNTIME_ARGS = ["a", "b", "d", "c", "bias", "M", "N", "K", "OUT_COLS", "alpha", "beta"]
-TYPES = {"bf16": "*bf16", "f16": "*fp16", "f32": "*fp32"}
+RUNTIME_ARGS = ["a", "b", "d", "c", "bias", "M", "N", "K", "OUT_COLS", "alpha", "beta", "scale_a", "scale_b"]
+TYPES = {"bf16": "*bf16", "f16": "*fp16", "f32": "*fp32", "e4m3": "*fp8e4nv", "e5m2": "*fp8e5"}
 
 
 def compile_request(req):
@@ -35,7 +35,7 @@ def compile_request(req):
     fn = TEMPLATES[req["template"]]
     a, out = TYPES[req["dtype"]], TYPES[req["out"]]
     signature = {"a": a, "b": a, "d": out, "c": out, "bias": out, "M": "i32", "N": "i32", "K": "i32",
-                 "OUT_COLS": "i32", "alpha": "fp32", "beta": "fp32"}
+                 "OUT_COLS": "i32", "alpha": "fp32", "beta": "fp32", "scale_a": "*fp32", "scale_b": "*fp32"}
     constexprs = dict(req["constexprs"])
     for name in constexprs:
         signature[name] = "constexpr"

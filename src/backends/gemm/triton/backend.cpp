@@ -25,7 +25,8 @@ namespace {
 
 // The launcher below passes exactly these, in this order.
 const std::vector<std::string> kAbiArgs = {
-    "a", "b", "d", "c", "bias", "M", "N", "K", "OUT_COLS", "alpha", "beta", "global_scratch", "profile_scratch"};
+    "a", "b", "d", "c", "bias", "M", "N", "K", "OUT_COLS", "alpha", "beta", "scale_a", "scale_b",
+    "global_scratch", "profile_scratch"};
 
 struct Compiled {
   CompileReport report;
@@ -126,11 +127,15 @@ class TritonKernel final : public Kernel {
     void* d = args.d;
     void* c = const_cast<void*>(args.c);
     void* bias = const_cast<void*>(args.bias);
+    void* scale_a = const_cast<float*>(args.scale_a);
+    void* scale_b = const_cast<float*>(args.scale_b);
+    GF_CHECK(p.epilogue.scale == ScaleKind::none || (scale_a && scale_b), "triton {}: scale_a and scale_b are needed",
+             p.key());
     int m = int(p.m), n = int(p.n), k = int(p.k), out_cols = int(p.out_cols());
     float alpha = p.epilogue.alpha, beta = p.epilogue.beta;
     void* gs = global_bytes_ ? args.workspace : nullptr;
     void* ps = profile_bytes_ ? static_cast<char*>(args.workspace) + global_bytes_ : nullptr;
-    void* params[] = {&a, &b, &d, &c, &bias, &m, &n, &k, &out_cols, &alpha, &beta, &gs, &ps};
+    void* params[] = {&a, &b, &d, &c, &bias, &m, &n, &k, &out_cols, &alpha, &beta, &scale_a, &scale_b, &gs, &ps};
     cuda::launch(fn_,
                  {.grid = {grid_ * unsigned(num_ctas_), 1, 1},
                   .block = {unsigned(32 * meta_.at("num_warps").get<int>()), 1, 1},

@@ -64,10 +64,13 @@ TritonConfig TritonConfig::from_json(const nlohmann::json& j) {
 }
 
 std::string unsupported_reason(const GemmProblem& p) {
-  if (p.a != DType::bf16 && p.a != DType::f16)
-    return fmt::format("{} inputs are not in the Triton templates", to_string(p.a));
+  if (p.a == DType::f32) return "f32 inputs are not in the Triton templates";
   if (p.batch != 1) return "batched GEMMs are not in the Triton templates";
-  if (p.epilogue.scale != ScaleKind::none) return "scales are not in the Triton templates";
+  if (is_fp8(p.a)) {
+    if (is_fp8(p.out)) return "fp8 outputs are not in the Triton templates";
+    if (p.k % 16 != 0) return "fp8 needs K a multiple of 16 (16-byte rows)";
+    if (p.epilogue.gate != GateKind::none) return "fp8 with SwiGLU is not in the Triton templates";
+  }
   if (p.epilogue.gate != GateKind::none && p.layout == Layout::nn) return "SwiGLU needs layout tn";
   return "";
 }
@@ -77,6 +80,7 @@ std::string illegal_reason(const TritonConfig& c, const GemmProblem& p) {
     if (v < 16 || v > 256 || (v & (v - 1)) != 0) return "blocks are powers of two in [16, 256]";
   if (c.warps != 2 && c.warps != 4 && c.warps != 8) return "2, 4 or 8 warps";
   if (c.stages < 1 || c.stages > 6) return "1 to 6 stages";
+  if (is_fp8(p.a) && c.bk < 32) return "fp8 wgmma takes K in steps of 32";
   const int tiles = p.epilogue.gate == GateKind::split ? 2 : 1;
   const int64_t smem = int64_t(c.stages) * (c.bm * c.bk + tiles * c.bk * c.bn) * dtype_bytes(p.a);
   if (smem > 227 * 1024) return fmt::format("{} bytes of shared memory", smem);
@@ -142,6 +146,7 @@ nlohmann::json compile_request(const TritonConfig& c, const GemmProblem& p) {
   // The epilogue's kinds go by their names (gemmforge/codes.hpp), which the templates compare.
   nlohmann::json ce = {
       {"ACT", to_string(e.act)},      {"BIAS", to_string(e.bias)}, {"HAS_C", e.has_c()}, {"GATE", to_string(e.gate)},
+      {"SCALE", to_string(e.scale)},
       {"NN", p.layout == Layout::nn}, {"BLOCK_M", c.bm},           {"BLOCK_N", c.bn},    {"BLOCK_K", c.bk},
       {"GROUP_M", c.group},           {"NUM_STAGES", c.stages}};
   if (c.tmpl == "mm_persistent_tma") ce["NUM_SMS"] = c.num_sms;
