@@ -181,3 +181,18 @@ def test_inductor_mm_choice_directly():
     b = rand(136, 200)
     gfi.gemmforge_mm(a, b, out)  # NN
     close(out, a.float() @ b.float())
+
+
+@pytest.mark.parametrize("rowwise", [False, True])
+def test_scaled_mm_matches_torch(rowwise):
+    m, n, k = 77, 384, 512
+    a = (rand(m, k, dtype=torch.float32) * 2).to(torch.float8_e4m3fn)
+    w = (rand(n, k, dtype=torch.float32) * 2).to(torch.float8_e4m3fn)
+    sa = torch.rand(m, 1, device="cuda") + 0.5 if rowwise else torch.tensor(0.75, device="cuda")
+    sb = torch.rand(1, n, device="cuda") + 0.5 if rowwise else torch.tensor(1.25, device="cuda")
+    bias = rand(n)
+    got = torch.ops.gemmforge.scaled_mm(a, w.t(), sa, sb, bias, BF16)
+    ref = (a.float() @ w.float().t()) * sa * sb + bias.float()
+    close(got, ref)
+    with pytest.raises(gemmforge.Error, match="column-major"):
+        torch.ops.gemmforge.scaled_mm(a, w.t().contiguous(), sa, sb)

@@ -74,7 +74,8 @@ def test_tune_without_gpu_is_a_clear_error():
 
 
 def test_ops_are_registered():
-    for name in ("linear", "mm", "rms_norm", "fused_add_rms_norm", "layer_norm", "softmax", "swiglu", "gelu"):
+    for name in ("linear", "mm", "rms_norm", "fused_add_rms_norm", "layer_norm", "softmax", "swiglu", "gelu",
+                 "scaled_mm"):
         assert hasattr(torch.ops.gemmforge, name), name
 
 
@@ -95,6 +96,11 @@ def test_fake_kernels():
         assert torch.ops.gemmforge.softmax(x, 0.5).shape == x.shape
         assert torch.ops.gemmforge.swiglu(x, x).shape == x.shape
         assert torch.ops.gemmforge.gelu(x, "tanh").shape == x.shape
+        q = torch.empty(77, 256, dtype=torch.float8_e4m3fn, device="meta")
+        wq = torch.empty(512, 256, dtype=torch.float8_e4m3fn, device="meta")
+        one = torch.empty((), dtype=torch.float32, device="meta")
+        y = torch.ops.gemmforge.scaled_mm(q, wq.t(), one, one, None, torch.float16)
+        assert y.shape == (77, 512) and y.dtype == torch.float16
 
 
 class TinyMLP(nn.Module):

@@ -1,7 +1,7 @@
 """gemmforge for PyTorch: custom ops torch.compile keeps, and optimize(model).
 
 Importing this module registers torch.ops.gemmforge.{linear, mm, rms_norm, fused_add_rms_norm,
-layer_norm, softmax, swiglu, gelu}. Tensors cross as data pointers on torch's current stream, so
+layer_norm, softmax, swiglu, gelu, scaled_mm}. Tensors cross as data pointers on torch's current stream, so
 the package depends on no torch C++ ABI.
 """
 from ._ops import (  # noqa: F401
@@ -14,6 +14,7 @@ from ._ops import (  # noqa: F401
     prepare,
     reset,
     rms_norm,
+    scaled_mm,
     softmax,
     swiglu,
 )

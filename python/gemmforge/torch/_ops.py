@@ -241,6 +241,52 @@ def _mm_backward(ctx, grad):
 mm.register_autograd(_mm_backward, setup_context=_mm_setup)
 
 
+_FP8 = {torch.float8_e4m3fn: "e4m3", torch.float8_e5m2: "e5m2"}
+
+
+def _scaled_mm(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, bias: Optional[Tensor] = None,
+               out_dtype: Optional[torch.dtype] = None) -> Tensor:
+    """torch._scaled_mm's contract through gemmforge: a (M x K, row-major) and b (K x N,
+    column-major: a weight's transpose) in fp8, scale_a one float or one per row of a (M x 1),
+    scale_b one float or one per column of b (1 x N); out = (scale_a * scale_b * a @ b + bias) in
+    out_dtype (default bf16)."""
+    _check(a.dim() == 2 and b.dim() == 2 and a.shape[1] == b.shape[0],
+           lambda: f"gemmforge.scaled_mm: shapes {tuple(a.shape)} and {tuple(b.shape)} do not multiply")
+    device = _cuda("scaled_mm", ("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("bias", bias))
+    _check(a.dtype in _FP8 and b.dtype == a.dtype,
+           lambda: f"gemmforge.scaled_mm: a and b must share an fp8 dtype, not {a.dtype} and {b.dtype}")
+    out_dtype = out_dtype or torch.bfloat16
+    _check(out_dtype in _DTYPES, lambda: f"gemmforge.scaled_mm: out_dtype {out_dtype} is not supported")
+    out_name = _DTYPES[out_dtype]
+    (m, k), n = a.shape, b.shape[1]
+    _check(b.t().is_contiguous(), lambda: "gemmforge.scaled_mm: b must be column-major (a row-major weight's .t())")
+    _check(scale_a.dtype == scale_b.dtype == torch.float32, lambda: "gemmforge.scaled_mm: scales must be float32")
+    if scale_a.numel() == 1 and scale_b.numel() == 1:
+        kind = "tensor"
+    else:
+        _check(scale_a.numel() == m and scale_b.numel() == n,
+               lambda: f"gemmforge.scaled_mm: rowwise scales need {m} and {n} values, not {scale_a.numel()} and "
+                       f"{scale_b.numel()}")
+        kind = "rowcol"
+    bias = _same("scaled_mm", "bias", bias, out_dtype, (n,))
+    out = torch.empty((m, n), dtype=out_dtype, device=device)
+    if m == 0 or n == 0:
+        return out
+    a, sa, sb = a.contiguous(), scale_a.contiguous(), scale_b.contiguous()
+    spec = f"{m}x{n}x{k}:{_FP8[a.dtype]}->{out_name}:scale={kind}" + ("+bias" if bias is not None else "")
+    _runtime("gemm").gemm_scaled(_problem(spec), a.data_ptr(), b.data_ptr(), out.data_ptr(), _ptr(bias),
+                                 n if bias is not None else 0, sa.data_ptr(), sb.data_ptr(), _stream(device))
+    return out
+
+
+scaled_mm = torch.library.custom_op("gemmforge::scaled_mm", _scaled_mm, mutates_args=())
+
+
+@scaled_mm.register_fake
+def _(a, b, scale_a, scale_b, bias=None, out_dtype=None):
+    return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype or torch.bfloat16)
+
+
 # ---- row ops -----------------------------------------------------------------------------------
 
 
@@ -387,4 +433,4 @@ def _(x, approximate="none"):
 
 
 _IMPLS = {linear: _linear, mm: _mm, rms_norm: _rms_norm, fused_add_rms_norm: _fused_add_rms_norm,
-          layer_norm: _layer_norm, softmax: _softmax, swiglu: _swiglu, gelu: _gelu}
+          layer_norm: _layer_norm, softmax: _softmax, swiglu: _swiglu, gelu: _gelu, scaled_mm: _scaled_mm}
