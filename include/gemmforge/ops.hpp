@@ -29,6 +29,11 @@ namespace ops {
 void swiglu(const void* gate, const void* up, void* out, int64_t count, DType t, cudaStream_t stream = nullptr);
 // out = gelu(x): erf form, or the tanh approximation.
 void gelu(const void* x, void* out, int64_t count, DType t, bool tanh_approx, cudaStream_t stream = nullptr);
+// x (rows x cols of dtype in) to fp8 (out: e4m3 or e5m2): q = saturate(x / scale) with scale =
+// amax / the fp8 type's largest value (1 where amax is 0), so q * scale is x again. rowwise: one
+// scale per row (rows floats); else one for the tensor (one float).
+void quantize_fp8(const void* x, void* q, float* scales, int64_t rows, int64_t cols, bool rowwise, DType in, DType out,
+                  cudaStream_t stream = nullptr);
 }  // namespace ops
 
 }  // namespace gf

@@ -196,3 +196,25 @@ def test_scaled_mm_matches_torch(rowwise):
     close(got, ref)
     with pytest.raises(gemmforge.Error, match="column-major"):
         torch.ops.gemmforge.scaled_mm(a, w.t().contiguous(), sa, sb)
+
+
+@pytest.mark.parametrize("rowwise", [False, True])
+@pytest.mark.parametrize("fp8", [torch.float8_e4m3fn, torch.float8_e5m2])
+def test_quantize_fp8_matches_torch(rowwise, fp8):
+    x = rand(77, 1000) * 3
+    x[5] = 0  # a zero row keeps scale 1
+    q, scale = torch.ops.gemmforge.quantize_fp8(x, rowwise, fp8)
+    amax = x.float().abs().amax(dim=-1, keepdim=True) if rowwise else x.float().abs().amax()
+    want_scale = torch.where(amax > 0, amax / torch.finfo(fp8).max, torch.ones_like(amax))
+    close(scale, want_scale, tol=1e-6)
+    want_q = (x.float() / want_scale).clamp(torch.finfo(fp8).min, torch.finfo(fp8).max).to(fp8)
+    assert (q.float() == want_q.float()).float().mean().item() > 0.999  # rounding ties aside
+    close(q.float() * scale, x, tol=0.07 if fp8 == torch.float8_e5m2 else 0.04)
+
+
+def test_quantized_linear_end_to_end():
+    x, w = rand(128, 512), rand(256, 512)
+    qx, sx = torch.ops.gemmforge.quantize_fp8(x, True)
+    qw, sw = torch.ops.gemmforge.quantize_fp8(w, True)
+    y = torch.ops.gemmforge.scaled_mm(qx, qw.t(), sx, sw.t(), None, BF16)
+    close(y, x.float() @ w.float().t(), tol=0.05)

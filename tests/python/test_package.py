@@ -75,7 +75,7 @@ def test_tune_without_gpu_is_a_clear_error():
 
 def test_ops_are_registered():
     for name in ("linear", "mm", "rms_norm", "fused_add_rms_norm", "layer_norm", "softmax", "swiglu", "gelu",
-                 "scaled_mm"):
+                 "scaled_mm", "quantize_fp8"):
         assert hasattr(torch.ops.gemmforge, name), name
 
 
@@ -101,6 +101,9 @@ def test_fake_kernels():
         one = torch.empty((), dtype=torch.float32, device="meta")
         y = torch.ops.gemmforge.scaled_mm(q, wq.t(), one, one, None, torch.float16)
         assert y.shape == (77, 512) and y.dtype == torch.float16
+        qx, sx = torch.ops.gemmforge.quantize_fp8(x, True, torch.float8_e4m3fn)
+        assert qx.shape == x.shape and qx.dtype == torch.float8_e4m3fn and sx.shape == (3 * 77, 1)
+        assert torch.ops.gemmforge.quantize_fp8(x, False, torch.float8_e5m2)[1].shape == ()
 
 
 class TinyMLP(nn.Module):

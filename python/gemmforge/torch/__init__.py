@@ -1,7 +1,7 @@
 """gemmforge for PyTorch: custom ops torch.compile keeps, and optimize(model).
 
 Importing this module registers torch.ops.gemmforge.{linear, mm, rms_norm, fused_add_rms_norm,
-layer_norm, softmax, swiglu, gelu, scaled_mm}. Tensors cross as data pointers on torch's current stream, so
+layer_norm, softmax, swiglu, gelu, scaled_mm, quantize_fp8}. Tensors cross as data pointers on torch's current stream, so
 the package depends on no torch C++ ABI.
 """
 from ._ops import (  # noqa: F401
@@ -11,6 +11,7 @@ from ._ops import (  # noqa: F401
     layer_norm,
     linear,
     mm,
+    quantize_fp8,
     prepare,
     reset,
     rms_norm,

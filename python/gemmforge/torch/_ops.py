@@ -287,6 +287,33 @@ def _(a, b, scale_a, scale_b, bias=None, out_dtype=None):
     return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype or torch.bfloat16)
 
 
+def _quantize_fp8(x: Tensor, rowwise: bool = False, dtype: torch.dtype = torch.float8_e4m3fn) -> tuple[Tensor, Tensor]:
+    """(q, scale) with q = saturate(x / scale) in fp8 and scale = amax / the type's largest value:
+    one float (shape ()) or, rowwise, one per row of x viewed as rows x last dim (shape rows x 1),
+    as scaled_mm takes them."""
+    device = _cuda("quantize_fp8", ("x", x))
+    dt = _dtype("quantize_fp8", x)
+    _check(dtype in _FP8, lambda: f"gemmforge.quantize_fp8: dtype must be an fp8 type, not {dtype}")
+    cols = x.shape[-1] if x.dim() else 1
+    rows = x.numel() // cols if cols else 0
+    q = torch.empty(x.shape, dtype=dtype, device=device)
+    scale = torch.ones((rows, 1) if rowwise else (), dtype=torch.float32, device=device)
+    if x.numel():
+        x = x.contiguous()
+        _C.quantize_fp8(x.data_ptr(), q.data_ptr(), scale.data_ptr(), rows, cols, rowwise, dt, _FP8[dtype],
+                        _stream(device))
+    return q, scale
+
+
+quantize_fp8 = torch.library.custom_op("gemmforge::quantize_fp8", _quantize_fp8, mutates_args=())
+
+
+@quantize_fp8.register_fake
+def _(x, rowwise=False, dtype=torch.float8_e4m3fn):
+    rows = x.numel() // x.shape[-1] if x.dim() and x.shape[-1] else 0
+    return x.new_empty(x.shape, dtype=dtype), x.new_empty((rows, 1) if rowwise else (), dtype=torch.float32)
+
+
 # ---- row ops -----------------------------------------------------------------------------------
 
 
@@ -433,4 +460,5 @@ def _(x, approximate="none"):
 
 
 _IMPLS = {linear: _linear, mm: _mm, rms_norm: _rms_norm, fused_add_rms_norm: _fused_add_rms_norm,
-          layer_norm: _layer_norm, softmax: _softmax, swiglu: _swiglu, gelu: _gelu, scaled_mm: _scaled_mm}
+          layer_norm: _layer_norm, softmax: _softmax, swiglu: _swiglu, gelu: _gelu, scaled_mm: _scaled_mm,
+          quantize_fp8: _quantize_fp8}
