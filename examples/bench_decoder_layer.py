@@ -141,7 +141,8 @@ def training_rows(tokens: int, iters: int) -> list[dict]:
             rows.append({"tokens": tokens, "pass": "forward+backward", "mode": mode,
                          "round_ms": timed(step(model), max(iters // 2, 5)), "setup_s": setup_s})
         except Exception as e:
-            rows.append({"tokens": tokens, "pass": "forward+backward", "mode": mode, "error": f"{type(e).__name__}: {e}"})
+            rows.append({"tokens": tokens, "pass": "forward+backward", "mode": mode,
+                         "error": f"{type(e).__name__}: {e}"})
 
     add("eager", base)
     torch._dynamo.reset()

@@ -87,6 +87,7 @@ def test_fake_kernels():
         w = torch.empty(512, 256, dtype=torch.bfloat16, device="meta")
         assert torch.ops.gemmforge.linear(x, w).shape == (3, 77, 512)
         assert torch.ops.gemmforge.linear(x, w, epilogue="swiglu").shape == (3, 77, 256)
+        assert torch.ops.gemmforge.linear(x, w, epilogue="swiglu_split").shape == (3, 77, 256)
         assert torch.ops.gemmforge.mm(x[0], w.t()).shape == (77, 512)
         n = torch.empty(256, dtype=torch.bfloat16, device="meta")
         assert torch.ops.gemmforge.rms_norm(x, n, 1e-6).shape == x.shape

@@ -93,7 +93,8 @@ def _cuda(op: str, *named: tuple[str, Optional[Tensor]]) -> int:
             continue
         d = t.get_device()  # -1 off the GPU; an int, where t.device builds an object
         _check(d >= 0, lambda: f"gemmforge.{op}: {name} is on {t.device}, not a CUDA device")
-        _check(index in (-2, d), lambda: f"gemmforge.{op}: {name} is on {t.device}, the others on cuda:{index}")
+        _check(index in (-2, d),
+               lambda: f"gemmforge.{op}: {name} is on {t.device}, the others on cuda:{index}")
         index = d
     current = torch._C._cuda_getDevice()
     _check(index == current, lambda: f"gemmforge.{op}: tensors are on cuda:{index}, but the current device is "
@@ -102,7 +103,8 @@ def _cuda(op: str, *named: tuple[str, Optional[Tensor]]) -> int:
 
 
 def _dtype(op: str, t: Tensor, table=_DTYPES) -> str:
-    _check(t.dtype in table, lambda: f"gemmforge.{op}: dtype {t.dtype} is not supported ({', '.join(map(str, table))})")
+    _check(t.dtype in table,
+           lambda: f"gemmforge.{op}: dtype {t.dtype} is not supported ({', '.join(map(str, table))})")
     return table[t.dtype]
 
 
@@ -110,7 +112,8 @@ def _same(op: str, name: str, t: Optional[Tensor], dtype: torch.dtype, shape: tu
     if t is None:
         return None
     _check(t.dtype == dtype, lambda: f"gemmforge.{op}: {name} is {t.dtype}, expected {dtype}")
-    _check(tuple(t.shape) == tuple(shape), lambda: f"gemmforge.{op}: {name} has shape {tuple(t.shape)}, expected {tuple(shape)}")
+    _check(tuple(t.shape) == tuple(shape),
+           lambda: f"gemmforge.{op}: {name} has shape {tuple(t.shape)}, expected {tuple(shape)}")
     return t.contiguous()
 
 
@@ -124,8 +127,8 @@ def _ptr(t: Optional[Tensor]) -> int:
     return 0 if t is None else t.data_ptr()
 
 
-def _gated(epilogue: str) -> bool:
-    return "swiglu" in epilogue.split("+")
+def _gated(epilogue: str) -> bool:  # swiglu (interleaved) or swiglu_split: N/2 output columns
+    return any(t.startswith("swiglu") for t in epilogue.split("+"))
 
 
 # ---- GEMMs -------------------------------------------------------------------------------------
@@ -318,7 +321,8 @@ def _(x, rowwise=False, dtype=torch.float8_e4m3fn):
 
 
 def _rows(op: str, x: Tensor) -> tuple[int, int]:
-    _check(x.dim() >= 1 and x.shape[-1] > 0, lambda: f"gemmforge.{op}: x needs a non-empty last dimension, not {tuple(x.shape)}")
+    _check(x.dim() >= 1 and x.shape[-1] > 0,
+           lambda: f"gemmforge.{op}: x needs a non-empty last dimension, not {tuple(x.shape)}")
     return x.numel() // x.shape[-1], x.shape[-1]
 
 
@@ -443,7 +447,8 @@ def _gelu(x: Tensor, approximate: str = "none") -> Tensor:
     """gelu(x) as torch.nn.functional.gelu: approximate 'none' (erf) or 'tanh'."""
     device = _cuda("gelu", ("x", x))
     dt = _dtype("gelu", x)
-    _check(approximate in ("none", "tanh"), lambda: f"gemmforge.gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
+    _check(approximate in ("none", "tanh"),
+           lambda: f"gemmforge.gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
     out = torch.empty_like(x, memory_format=torch.contiguous_format)
     if out.numel():
         x = x.contiguous()
