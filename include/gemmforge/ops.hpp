@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gemmforge/rowop.hpp"
 
@@ -18,6 +19,9 @@ class OpsRuntime {
   explicit OpsRuntime(const std::string& db_path = "");
   ~OpsRuntime();
   void run(const RowOpSpec& spec, const RowOpArgs& args, cudaStream_t stream = nullptr);
+  // Looks up and builds the ops' kernels ahead (for whole, 16-byte-aligned tensors), so that their
+  // calls never compile: what a CUDA graph capture needs.
+  void prepare(const std::vector<RowOpSpec>& specs);
 
  private:
   struct Impl;

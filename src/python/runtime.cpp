@@ -81,7 +81,9 @@ void bind_runtime(nb::module_& m) {
           },
           nb::arg("spec"), nb::arg("x"), nb::arg("y"), nb::arg("weight") = 0, nb::arg("bias") = 0,
           nb::arg("residual") = 0, nb::arg("residual_out") = 0, nb::arg("valid_len") = 0, nb::arg("scale") = 1.0f,
-          nb::arg("eps") = 1e-5f, nb::arg("stream") = 0, Release());
+          nb::arg("eps") = 1e-5f, nb::arg("stream") = 0, Release())
+      .def("prepare", &OpsRuntime::prepare, nb::arg("specs"), Release(),
+           "Builds the ops' kernels ahead, so that their calls can be captured in a CUDA graph");
 
   m.def(
       "swiglu",

@@ -68,4 +68,11 @@ void OpsRuntime::run(const RowOpSpec& s, const RowOpArgs& args, cudaStream_t str
   impl_->kernel(s, c).launch(args, stream);
 }
 
+void OpsRuntime::prepare(const std::vector<RowOpSpec>& specs) {
+  for (const RowOpSpec& s : specs) {
+    GF_CHECK(s.invalid_reason().empty(), "invalid op {}: {}", s.key(), s.invalid_reason());
+    impl_->kernel(s, impl_->config(s));
+  }
+}
+
 }  // namespace gf

@@ -117,6 +117,17 @@ def test_cuda_graph_replay():
         close(y, F.rms_norm((x.float() @ w.float().t()), (1024,), n.float(), 1e-6))
 
 
+def test_cuda_graph_after_prepare_without_warm_up():
+    x, w, n = rand(48, 256), rand(512, 256), rand(512)
+    gft.prepare([gft.gemm_spec(48, 512, 256, "bf16"), "rmsnorm:48x512:bf16"])
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = torch.ops.gemmforge.rms_norm(torch.ops.gemmforge.linear(x, w), n, 1e-6)
+    g.replay()
+    torch.cuda.synchronize()
+    close(y, F.rms_norm((x.float() @ w.float().t()), (512,), n.float(), 1e-6))
+
+
 def test_compiled_module_matches_eager():
     lin = torch.nn.Linear(256, 512, dtype=BF16, device="cuda")
     m = gft.optimize(torch.nn.Sequential(lin, torch.nn.SiLU()), tune=False)

@@ -51,16 +51,24 @@ def reset() -> None:
 
 
 def prepare(specs, streams=None) -> None:
-    """Builds the kernels and workspaces of these GEMM problems (spec strings or GemmProblems) for
-    the given streams (default: the current stream and the one torch.cuda.graph captures on), so
-    that their calls can be captured in a CUDA graph."""
+    """Builds the kernels (and, for GEMMs, the workspaces on the given streams: by default the
+    current stream and the one torch.cuda.graph captures on) of these problems: GEMM and row-op
+    spec strings, GemmProblems or RowOpSpecs, e.g. optimize.problems(model, tokens). Their calls can
+    then be captured in a CUDA graph without a warm-up."""
     if streams is None:
         graph = torch.cuda.graph
         if graph.default_capture_stream is None:  # made as torch.cuda.graph would make it
             graph.default_capture_stream = torch.cuda.Stream()
         streams = [torch.cuda.current_stream(), graph.default_capture_stream]
-    problems = [_C.GemmProblem.parse(p) if isinstance(p, str) else p for p in specs]
-    _runtime("gemm").prepare(problems, [s.cuda_stream for s in streams])
+    gemms, rowops = [], []
+    for p in specs:
+        if isinstance(p, str):
+            p = _C.RowOpSpec.parse(p) if p[:1].isalpha() else _C.GemmProblem.parse(p)
+        (rowops if isinstance(p, _C.RowOpSpec) else gemms).append(p)
+    if gemms:
+        _runtime("gemm").prepare(gemms, [s.cuda_stream for s in streams])
+    if rowops:
+        _runtime("rowop").prepare(rowops)
 
 
 # Parsed once per distinct shape: a call's problem is a dictionary lookup.
