@@ -65,6 +65,15 @@ class TuningDb {
   // Every readable decision of every device, with its device fingerprint, for `db show` and
   // `db export`.
   nlohmann::json dump() const;
+  // dump() wrapped with the export format's version: what `gemmforge db export` writes and a team
+  // ships for a GPU and a model.
+  static constexpr int kExportVersion = 1;
+  nlohmann::json export_json() const;
+  // Stores an export's decisions under their own devices, in one transaction, after checking every
+  // entry (a damaged, foreign or other-version export is refused whole, with a one-line reason);
+  // where the DB already holds a decision for the problem and device, the faster one stays.
+  // Returns how many were stored.
+  int import_json(const nlohmann::json& exported);
   // Deletes everything (all devices). Returns the number of decisions removed.
   int clear();
   const std::string& device() const { return device_; }

@@ -1,4 +1,4 @@
-"""The tuning database (SQLite; shared with the CLI and C++): inspect and clear it."""
+"""The tuning database (SQLite; shared with the CLI and C++): inspect, export, import and clear it."""
 from __future__ import annotations
 
 import json
@@ -20,3 +20,17 @@ def decisions(db: str | os.PathLike | None = None) -> list[dict]:
 def clear(db: str | os.PathLike | None = None) -> int:
     """Deletes every decision; returns how many there were."""
     return _C.db_clear(path(db))
+
+
+def export(db: str | os.PathLike | None = None) -> dict:
+    """Every decision in the versioned export format (what `gemmforge db export` writes)."""
+    return json.loads(_C.db_export(path(db)))
+
+
+def import_(exported: dict | str | os.PathLike, db: str | os.PathLike | None = None) -> int:
+    """Adds an export's decisions (a dict, or the path of an exported file); where the DB has a
+    decision for the same problem and device, the faster stays. Returns how many were stored."""
+    if not isinstance(exported, dict):
+        with open(exported) as f:
+            exported = json.load(f)
+    return _C.db_import(path(db), json.dumps(exported))

@@ -1,11 +1,13 @@
 // gemmforge db show | export | clear
 #include <fmt/format.h>
 
+#include <fstream>
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/log.hpp"
+#include "core/strings.hpp"
 #include "gemmforge/error.hpp"
 #include "gemmforge/tuning_db.hpp"
 
@@ -60,7 +62,7 @@ void clear(const std::string& path) {
 void add_db(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   auto json = std::make_shared<std::string>();
-  auto* db = app.add_subcommand("db", "show, export or clear the tuning DB");
+  auto* db = app.add_subcommand("db", "show, export, import or clear the tuning DB");
   db->require_subcommand(1);
   db->add_option("--db", *path, "tuning DB path (default: ~/.cache/gemmforge/tuning.db)");
 
@@ -69,11 +71,24 @@ void add_db(CLI::App& app) {
   auto* exp = db->add_subcommand("export", "every decision as JSON (to --json FILE or stdout)");
   exp->add_option("--json", *json, "output file");
   exp->callback([path, json] {
-    auto all = open_db(*path)->dump();
+    auto all = open_db(*path)->export_json();
     if (json->empty())
       std::cout << all.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     else
       write_json(*json, all);
+  });
+
+  auto file = std::make_shared<std::string>();
+  auto* imp = db->add_subcommand("import", "add the decisions of an export (another host's, a shipped one); the faster "
+                                           "of two for one problem and device stays");
+  imp->add_option("file", *file, "a JSON file written by gemmforge db export")->required()->check(CLI::ExistingFile);
+  imp->callback([path, file] {
+    std::ifstream in(*file);
+    auto exported = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    GF_CHECK(!exported.is_discarded(), "{} is not JSON", quote(*file));
+    auto d = open_db(*path);
+    const int stored = d->import_json(exported);
+    fmt::print("imported {} of {} decisions into {}\n", stored, exported["decisions"].size(), d->path().string());
   });
 
   db->add_subcommand("clear", "delete every decision and measurement (a damaged DB file is deleted)")->callback([path] {

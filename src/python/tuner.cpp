@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gemmforge/device.hpp"
+#include "gemmforge/error.hpp"
 #include "gemmforge/tuner.hpp"
 #include "python/bindings.hpp"
 
@@ -124,6 +125,17 @@ void bind_tuner(nb::module_& m) {
   m.def(
       "db_dump", [](const std::string& path) { return TuningDb(path, "").dump().dump(); }, nb::arg("path"),
       Release(), "Every readable decision of every device (JSON text)");
+  m.def(
+      "db_export", [](const std::string& path) { return TuningDb(path, "").export_json().dump(); }, nb::arg("path"),
+      Release(), "The DB's decisions in the versioned export format (JSON text)");
+  m.def(
+      "db_import",
+      [](const std::string& path, const std::string& text) {
+        auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+        GF_CHECK(!j.is_discarded(), "the tuning export is not JSON");
+        return TuningDb(path, "").import_json(j);
+      },
+      nb::arg("path"), nb::arg("export_json"), Release(), "Stores an export's decisions; returns how many");
   m.def(
       "db_clear", [](const std::string& path) { return TuningDb(path, "").clear(); }, nb::arg("path"), Release(),
       "Deletes every decision; returns how many");

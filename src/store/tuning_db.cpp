@@ -3,12 +3,15 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <cmath>
 #include <thread>
 
 #include "core/log.hpp"
 #include "core/strings.hpp"
 #include "gemmforge/error.hpp"
 #include "gemmforge/paths.hpp"
+#include "gemmforge/problem.hpp"
+#include "gemmforge/rowop.hpp"
 
 namespace gf {
 namespace {
@@ -203,30 +206,122 @@ std::optional<Decision> TuningDb::decision(const std::string& problem) const {
   return decision_of(st);
 }
 
-void TuningDb::store(const Decision& d, const std::vector<Measurement>& measurements) {
-  sqlite3* db = db_->db;
+namespace {
+
+// The decision and its measurements under `device`, replacing what the problem had there; inside
+// the caller's transaction.
+void write(sqlite3* db, const std::string& device, const Decision& d, const std::vector<Measurement>& measurements) {
+  Statement(db, "DELETE FROM measurements WHERE problem = ? AND device = ?").bind(d.problem, device).step();
+  for (const Measurement& m : measurements) {
+    Statement(db,
+              "INSERT OR REPLACE INTO measurements (problem, device, backend, candidate, config, verified, us, "
+              "rate, rel_err, compile_seconds, error) VALUES (?,?,?,?,?,?,?,?,?,?,?)")
+        .bind(m.problem, device, m.backend, m.candidate, m.config.dump(), m.verified, m.us, m.rate, m.rel_err,
+              m.compile_seconds, m.error)
+        .step();
+  }
+  Statement(db,
+            fmt::format("INSERT OR REPLACE INTO decisions ({}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", kDecisionColumns)
+                .c_str())
+      .bind(d.problem, device, d.family, d.backend, d.backend_version, d.candidate, d.config.dump(), d.us, d.rate,
+            d.search, d.candidates, join(d.backends_considered), d.tuned_at.empty() ? now_utc() : d.tuned_at)
+      .step();
+}
+
+template <class F>
+void in_transaction(sqlite3* db, F&& body) {
   exec(db, "BEGIN IMMEDIATE;");
   try {
-    Statement(db, "DELETE FROM measurements WHERE problem = ? AND device = ?").bind(d.problem, device_).step();
-    for (const Measurement& m : measurements) {
-      Statement(db,
-                "INSERT OR REPLACE INTO measurements (problem, device, backend, candidate, config, verified, us, "
-                "rate, rel_err, compile_seconds, error) VALUES (?,?,?,?,?,?,?,?,?,?,?)")
-          .bind(m.problem, device_, m.backend, m.candidate, m.config.dump(), m.verified, m.us, m.rate, m.rel_err,
-                m.compile_seconds, m.error)
-          .step();
-    }
-    Statement(db,
-              fmt::format("INSERT OR REPLACE INTO decisions ({}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", kDecisionColumns)
-                  .c_str())
-        .bind(d.problem, device_, d.family, d.backend, d.backend_version, d.candidate, d.config.dump(), d.us, d.rate,
-              d.search, d.candidates, join(d.backends_considered), d.tuned_at.empty() ? now_utc() : d.tuned_at)
-        .step();
+    body();
     exec(db, "COMMIT;");
   } catch (...) {
     exec_rc(db, "ROLLBACK;");
     throw;
   }
+}
+
+// One exported decision, checked field by field: a damaged or foreign entry is refused, never stored.
+std::pair<std::string, Decision> imported(const nlohmann::json& e, size_t index) {
+  auto bad = [&](const std::string& why) { GF_FAIL("entry {} of the export: {}", index, why); };
+  if (!e.is_object()) bad("not an object");
+  auto text = [&](const char* key) {
+    if (!e.contains(key) || !e[key].is_string()) bad(fmt::format("{} is missing or not a string", key));
+    return e[key].get<std::string>();
+  };
+  auto number = [&](const char* key) {
+    if (!e.contains(key) || !e[key].is_number() || !std::isfinite(e[key].get<double>()) || e[key].get<double>() < 0)
+      bad(fmt::format("{} is missing or not a non-negative number", key));
+    return e[key].get<double>();
+  };
+  Decision d;
+  const std::string device = text("device");
+  d.problem = text("problem");
+  d.family = text("family");
+  d.backend = text("backend");
+  d.backend_version = text("backend_version");
+  d.candidate = text("candidate");
+  d.search = text("search");
+  d.tuned_at = text("tuned_at");
+  d.us = number("us");
+  d.rate = number("rate");
+  d.candidates = int(number("candidates"));
+  if (!e.contains("config") || !e["config"].is_object()) bad("config is missing or not an object");
+  d.config = e["config"];
+  if (!e.contains("backends_considered") || !e["backends_considered"].is_array()) bad("backends_considered is missing");
+  for (const auto& b : e["backends_considered"]) {
+    if (!b.is_string()) bad("backends_considered holds a non-string");
+    d.backends_considered.push_back(b.get<std::string>());
+  }
+  if (device.empty() || d.backend.empty() || d.candidate.empty() || !(d.us > 0)) bad("an empty device, backend, candidate or time");
+  if (d.search != "fast" && d.search != "default" && d.search != "exhaustive") bad("search " + quote(d.search));
+  // The problem must be one this gemmforge reads back as the same key.
+  std::string reparsed;
+  try {
+    if (d.family == "gemm")
+      reparsed = GemmProblem::parse(d.problem).key();
+    else if (d.family == "rowop")
+      reparsed = RowOpSpec::parse(d.problem).key();
+    else
+      bad("family " + quote(d.family));
+  } catch (const Error& err) {
+    bad(err.what());
+  }
+  if (reparsed != d.problem) bad(fmt::format("problem {} is not in its canonical form {}", quote(d.problem), reparsed));
+  return {device, std::move(d)};
+}
+
+}  // namespace
+
+void TuningDb::store(const Decision& d, const std::vector<Measurement>& measurements) {
+  in_transaction(db_->db, [&] { write(db_->db, device_, d, measurements); });
+}
+
+nlohmann::json TuningDb::export_json() const {
+  return {{"gemmforge_tuning_export", kExportVersion}, {"decisions", dump()}};
+}
+
+int TuningDb::import_json(const nlohmann::json& exported) {
+  GF_CHECK(exported.is_object() && exported.contains("gemmforge_tuning_export"),
+           "not a gemmforge tuning export (no \"gemmforge_tuning_export\" version)");
+  GF_CHECK(exported["gemmforge_tuning_export"] == kExportVersion && exported.contains("decisions") &&
+               exported["decisions"].is_array(),
+           "tuning export version {} is not {}, which this gemmforge reads", exported["gemmforge_tuning_export"].dump(),
+           kExportVersion);
+  std::vector<std::pair<std::string, Decision>> entries;
+  const auto& list = exported["decisions"];
+  for (size_t i = 0; i < list.size(); ++i) entries.push_back(imported(list[i], i));  // all checked before any write
+  int stored = 0;
+  in_transaction(db_->db, [&] {
+    for (const auto& [device, d] : entries) {
+      // Where the DB already has a decision for the problem and device, the faster one stays.
+      Statement st(db_->db, "SELECT us FROM decisions WHERE problem = ? AND device = ?");
+      st.bind(d.problem, device);
+      if (st.step() && st.real(0) > 0 && st.real(0) <= d.us) continue;
+      write(db_->db, device, d, {});
+      ++stored;
+    }
+  });
+  return stored;
 }
 
 std::vector<Measurement> TuningDb::measurements(const std::string& problem) const {

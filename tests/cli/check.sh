@@ -22,6 +22,15 @@ for args in "candidates -s bogus" "compile -s bogus" "candidates -b ," "candidat
   [ "$lines" -le 3 ] || fail "'gemmforge $args' wrote $lines lines of error: $(cat "$tmp/err")"
 done
 
+# The DB travels: an export imports into an empty DB and exports the same again; garbage is refused.
+GEMMFORGE_HOME=$tmp/home "$gf" db export --json "$tmp/e.json" >/dev/null || fail "db export failed"
+GEMMFORGE_HOME=$tmp/other "$gf" db import "$tmp/e.json" >/dev/null || fail "db import of an export failed"
+GEMMFORGE_HOME=$tmp/other "$gf" db export --json "$tmp/e2.json" >/dev/null && cmp -s "$tmp/e.json" "$tmp/e2.json" \
+  || fail "export -> import -> export changed the export"
+echo '{"decisions": [1]}' >"$tmp/bad.json"
+if GEMMFORGE_HOME=$tmp/other "$gf" db import "$tmp/bad.json" >/dev/null 2>"$tmp/err"; then fail "garbage imported"; fi
+[ "$(grep -c . "$tmp/err")" -eq 1 ] || fail "a refused import wrote more than one line: $(cat "$tmp/err")"
+
 # A kernel cache that cannot be written (GEMMFORGE_HOME is a file): every candidate fails to
 # compile, each one reported, the JSON written, exit 1, no abort.
 touch "$tmp/home-is-a-file"
@@ -32,4 +41,4 @@ rc=$?
 grep -q ' NO ' "$tmp/out" || fail "compile printed no table of failed candidates: $(cat "$tmp/out")"
 python3 -c "import json,sys; rows=json.load(open(sys.argv[1])); assert rows and not any(r['ok'] for r in rows)" "$tmp/c.json" \
   || fail "compile wrote no JSON of its failed candidates"
-echo "cli: starts without a driver, refuses bad options in one line, reports compile failures"
+echo "cli: starts without a driver, refuses bad options in one line, exports and imports the DB, reports compile failures"

@@ -55,6 +55,11 @@ def test_model_problems():
 def test_db_inspection(tmp_path):
     db = tmp_path / "t.db"
     assert gemmforge.db.decisions(db) == [] and gemmforge.db.clear(db) == 0
+    exported = gemmforge.db.export(db)
+    assert exported == {"gemmforge_tuning_export": 1, "decisions": []}
+    assert gemmforge.db.import_(exported, tmp_path / "u.db") == 0
+    with pytest.raises(gemmforge.Error, match="not a gemmforge tuning export"):
+        gemmforge.db.import_({"decisions": []}, db)
     bad = tmp_path / "bad.db"
     bad.write_bytes(b"not a database at all" * 100)
     with pytest.raises(gemmforge.Error, match="bad.db"):

@@ -256,3 +256,63 @@ TEST(Files, WriteAtomicallyReplacesWholeFilesAndWritesThroughSpecialOnes) {
   EXPECT_EQ(files, 0u);
   fs::remove_all(dir);
 }
+
+TEST(TuningDb, ExportImportRoundTripKeepsTheFasterAndRefusesDamage) {
+  auto dir = fresh_dir("export");
+  Decision d{.problem = "16x16x16:bf16", .family = "gemm", .backend = "native", .backend_version = "0.1.0",
+             .candidate = "fast_one", .config = {{"bm", 64}}, .us = 2.0, .rate = 0.004, .search = "fast",
+             .candidates = 8, .backends_considered = {"cublaslt", "native"}, .tuned_at = "2026-12-01T00:00:00Z"};
+  nlohmann::json exported;
+  {
+    TuningDb a(dir / "a.db", "gpu-a");
+    a.store(d, {});
+    TuningDb b(dir / "a.db", "gpu-b");
+    b.store({.problem = "softmax:8x128:bf16", .family = "rowop", .backend = "native", .backend_version = "0.1.0",
+             .candidate = "r", .config = {{"t", 1}}, .us = 1.0, .rate = 1, .search = "default", .candidates = 2,
+             .backends_considered = {"native"}, .tuned_at = "2026-12-01T00:00:01Z"},
+            {});
+    exported = a.export_json();
+  }
+  ASSERT_EQ(exported["decisions"].size(), 2u);
+  TuningDb c(dir / "c.db", "gpu-a");
+  EXPECT_EQ(c.import_json(exported), 2);
+  EXPECT_EQ(c.export_json(), exported);  // identical, devices and times included
+  EXPECT_EQ(c.import_json(exported), 0);  // the same again: nothing faster
+
+  // A slower copy of a decision the DB has does not replace it; a faster one does.
+  auto slower = exported;
+  slower["decisions"][0]["us"] = 9.0;
+  slower["decisions"][0]["candidate"] = "slow_one";
+  EXPECT_EQ(c.import_json(slower), 0);
+  EXPECT_EQ(c.decision("16x16x16:bf16")->candidate, "fast_one");
+  auto faster = slower;
+  faster["decisions"][0]["us"] = 1.0;
+  EXPECT_EQ(c.import_json(faster), 1);
+  EXPECT_EQ(c.decision("16x16x16:bf16")->candidate, "slow_one");
+
+  // Damaged or foreign: refused whole, with the entry and the reason, nothing stored.
+  TuningDb e(dir / "e.db", "gpu-a");
+  auto expect_refused = [&](nlohmann::json x, const std::string& why) {
+    try {
+      e.import_json(x);
+      ADD_FAILURE() << "accepted: " << x.dump();
+    } catch (const Error& err) {
+      EXPECT_NE(std::string(err.what()).find(why), std::string::npos) << err.what();
+      EXPECT_EQ(std::string(err.what()).find('\n'), std::string::npos);
+    }
+  };
+  expect_refused(nlohmann::json::array(), "not a gemmforge tuning export");
+  auto other_version = exported;
+  other_version["gemmforge_tuning_export"] = 99;
+  expect_refused(other_version, "version 99");
+  auto garbage = exported;
+  garbage["decisions"][1]["us"] = "fast";
+  expect_refused(garbage, "entry 1");
+  auto foreign = exported;
+  foreign["decisions"][0]["problem"] = "16x16x16:bf16:frobnicate";
+  expect_refused(foreign, "entry 0");
+  auto odd = exported;
+  odd["decisions"][0]["problem"] = "16x16x16:bf16:tn";  // parses, but not as its own key
+  expect_refused(odd, "canonical");
+  EXPECT_EQ(e.dump().size(), 0u);
+}
