@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <set>
+#include <fstream>
 #include <iostream>
 
 #include "core/files.hpp"
@@ -19,6 +22,10 @@ void ProblemArgs::add_to(CLI::App& app, bool with_ops) {
   app.add_option("-p,--problem", specs,
                  "GEMM spec MxNxK[xBATCH][:dtype[->out]][:tn|nn][:epilogue], repeatable; with --model or "
                  "--hf-config, after the model's GEMMs");
+  app.add_option("--from", from,
+                 "a file of problem keys, one a line, GEMMs and row ops (what GEMMFORGE_RECORD=FILE writes: the "
+                 "problems a runtime served untuned)")
+      ->check(CLI::ExistingFile);
   app.add_option("-m,--model", model, "shipped model: llama3-8b (default), llama3-70b, mistral-7b");
   app.add_option("--hf-config", hf_config, "a Hugging Face config.json of any decoder model");
   app.add_option("-t,--tokens", tokens, "token counts M, comma separated")->capture_default_str();
@@ -37,7 +44,8 @@ std::vector<LabeledProblem> ProblemArgs::resolve() const {
   if (!epilogue.empty()) parse_epilogue(epilogue);
   std::vector<LabeledProblem> out;
   GF_CHECK(model.empty() || hf_config.empty(), "give either --model or --hf-config, not both");
-  if ((specs.empty() && ops.empty()) || !model.empty() || !hf_config.empty()) out = model_problems();
+  if ((specs.empty() && ops.empty() && from.empty()) || !model.empty() || !hf_config.empty()) out = model_problems();
+  for (const auto& p : from_file().first) out.push_back({p.key(), p});
   for (const auto& s : specs) {
     GemmProblem p = GemmProblem::parse(s);
     out.push_back({p.key(), p});
@@ -46,8 +54,32 @@ std::vector<LabeledProblem> ProblemArgs::resolve() const {
 }
 
 std::vector<RowOpSpec> ProblemArgs::resolve_ops() const {
-  std::vector<RowOpSpec> out;
+  std::vector<RowOpSpec> out = from_file().second;
   for (const auto& s : ops) out.push_back(RowOpSpec::parse(s));
+  return out;
+}
+
+std::pair<std::vector<GemmProblem>, std::vector<RowOpSpec>> ProblemArgs::from_file() const {
+  std::pair<std::vector<GemmProblem>, std::vector<RowOpSpec>> out;
+  if (from.empty()) return out;
+  std::ifstream in(from);
+  GF_CHECK(in.good(), "cannot read --from {}", quote(from));
+  std::set<std::string> seen;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    const size_t first = line.find_first_not_of(" \t\r"), last = line.find_last_not_of(" \t\r");
+    const std::string key = first == std::string::npos ? "" : line.substr(first, last - first + 1);
+    if (key.empty() || key[0] == '#' || !seen.insert(key).second) continue;
+    try {
+      // A row op's key starts with its name, a GEMM's with its sizes.
+      if (std::isalpha(static_cast<unsigned char>(key[0])))
+        out.second.push_back(RowOpSpec::parse(key));
+      else
+        out.first.push_back(GemmProblem::parse(key));
+    } catch (const Error& e) {
+      GF_FAIL("--from {} line {}: {}", quote(from), n, e.what());
+    }
+  }
   return out;
 }
 

@@ -28,6 +28,7 @@ struct ProblemArgs {
   std::string dtype = "bf16";
   std::string epilogue;  // applied to every model GEMM
   std::string fuse = "none";
+  std::string from;  // --from: problem keys, one a line (GEMMFORGE_RECORD's file)
 
   // with_ops: the command takes row ops too (-o).
   void add_to(CLI::App& app, bool with_ops = false);
@@ -39,6 +40,8 @@ struct ProblemArgs {
 
  private:
   std::vector<LabeledProblem> model_problems() const;
+  // The --from file's GEMMs and row ops, duplicates merged, in the file's order.
+  std::pair<std::vector<GemmProblem>, std::vector<RowOpSpec>> from_file() const;
 };
 
 // A plain text table with aligned columns.

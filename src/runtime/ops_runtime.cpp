@@ -7,6 +7,7 @@
 #include "gemmforge/ops.hpp"
 #include "gemmforge/tuning_db.hpp"
 #include "runtime/decisions.hpp"
+#include "runtime/record.hpp"
 
 namespace gf {
 
@@ -33,6 +34,8 @@ struct OpsRuntime::Impl {
     if (auto stored = runtime::stored_choice<RowOpSpec>(db.get(), key); stored && stored->backend == "native") {
       rowops::RowConfig tuned = rowops::RowConfig::from_json(stored->config);
       if (rowops::illegal_reason(tuned, s).empty()) c = tuned;
+    } else if (!stored) {
+      runtime::record_untuned(key);
     }
     std::lock_guard lock(mu);
     return chosen.emplace(key, c).first->second;

@@ -11,6 +11,7 @@
 #include "gemmforge/error.hpp"
 #include "gemmforge/tuning_db.hpp"
 #include "runtime/decisions.hpp"
+#include "runtime/record.hpp"
 
 namespace gf {
 namespace {
@@ -108,8 +109,10 @@ struct Runtime::Impl {
     std::optional<Candidate> c = runtime::stored_choice<GemmProblem>(db.get(), key);
     if (!c) {
       c = default_candidate(p, 256);
-      if (!db || !db->decision(key))
+      if (!db || !db->decision(key)) {
         log().warn("{} is not tuned on this device; using {} (gemmforge tune -p {})", key, c->id(), key);
+        runtime::record_untuned(key);
+      }
     }
     e.chosen = std::make_unique<Dispatch>(p, *c);
     log().debug("dispatch {} -> {} {}", key, c->id(), c->config.dump());

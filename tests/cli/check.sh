@@ -31,6 +31,16 @@ echo '{"decisions": [1]}' >"$tmp/bad.json"
 if GEMMFORGE_HOME=$tmp/other "$gf" db import "$tmp/bad.json" >/dev/null 2>"$tmp/err"; then fail "garbage imported"; fi
 [ "$(grep -c . "$tmp/err")" -eq 1 ] || fail "a refused import wrote more than one line: $(cat "$tmp/err")"
 
+# Record-then-tune: a --from file of GEMM and row-op keys (duplicates merged); a bad line is named.
+printf '64x128x256:bf16\n# a comment\nrmsnorm:64x1024:bf16\n64x128x256:bf16\n' >"$tmp/recorded.txt"
+GEMMFORGE_HOME=$tmp/home "$gf" candidates --from "$tmp/recorded.txt" -b native -s fast --top-k 1 >"$tmp/out" 2>&1 \
+  || fail "candidates --from failed: $(tail -3 "$tmp/out")"
+[ "$(grep -c '^64x128x256:bf16 ' "$tmp/out")" -eq 1 ] || fail "--from did not list its GEMM once: $(cat "$tmp/out")"
+grep -q '^rmsnorm:64x1024:bf16' "$tmp/out" || fail "--from did not list its row op: $(cat "$tmp/out")"
+printf '64x128x256:bf16\n64x128x:bf16\n' >"$tmp/bad.txt"
+if GEMMFORGE_HOME=$tmp/home "$gf" candidates --from "$tmp/bad.txt" >/dev/null 2>"$tmp/err"; then fail "bad --from accepted"; fi
+grep -q "line 2" "$tmp/err" || fail "a bad --from line is not named: $(cat "$tmp/err")"
+
 # A kernel cache that cannot be written (GEMMFORGE_HOME is a file): every candidate fails to
 # compile, each one reported, the JSON written, exit 1, no abort.
 touch "$tmp/home-is-a-file"
@@ -41,4 +51,4 @@ rc=$?
 grep -q ' NO ' "$tmp/out" || fail "compile printed no table of failed candidates: $(cat "$tmp/out")"
 python3 -c "import json,sys; rows=json.load(open(sys.argv[1])); assert rows and not any(r['ok'] for r in rows)" "$tmp/c.json" \
   || fail "compile wrote no JSON of its failed candidates"
-echo "cli: starts without a driver, refuses bad options in one line, exports and imports the DB, reports compile failures"
+echo "cli: starts without a driver, refuses bad options in one line, exports and imports the DB, tunes --from a recorded file, reports compile failures"
