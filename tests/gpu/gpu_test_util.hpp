@@ -1,10 +1,15 @@
 #pragma once
-// Helpers for GPU tests: copying device data back as floats and a float64 CPU GEMM.
+// Helpers for GPU tests: a fresh tuning DB path, copying device data back as floats and a float64
+// CPU GEMM.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -13,6 +18,14 @@
 #include "gemmforge/problem.hpp"
 
 namespace gf::test {
+
+// A tuning DB path in an empty directory of its own (name unique within the GPU tests).
+inline std::filesystem::path fresh_db(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("gf_gpu_" + name + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir / "tuning.db";
+}
 
 inline std::vector<double> to_host(const void* dev, DType t, int64_t count) {
   std::vector<double> out(static_cast<size_t>(count));

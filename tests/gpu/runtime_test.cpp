@@ -17,15 +17,9 @@
 #include "harness/gemm_bench.hpp"
 
 using namespace gf;
+using test::fresh_db;
 
 namespace {
-
-std::filesystem::path fresh_db(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("gf_rt_" + name + std::to_string(getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir / "tuning.db";
-}
 
 // Stores as the problem's decision the first candidate of `backend` that `pick` accepts.
 Candidate store_decision(const std::filesystem::path& db_path, const GemmProblem& p, const std::string& backend,

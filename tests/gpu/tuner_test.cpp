@@ -14,15 +14,7 @@
 #include "harness/gemm_bench.hpp"
 
 using namespace gf;
-
-namespace {
-std::filesystem::path fresh_db(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("gf_gpu_" + name + std::to_string(getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir / "tuning.db";
-}
-}  // namespace
+using test::fresh_db;
 
 TEST(Tuner, PlantedFaultsDoNotStopTuning) {
   ASSERT_TRUE(find_backend<GemmProblem>("faulty")) << "tests run with GEMMFORGE_PLANT_FAULTS=1";
