@@ -42,6 +42,11 @@ def model_problems(model: str | None = None, *, hf_config: Any = None, tokens: S
     return _C.model_gemms(model or "llama3-8b", tokens, dtype, fuse)
 
 
+def parse_spec(text: str):
+    """A GEMM or row-op spec: a row op's starts with its name, a GEMM's with its sizes."""
+    return _C.RowOpSpec.parse(text) if text[:1].isalpha() else _C.GemmProblem.parse(text)
+
+
 def _as_problems(problems) -> list:
     if problems is None:
         return []
@@ -52,7 +57,7 @@ def _as_problems(problems) -> list:
         if isinstance(p, _C.ModelGemm):
             p = p.problem
         elif isinstance(p, str):
-            p = _C.RowOpSpec.parse(p) if p.split(":", 1)[0].split("+", 1)[0].isalpha() else _C.GemmProblem.parse(p)
+            p = parse_spec(p)
         elif not isinstance(p, (_C.GemmProblem, _C.RowOpSpec)):
             raise _C.Error(f"not a problem: {p!r} (a spec string, GemmProblem, RowOpSpec or ModelGemm)")
         out.append(p)

@@ -25,11 +25,21 @@ std::vector<ModelGemm> gemms_of(const ModelShape& shape, const std::vector<int64
   return model_gemms(shape, tokens, *dt, fuse == "natural" ? Fuse::natural : Fuse::none);
 }
 
+// What both problem families show Python alike: their key as text, equality and hashing by it.
+template <class Problem>
+void bind_keyed(nb::class_<Problem>& c, std::string maker) {
+  c.def("key", &Problem::key)
+      .def("__str__", &Problem::key)
+      .def("__repr__", [maker](const Problem& p) { return maker + "('" + p.key() + "')"; })
+      .def("__eq__", [](const Problem& a, const Problem& b) { return a == b; })
+      .def("__hash__", [](const Problem& p) { return nb::hash(nb::str(p.key().c_str())); });
+}
+
 }  // namespace
 
 void bind_problems(nb::module_& m) {
-  nb::class_<GemmProblem>(m, "GemmProblem", "One GEMM with its epilogue: D = epilogue(A B^T)")
-      .def_static("parse", &GemmProblem::parse, nb::arg("spec"),
+  auto gemm = nb::class_<GemmProblem>(m, "GemmProblem", "One GEMM with its epilogue: D = epilogue(A B^T)");
+  gemm.def_static("parse", &GemmProblem::parse, nb::arg("spec"),
                   "Parses 'MxNxK[xBATCH][:dtype[->out]][:tn|nn][:epilogue]'; raises gemmforge.Error")
       .def_ro("m", &GemmProblem::m)
       .def_ro("n", &GemmProblem::n)
@@ -40,27 +50,19 @@ void bind_problems(nb::module_& m) {
       .def_prop_ro("layout", [](const GemmProblem& p) { return std::string(to_string(p.layout)); })
       .def_prop_ro("epilogue", [](const GemmProblem& p) { return p.epilogue.to_string(); })
       .def_prop_ro("out_cols", &GemmProblem::out_cols)
-      .def_prop_ro("flops", &GemmProblem::flops)
-      .def("key", &GemmProblem::key)
-      .def("__str__", &GemmProblem::key)
-      .def("__repr__", [](const GemmProblem& p) { return "gemmforge.problem('" + p.key() + "')"; })
-      .def("__eq__", [](const GemmProblem& a, const GemmProblem& b) { return a == b; })
-      .def("__hash__", [](const GemmProblem& p) { return nb::hash(nb::str(p.key().c_str())); });
+      .def_prop_ro("flops", &GemmProblem::flops);
+  bind_keyed(gemm, "gemmforge.problem");
 
-  nb::class_<RowOpSpec>(m, "RowOpSpec", "One row op: softmax, RMSNorm or LayerNorm over rows x cols")
-      .def_static("parse", &RowOpSpec::parse, nb::arg("spec"),
+  auto rowop = nb::class_<RowOpSpec>(m, "RowOpSpec", "One row op: softmax, RMSNorm or LayerNorm over rows x cols");
+  rowop.def_static("parse", &RowOpSpec::parse, nb::arg("spec"),
                   "Parses 'OP[+residual|+valid]:ROWSxCOLS[:dtype[->out]]'; raises gemmforge.Error")
       .def_ro("rows", &RowOpSpec::rows)
       .def_ro("cols", &RowOpSpec::cols)
       .def_prop_ro("op", [](const RowOpSpec& s) { return std::string(to_string(s.kind)); })
       .def_prop_ro("dtype", [](const RowOpSpec& s) { return std::string(to_string(s.in)); })
       .def_prop_ro("out_dtype", [](const RowOpSpec& s) { return std::string(to_string(s.out)); })
-      .def_ro("residual", &RowOpSpec::residual)
-      .def("key", &RowOpSpec::key)
-      .def("__str__", &RowOpSpec::key)
-      .def("__repr__", [](const RowOpSpec& s) { return "gemmforge.rowop('" + s.key() + "')"; })
-      .def("__eq__", [](const RowOpSpec& a, const RowOpSpec& b) { return a == b; })
-      .def("__hash__", [](const RowOpSpec& s) { return nb::hash(nb::str(s.key().c_str())); });
+      .def_ro("residual", &RowOpSpec::residual);
+  bind_keyed(rowop, "gemmforge.rowop");
 
   nb::class_<ModelGemm>(m, "ModelGemm", "One GEMM of a model: its layer name and problem")
       .def_ro("model", &ModelGemm::model)

@@ -29,7 +29,6 @@ DType dtype_of(const std::string& name) {
 }  // namespace
 
 void bind_runtime(nb::module_& m) {
-  using Release = nb::call_guard<nb::gil_scoped_release>;
   nb::class_<Runtime>(m, "Runtime", "Dispatch to the tuned kernel of each problem (thread- and stream-safe)")
       .def(
           "__init__", [](Runtime* r, const std::string& db) { new (r) Runtime(RuntimeOptions{.db_path = db}); },
@@ -37,24 +36,15 @@ void bind_runtime(nb::module_& m) {
       .def(
           "gemm",
           [](Runtime& r, const GemmProblem& p, uintptr_t a, uintptr_t b, uintptr_t d, uintptr_t c, uintptr_t bias,
-             size_t bias_len, uintptr_t stream) {
-            GemmArgs args{.a = ptr(a), .b = ptr(b), .d = ptr(d), .c = ptr(c), .bias = ptr(bias), .bias_len = bias_len};
-            r.gemm(p, args, stream_of(stream));
-          },
-          nb::arg("problem"), nb::arg("a"), nb::arg("b"), nb::arg("d"), nb::arg("c") = 0, nb::arg("bias") = 0,
-          nb::arg("bias_len") = 0, nb::arg("stream") = 0, Release(),
-          "D = epilogue(A B^T) on the stream, by the kernel the DB chose (or cuBLASLt's default)")
-      .def(
-          "gemm_scaled",
-          [](Runtime& r, const GemmProblem& p, uintptr_t a, uintptr_t b, uintptr_t d, uintptr_t bias, size_t bias_len,
-             uintptr_t scale_a, uintptr_t scale_b, uintptr_t stream) {
-            GemmArgs args{.a = ptr(a), .b = ptr(b), .d = ptr(d), .bias = ptr(bias), .bias_len = bias_len,
+             size_t bias_len, uintptr_t stream, uintptr_t scale_a, uintptr_t scale_b) {
+            GemmArgs args{.a = ptr(a), .b = ptr(b), .d = ptr(d), .c = ptr(c), .bias = ptr(bias), .bias_len = bias_len,
                           .scale_a = ptr<const float>(scale_a), .scale_b = ptr<const float>(scale_b)};
             r.gemm(p, args, stream_of(stream));
           },
-          nb::arg("problem"), nb::arg("a"), nb::arg("b"), nb::arg("d"), nb::arg("bias") = 0, nb::arg("bias_len") = 0,
-          nb::arg("scale_a") = 0, nb::arg("scale_b") = 0, nb::arg("stream") = 0, Release(),
-          "The same for fp8 problems: scale_a and scale_b are fp32 device pointers (one float, or one per row)")
+          nb::arg("problem"), nb::arg("a"), nb::arg("b"), nb::arg("d"), nb::arg("c") = 0, nb::arg("bias") = 0,
+          nb::arg("bias_len") = 0, nb::arg("stream") = 0, nb::arg("scale_a") = 0, nb::arg("scale_b") = 0, Release(),
+          "D = epilogue(A B^T) on the stream, by the kernel the DB chose (or cuBLASLt's default); fp8 problems take "
+          "scale_a and scale_b, fp32 device pointers (one float, or one per row)")
       .def(
           "prepare",
           [](Runtime& r, const std::vector<GemmProblem>& problems, const std::vector<uintptr_t>& streams) {

@@ -66,12 +66,23 @@ struct PyTuner {
   nb::object progress;  // kept alive while the tuner may call it
 };
 
+// tune and bench for one family's problems (overloads Python picks by the argument's type).
+template <class Problem>
+void bind_family(nb::class_<PyTuner>& c) {
+  c.def(
+       "tune", [](PyTuner& t, const Problem& p) { return tune_json(t.tuner->tune(p)).dump(); }, nb::arg("problem"),
+       Release())
+      .def(
+          "bench", [](PyTuner& t, const Problem& p) { return bench_json(t.tuner->bench(p)).dump(); },
+          nb::arg("problem"), Release());
+}
+
 }  // namespace
 
 void bind_tuner(nb::module_& m) {
-  using Release = nb::call_guard<nb::gil_scoped_release>;
-  nb::class_<PyTuner>(m, "Tuner", "Tunes GEMMs and row ops into the DB (compiles here, measures in a worker)")
-      .def(
+  auto tuner =
+      nb::class_<PyTuner>(m, "Tuner", "Tunes GEMMs and row ops into the DB (compiles here, measures in a worker)");
+  tuner.def(
           "__init__",
           [](PyTuner* t, const std::vector<std::string>& backends, const std::string& search, bool force,
              bool use_cache, const std::string& db, const std::string& worker_exe, double timeout_s, int jobs,
@@ -91,19 +102,9 @@ void bind_tuner(nb::module_& m) {
           nb::arg("backends") = std::vector<std::string>{}, nb::arg("search") = "fast", nb::arg("force") = false,
           nb::arg("use_cache") = true, nb::arg("db") = "", nb::arg("worker_exe") = "",
           nb::arg("candidate_timeout_s") = 60.0, nb::arg("compile_jobs") = 0, nb::arg("progress") = nb::none())
-      .def(
-          "tune", [](PyTuner& t, const GemmProblem& p) { return tune_json(t.tuner->tune(p)).dump(); },
-          nb::arg("problem"), Release())
-      .def(
-          "tune", [](PyTuner& t, const RowOpSpec& p) { return tune_json(t.tuner->tune(p)).dump(); },
-          nb::arg("problem"), Release())
-      .def(
-          "bench", [](PyTuner& t, const GemmProblem& p) { return bench_json(t.tuner->bench(p)).dump(); },
-          nb::arg("problem"), Release())
-      .def(
-          "bench", [](PyTuner& t, const RowOpSpec& p) { return bench_json(t.tuner->bench(p)).dump(); },
-          nb::arg("problem"), Release())
       .def("device_fingerprint", [](PyTuner& t) { return t.tuner->db().device(); });
+  bind_family<GemmProblem>(tuner);
+  bind_family<RowOpSpec>(tuner);
 
   m.def(
       "device",

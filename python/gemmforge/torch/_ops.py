@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from .. import _gemmforge as _C
+from .. import _tune
 
 _DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}
 _GEMM_DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
@@ -63,7 +64,7 @@ def prepare(specs, streams=None) -> None:
     gemms, rowops = [], []
     for p in specs:
         if isinstance(p, str):
-            p = _C.RowOpSpec.parse(p) if p[:1].isalpha() else _C.GemmProblem.parse(p)
+            p = _tune.parse_spec(p)
         (rowops if isinstance(p, _C.RowOpSpec) else gemms).append(p)
     if gemms:
         _runtime("gemm").prepare(gemms, [s.cuda_stream for s in streams])
@@ -135,6 +136,14 @@ def _ptr(t: Optional[Tensor]) -> int:
     return 0 if t is None else t.data_ptr()
 
 
+def _gemm(spec: str, a: Tensor, b: Tensor, out: Tensor, device: int, c: Optional[Tensor] = None,
+          bias: Optional[Tensor] = None, scale_a: Optional[Tensor] = None, scale_b: Optional[Tensor] = None) -> None:
+    """out = the GEMM `spec` of contiguous a and b (and the epilogue's c, bias, fp8 scales) by the
+    runtime, on the device's current stream."""
+    _runtime("gemm").gemm(_problem(spec), a.data_ptr(), b.data_ptr(), out.data_ptr(), _ptr(c), _ptr(bias),
+                          0 if bias is None else bias.numel(), _stream(device), _ptr(scale_a), _ptr(scale_b))
+
+
 def _gated(epilogue: str) -> bool:  # swiglu (interleaved) or swiglu_split: N/2 output columns
     return any(t.startswith("swiglu") for t in epilogue.split("+"))
 
@@ -176,8 +185,7 @@ def _linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, residual: 
         return out
     x2, w = x.contiguous(), weight.contiguous()
     spec = gemm_spec(m, n, k, dt, bias=bias is not None, residual=residual is not None, epilogue=epilogue)
-    _runtime("gemm").gemm(_problem(spec), x2.data_ptr(), w.data_ptr(), out.data_ptr(), _ptr(residual), _ptr(bias),
-                          n if bias is not None else 0, _stream(device))
+    _gemm(spec, x2, w, out, device, residual, bias)
     return out
 
 
@@ -201,8 +209,7 @@ def _mm(a: Tensor, b: Tensor) -> Tensor:
     if m == 0 or n == 0 or k == 0:
         return out.zero_()
     a, b = a.contiguous(), b.contiguous()
-    _runtime("gemm").gemm(_problem(gemm_spec(m, n, k, dt, "nn")), a=a.data_ptr(), b=b.data_ptr(),
-                          d=out.data_ptr(), stream=_stream(device))
+    _gemm(gemm_spec(m, n, k, dt, "nn"), a, b, out, device)
     return out
 
 
@@ -285,8 +292,7 @@ def _scaled_mm(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, bias: Opt
         return out
     a, sa, sb = a.contiguous(), scale_a.contiguous(), scale_b.contiguous()
     spec = f"{m}x{n}x{k}:{_FP8[a.dtype]}->{out_name}:scale={kind}" + ("+bias" if bias is not None else "")
-    _runtime("gemm").gemm_scaled(_problem(spec), a.data_ptr(), b.data_ptr(), out.data_ptr(), _ptr(bias),
-                                 n if bias is not None else 0, sa.data_ptr(), sb.data_ptr(), _stream(device))
+    _gemm(spec, a, b, out, device, bias=bias, scale_a=sa, scale_b=sb)
     return out
 
 

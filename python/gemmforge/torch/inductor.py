@@ -48,8 +48,7 @@ def gemmforge_mm(a: Tensor, b: Tensor, out: Tensor) -> None:
     spec = _ops.gemm_spec(m, n, k, dt, layout)
     if _tune_missing:
         _tune_once(spec)
-    _ops._runtime("gemm").gemm(_ops._problem(spec), a.data_ptr(), w.data_ptr(), out.data_ptr(), 0, 0, 0,
-                               _ops._stream(device))
+    _ops._gemm(spec, a, w, out, device)
 
 
 def _tune_once(spec: str) -> None:
