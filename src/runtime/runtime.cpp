@@ -94,9 +94,13 @@ struct Runtime::Impl {
       auto backend = find_backend<GemmProblem>(name);
       std::string why = backend ? backend->supports(p) : "not in this build";
       if (why.empty()) {
-        auto cs = backend->candidates(p, device, {.level = Search::fast, .top_k = 1, .alignment = alignment});
-        if (!cs.empty()) return cs.front();
-        why = fmt::format("no kernel for {}-byte aligned operands", alignment);
+        try {
+          auto cs = backend->candidates(p, device, {.level = Search::fast, .top_k = 1, .alignment = alignment});
+          if (!cs.empty()) return cs.front();
+          why = fmt::format("no kernel for {}-byte aligned operands", alignment);
+        } catch (const Error& e) {
+          why = e.what();
+        }
       }
       why_not += fmt::format("{}{}: {}", why_not.empty() ? "" : "; ", name, why);
     }

@@ -34,7 +34,7 @@ def main():
     else:
         triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
         grid = (min(ce["NUM_SMS"], triton.cdiv(m, ce["BLOCK_M"]) * triton.cdiv(n, ce["BLOCK_N"])),)
-    kernel[grid](a, b, d, None, bias, m, n, k, out_cols, req["alpha"], req["beta"], **ce,
+    kernel[grid](a, b, d, None, bias, m, n, k, out_cols, req["alpha"], req["beta"], None, None, **ce,
                  num_warps=req["num_warps"], num_stages=req["num_stages"])
     torch.cuda.synchronize()
     open(req["d"], "wb").write(d.cpu().view(torch.uint8).numpy().tobytes())

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <mutex>
 #include <optional>
 
@@ -100,9 +101,15 @@ MatmulPlan::MatmulPlan(const GemmProblem& p, bool fast_accum) {
   if (is_fp8(p.a)) {
     set_desc(desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, int8_t(fast_accum));
     // Rowwise: one scale per row of D^T (W's, length N) and per column (X's, length M).
-    if (scale == ScaleKind::rowcol)
+    if (scale == ScaleKind::rowcol) {
       for (auto attr : {CUBLASLT_MATMUL_DESC_A_SCALE_MODE, CUBLASLT_MATMUL_DESC_B_SCALE_MODE})
         set_desc(desc, attr, int32_t(CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F));
+      // cuBLASLt 13.1 refuses vector scales without scale pointers, at the heuristic already
+      // (CUBLAS_STATUS_INVALID_VALUE): a placeholder stands in until a launch sets the real ones.
+      const void* placeholder = reinterpret_cast<const void*>(uintptr_t{256});
+      for (auto attr : {CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER})
+        set_desc(desc, attr, placeholder);
+    }
   }
   bool tn = p.layout == Layout::tn;
   cublasOperation_t op_a = tn ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = CUBLAS_OP_N;
