@@ -1,7 +1,7 @@
 # The layers of src/, one static library each, depending one way:
 #
 #   cli, python -> tune, runtime, workloads;  tune -> harness -> backends -> jit, process;
-#   runtime -> backends;  jit -> cuda, store;  cuda, store, process, workloads -> core.
+#   runtime -> backends;  jit -> cuda, store, process;  cuda, store, process, workloads -> core.
 #
 # A layer's include path is a folder of links (build/layers/<layer>/) to its own folder of src/,
 # to those of every layer below it, and to the public headers (include/gemmforge/) those layers

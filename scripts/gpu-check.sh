@@ -2,7 +2,7 @@
 # Runs on the GPU machine: the GPU tests, tuning of the llama3-8b set (twice: the second run must
 # hit the DB for all 15 GEMMs), and the side-by-side benchmarks. Every step has a time limit;
 # full logs go to $OUT; a short table comes last. Uses build/ as carried (or builds it).
-#   scripts/gpu-check.sh [tests|tune|bench|heldout|runtime|python|ab|rowops|faults|sass|epilogue|ops|triton|search|all]
+#   scripts/gpu-check.sh [tests|tune|bench|heldout|runtime|python|cute|ab|rowops|faults|sass|epilogue|ops|triton|search|all]
 #   (default: all)
 #   tests: GPU tests; tune: llama3-8b tuned twice; bench: backends side by side (llama3-8b, BENCH_EXTRA);
 #   heldout: the same for shapes no cost-model constant was fitted on (qwen2.5-7b, phi3-mini at odd
@@ -12,7 +12,8 @@
 #   with planted faulty row-op configs; epilogue: fused vs cuBLASLt fused vs eager; ops: bench-ops
 #   beside torch; triton: the Triton backend beside torch.compile max-autotune; search: --search fast
 #   against the exhaustive best in one run (SEARCH_PROBLEMS); python: the Python package's GPU tests and
-#   the decoder-layer benchmark beside torch (the package staged by scripts/stage-python.sh in .carry/py).
+#   the decoder-layer benchmark beside torch (the package staged by scripts/stage-python.sh in .carry/py);
+#   cute: the CuTe DSL GPU tests and bench from kernels compiled by scripts/precompile-cute.sh.
 #   "all" is tests, sass, tune, bench, heldout, runtime.
 # Knobs: GPU_TESTS_FILTER (gtest filter), SEARCH (fast|default|exhaustive, default fast),
 #        SEARCH_PROBLEMS and SEARCH_ONLY (a name filter for the exhaustive side of "search"),
@@ -81,6 +82,17 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   fi
   step "summary (us; native and cuBLASLt best, ratio = cuBLASLt / native)"
   python3 scripts/summarize.py "$out"/bench-*.json
+fi
+if [ "$what" = cute ]; then
+  # The CuTe DSL kernels come compiled (this machine has no DSL): GEMMFORGE_HOME is the carried
+  # home whose kernels/ scripts/precompile-cute.sh filled.
+  step "CuTe DSL: GPU tests from the carried kernel cache, then llama3-8b beside cuBLASLt and native"
+  GF_TEST_TIMEOUT=90 timeout "${T_CUTE_TESTS:-240}" build/tests/gf_gpu_tests --gtest_brief=1 --gtest_filter='*Cute*' \
+    > "$out/cute-tests.log" 2>&1 || status=1
+  grep -E "FAILED|PASSED|tests ran" "$out/cute-tests.log" | tail -12
+  timeout "${T_CUTE_BENCH:-240}" "$gf" bench --model llama3-8b --tokens 16,128,4096 -b cublaslt,native,cute -s fast \
+    --rounds "${BENCH_ROUNDS:-5}" --json "$out/bench-cute.json" > "$out/bench-cute.txt" 2>&1 || status=1
+  python3 scripts/summarize.py "$out/bench-cute.json"
 fi
 if [ "$what" = python ]; then
   step "Python package: GPU tests, then the llama3-8b decoder layer beside torch"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Summarizes `gemmforge bench --json` files: one line per problem with every backend's median
-microseconds and native's and Triton's ratio to the best cuBLASLt kernel, then geomeans per M
+microseconds and the ratio of native, Triton, CuTe DSL and CUTLASS to the best cuBLASLt kernel, then geomeans per M
 (also paired by round, where the files carry every round's time).
 
     scripts/summarize.py [--markdown] bench-*.json
@@ -30,7 +30,7 @@ for path in paths:
             labels[r["problem"]] = r.get("label", r["problem"])
 
 backends = sorted({b for times in rows.values() for b in times})
-ratio_of = [b for b in ("native", "triton") if b in backends]
+ratio_of = [b for b in ("native", "triton", "cute", "cutlass") if b in backends]
 if markdown:
     print("| GEMM | key | " + " | ".join(f"{b} us" for b in backends) + " | " +
           " | ".join(f"{b}/cuBLASLt" for b in ratio_of) + " |")

@@ -1,6 +1,4 @@
-"""gemmforge's Triton compile worker: one JSON request per line, one reply per line repeating the
-request's "id", on the channel the parent opened (GEMMFORGE_WORKER_FDS: the request and reply fds;
-stdin and stdout when run by hand). What anything prints goes to stderr, never into a reply.
+"""gemmforge's Triton compile worker (the request loop is python/worker_loop.py):
 
     {"op": "version"}
     {"op": "compile", "template": "mm", "dtype": "bf16", "out": "bf16", "constexprs": {...},
@@ -9,14 +7,10 @@ stdin and stdout when run by hand). What anything prints goes to stderr, never i
 compile writes the cubin to `path` and replies with the launch metadata. It targets sm_90
 explicitly, so it needs no GPU; "fresh" compiles past Triton's own cache.
 """
-import ctypes
-import json
 import os
-import signal
 import sys
 import tempfile
 import time
-import traceback
 
 import triton
 from triton import knobs
@@ -24,7 +18,9 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from templates import TEMPLATES  # noqa: E402
+from worker_loop import serve  # noqa: E402
 
 RUNTIME_ARGS = ["a", "b", "d", "c", "bias", "M", "N", "K", "OUT_COLS", "alpha", "beta", "scale_a", "scale_b"]
 TYPES = {"bf16": "*bf16", "f16": "*fp16", "f32": "*fp32", "e4m3": "*fp8e4nv", "e5m2": "*fp8e5"}
@@ -63,44 +59,9 @@ def compile_request(req):
             "seconds": time.time() - start}
 
 
-def channel():
-    fds = os.environ.get("GEMMFORGE_WORKER_FDS")
-    if not fds:
-        return sys.stdin, sys.stdout
-    request_fd, reply_fd = (int(f) for f in fds.split(","))
-    return os.fdopen(request_fd, "r"), os.fdopen(reply_fd, "w")
-
-
-def die_with_parent():
-    """When gemmforge started this worker, the parent's death arrives as SIGTERM and takes the
-    worker's process group (ptxas included) with it."""
-    if not os.environ.get("GEMMFORGE_WORKER_FDS"):
-        return
-    signal.signal(signal.SIGTERM, lambda *_: os.killpg(0, signal.SIGKILL))
-    PR_SET_PDEATHSIG = 1
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
 def main():
-    die_with_parent()
-    requests, replies = channel()
-    for line in requests:
-        req = {}
-        try:
-            req = json.loads(line)
-            if req["op"] == "quit":
-                break
-            if req["op"] == "version":
-                reply = {"ok": True, "triton_version": triton.__version__, "python": sys.version.split()[0]}
-            elif req["op"] == "compile":
-                reply = compile_request(req)
-            else:
-                reply = {"ok": False, "error": f"unknown op {req['op']}"}
-        except Exception as e:  # a template that fails to compile is a failed candidate, not a dead worker
-            reply = {"ok": False, "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()[-3000:]}
-        reply["id"] = req.get("id")
-        replies.write(json.dumps(reply) + "\n")
-        replies.flush()
+    serve({"version": lambda req: {"ok": True, "triton_version": triton.__version__, "python": sys.version.split()[0]},
+           "compile": compile_request})
 
 
 if __name__ == "__main__":

@@ -8,6 +8,9 @@ namespace gf {
 namespace cublaslt {
 std::shared_ptr<Backend> make_backend();
 }
+namespace cute_backend {
+std::shared_ptr<Backend> make_backend();
+}
 namespace native {
 std::shared_ptr<Backend> make_backend();
 }

@@ -1,0 +1,123 @@
+"""Builds one gemmforge CuTe DSL GEMM into a self-contained shared object for the C++ backend.
+
+cute.compile runs on symbolic M, N, K and leading dimensions (so one binary serves every shape),
+for sm_90a, without a GPU. export_to_c gives the DSL's host launcher as an object file and a
+header; a small C shim (below) gives it the fixed ABI the C++ side loads, and the DSL's static
+runtime and CUDA's static runtime are linked in, so the .so needs nothing of the DSL's wheel where
+it runs.
+"""
+import functools
+import importlib.metadata
+import os
+import subprocess
+import tempfile
+import time
+
+import cuda.bindings.driver as cuda
+
+import cutlass
+import cutlass.cute as cute
+from cutlass.cute.runtime import make_fake_tensor
+
+from gemm_sm90 import Epilogue, Sm90Gemm, Tiling
+
+ABI = 1  # of the shim below; the C++ side checks gf_cute_abi()
+DSL_PIN = "4.8.1"
+DTYPES = {"bf16": cutlass.BFloat16, "f16": cutlass.Float16, "f32": cutlass.Float32,
+          "e4m3": cutlass.Float8E4M3FN, "e5m2": cutlass.Float8E5M2}
+
+SHIM = r"""
+#include <stdint.h>
+#include "kernel.h"
+
+typedef struct {
+  const void *a, *b, *c, *bias;
+  void *d;
+  int64_t m, n, k, lda, ldb, ldc, ldd, bias_len;
+  float alpha, beta;
+} gf_cute_gemm_args;
+
+static gf_cute_Kernel_Module_t module;
+
+int gf_cute_abi(void) { return ABI; }
+
+int gf_cute_load(void) {
+  cudaGetLastError();
+  gf_cute_Kernel_Module_Load(&module);
+  return (int)cudaGetLastError();
+}
+
+/* A is M x K (row stride lda), B is N x K (row stride ldb) for "tn" or K x N (column stride ldb)
+   for "nn": the DSL's tensors carry the extents and the one non-unit stride each. */
+int gf_cute_gemm(const gf_cute_gemm_args *x, cudaStream_t stream) {
+  gf_cute_Tensor_a_t a = {(void *)x->a, {(int32_t)x->m, (int32_t)x->k}, {x->lda}};
+  gf_cute_Tensor_b_t b = {(void *)x->b, {(int32_t)x->n, (int32_t)x->k}, {x->ldb}};
+  gf_cute_Tensor_d_t d = {x->d, {(int32_t)x->m, (int32_t)x->n}, {x->ldd}};
+  gf_cute_Tensor_c_t c = {(void *)x->c, {(int32_t)x->m, (int32_t)x->n}, {x->ldc}};
+  gf_cute_Tensor_bias_t bias = {(void *)x->bias, {(int32_t)x->bias_len}};
+  return cute_dsl_gf_cute_wrapper(&module, &a, &b, &d, &c, &bias, x->alpha, x->beta, stream);
+}
+""".replace("ABI", str(ABI))
+
+
+def dsl_version() -> str:
+    return importlib.metadata.version("nvidia-cutlass-dsl")
+
+
+def fake_operands(dtype: str, out: str, layout: str):
+    """Symbolic tensors of the kernel's signature: extents and leading dimensions are runtime
+    values; contiguous dimensions and pointers are 16-byte aligned (the C++ side checks)."""
+    ab, d_type = DTYPES[dtype], DTYPES[out]
+    per16 = 16 * 8 // ab.width  # elements in 16 bytes
+    m, n, k = cute.sym_int32(), cute.sym_int32(divisibility=16 * 8 // d_type.width), cute.sym_int32(divisibility=per16)
+
+    def ld(dt):
+        return cute.sym_int64(divisibility=16 * 8 // dt.width)
+
+    a = make_fake_tensor(ab, (m, k), (ld(ab), 1), assumed_align=16)
+    b = make_fake_tensor(ab, (n, k), (ld(ab), 1) if layout == "tn" else (1, ld(ab)), assumed_align=16)
+    d = make_fake_tensor(d_type, (m, n), (ld(d_type), 1), assumed_align=16)
+    c = make_fake_tensor(d_type, (m, n), (ld(d_type), 1), assumed_align=16)
+    bias = make_fake_tensor(d_type, (cute.sym_int32(),), (1,), assumed_align=16)
+    return a, b, d, c, bias
+
+
+@functools.cache
+def runtime_libs():
+    """The DSL's static runtime and CUDA's static runtime (with what it needs)."""
+    from cutlass.cute.export.aot_config import get_libdir
+
+    cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    return [os.path.join(get_libdir(), "libcuda_dialect_runtime_static.a"), f"-L{cuda_home}/lib64",
+            "-lcudart_static", "-lrt", "-ldl", "-lpthread"], cuda_home
+
+
+def compile_request(req):
+    start = time.time()
+    if dsl_version() != DSL_PIN:
+        raise RuntimeError(f"nvidia-cutlass-dsl {dsl_version()} is installed; gemmforge pins {DSL_PIN}")
+    tiling = Tiling(req["tile_m"], req["tile_n"], req["cluster_m"], req["cluster_n"], req.get("stages", 0))
+    epilogue = Epilogue(req.get("act", "none"), req.get("bias", "none"), bool(req.get("residual", False)))
+    gemm = Sm90Gemm(tiling, epilogue)
+    operands = fake_operands(req["dtype"], req["out"], req["layout"])
+    # The host target named explicitly: the native one makes the DSL try to resolve CUDA's symbols
+    # in this process, which has no GPU driver.
+    options = "--gpu-arch sm_90a --host-target 'llvm -mtriple=x86_64-unknown-linux-gnu'"
+    compiled = cute.compile(gemm, *operands, cutlass.Float32(1.0), cutlass.Float32(0.0), cuda.CUstream(0),
+                            options=options)
+    compile_s = time.time() - start
+    libs, cuda_home = runtime_libs()
+    with tempfile.TemporaryDirectory() as tmp:
+        compiled.export_to_c(tmp, "kernel", "gf_cute")
+        with open(os.path.join(tmp, "shim.c"), "w") as f:
+            f.write(SHIM)
+        out = req["path"] + f".{os.getpid()}.tmp"
+        link = [os.environ.get("CC", "cc"), "-shared", "-fPIC", "-O2", f"-I{cuda_home}/include", f"-I{tmp}",
+                os.path.join(tmp, "shim.c"), os.path.join(tmp, "kernel.o"), *libs,
+                "-Wl,--exclude-libs,ALL", "-Wl,--no-undefined", "-o", out]
+        done = subprocess.run(link, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError("linking the kernel failed: " + (done.stderr or done.stdout)[-2000:])
+    os.replace(out, req["path"])
+    return {"ok": True, "abi": ABI, "dsl_version": dsl_version(), "threads": gemm.threads,
+            "stages": gemm.stages, "compile_seconds": compile_s, "seconds": time.time() - start}

@@ -1,0 +1,200 @@
+// The CuTe DSL backend: gemmforge's CuTe DSL GEMM (python/gemmforge_cute) compiled by Python
+// workers, without a GPU, into one shared object per config, dtype, layout and epilogue (the
+// DSL's own host launcher behind a fixed C ABI, the DSL and CUDA runtimes linked in statically);
+// loaded with dlopen and launched from C++. Machines without the DSL (the GPU machine) run from
+// the kernel cache and name a miss.
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+#include "backends/gemm/cute/space.hpp"
+#include "backends/gemm/cute/toolchain.hpp"
+#include "backends/registry.hpp"
+#include "core/hash.hpp"
+#include "gemmforge/error.hpp"
+#include "jit/python_pool.hpp"
+#include "store/kernel_cache.hpp"
+
+namespace gf::cute_backend {
+namespace {
+
+constexpr int kAbi = 1;  // of the shim in python/gemmforge_cute/build.py
+
+// The shim's argument block (python/gemmforge_cute/build.py, gf_cute_gemm_args).
+struct ShimArgs {
+  const void *a, *b, *c, *bias;
+  void* d;
+  int64_t m, n, k, lda, ldb, ldc, ldd, bias_len;
+  float alpha, beta;
+};
+using LaunchFn = int (*)(const ShimArgs*, cudaStream_t);
+
+std::string cache_key(const CuteConfig& c, const nlohmann::json& request) {
+  return "cute_" + c.name() + "-" + hex64(fnv1a(request.dump() + version_string()));
+}
+
+struct Compiled {
+  CompileReport report;
+  std::string so;
+};
+
+Compiled compile_config(const CuteConfig& c, const GemmProblem& p, bool use_cache) {
+  Compiled out;
+  auto start = std::chrono::steady_clock::now();
+  nlohmann::json req = compile_request(c, p);
+  const std::string key = cache_key(c, req);
+  if (use_cache) {
+    if (auto hit = KernelCache::shared().get(key)) {
+      out.so = std::move(hit->bytes);
+      out.report.cached = true;
+      out.report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      return out;
+    }
+  }
+  if (const std::string& why = compile_unavailable(); !why.empty()) {
+    out.report.ok = false;
+    out.report.log = fmt::format(
+        "not compiled: {} is not in the kernel cache and this machine cannot compile it ({}); run gemmforge "
+        "compile -b cute on a machine with nvidia-cutlass-dsl {} and bring its kernel cache",
+        c.name(), why, kDslPin);
+    return out;
+  }
+  // The worker writes to a path of this process and call alone, gone again whatever happens.
+  static std::atomic<uint64_t> calls{0};
+  struct TempFile {
+    std::filesystem::path path;
+    ~TempFile() {
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+    }
+  } tmp{KernelCache::shared().dir() / fmt::format(".{}.{}.{}.cute.so", key, getpid(), calls++)};
+  req["path"] = tmp.path.string();
+  static jit::PythonPool pool("gemmforge_cute/worker.py");
+  nlohmann::json reply = pool.call(req, 300.0);
+  out.report.seconds = reply.value("seconds", 0.0);
+  if (!reply.value("ok", false)) {
+    out.report.ok = false;
+    out.report.log = reply.value("error", std::string("no reply")) + "\n" + reply.value("trace", std::string());
+    return out;
+  }
+  std::ifstream in(tmp.path, std::ios::binary);
+  out.so.assign(std::istreambuf_iterator<char>(in), {});
+  GF_CHECK(!out.so.empty(), "the CuTe DSL worker wrote nothing for {}", c.name());
+  KernelCache::shared().put(key, out.so, reply.dump());
+  return out;
+}
+
+// A shared object loaded from memory (a memfd: no file to clean up or to race on).
+class SharedObject {
+ public:
+  explicit SharedObject(const std::string& bytes) {
+    int fd = memfd_create("gemmforge-cute", MFD_CLOEXEC);
+    GF_CHECK(fd >= 0, "memfd_create failed");
+    bool written = ::write(fd, bytes.data(), bytes.size()) == ssize_t(bytes.size());
+    if (written) handle_ = dlopen(fmt::format("/proc/self/fd/{}", fd).c_str(), RTLD_NOW | RTLD_LOCAL);
+    const char* why = handle_ ? nullptr : dlerror();
+    ::close(fd);
+    GF_CHECK(written, "could not stage a CuTe DSL kernel in memory");
+    GF_CHECK(handle_, "could not load a CuTe DSL kernel: {}", why ? why : "?");
+  }
+  ~SharedObject() {
+    if (handle_) dlclose(handle_);
+  }
+  SharedObject(const SharedObject&) = delete;
+  SharedObject& operator=(const SharedObject&) = delete;
+  template <class Fn>
+  Fn symbol(const char* name) const {
+    void* s = dlsym(handle_, name);
+    GF_CHECK(s, "CuTe DSL kernel lacks {}", name);
+    return reinterpret_cast<Fn>(s);
+  }
+
+ private:
+  void* handle_ = nullptr;
+};
+
+class CuteKernel final : public Kernel {
+ public:
+  CuteKernel(const CuteConfig& c, const GemmProblem& p, const std::string& so) : cfg_(c), problem_(p), so_(so) {
+    const int abi = so_.symbol<int (*)()>("gf_cute_abi")();
+    GF_CHECK(abi == kAbi, "CuTe DSL kernel {} has ABI {}, the launcher {}: compile it again", c.name(), abi, kAbi);
+    const int loaded = so_.symbol<int (*)()>("gf_cute_load")();
+    GF_CHECK(loaded == 0, "CuTe DSL kernel {} did not load onto the GPU (CUDA error {})", c.name(), loaded);
+    launch_ = so_.symbol<LaunchFn>("gf_cute_gemm");
+  }
+
+  size_t alignment() const override { return 16; }  // TMA: the kernel was compiled for it
+
+  void launch(const GemmArgs& args, cudaStream_t stream) override {
+    const GemmProblem& p = problem_;
+    GF_CHECK(args.a && args.b && args.d, "cute {}: A, B and D must be non-null", p.key());
+    GF_CHECK(pointer_alignment(args) >= alignment(), "cute {}: operands must be 16-byte aligned", p.key());
+    GF_CHECK(!p.epilogue.has_c() || args.c, "cute {}: the residual needs C", p.key());
+    GF_CHECK(p.epilogue.bias == BiasKind::none || args.bias, "cute {}: the bias epilogue needs a bias", p.key());
+    // Unused operands still cross as well-formed tensors: D's pointer stands in.
+    const int64_t bias_len = p.epilogue.bias == BiasKind::row ? p.m : p.n;
+    const ShimArgs x{.a = args.a,
+                     .b = args.b,
+                     .c = args.c ? args.c : args.d,
+                     .bias = args.bias ? args.bias : args.d,
+                     .d = args.d,
+                     .m = p.m,
+                     .n = p.n,
+                     .k = p.k,
+                     .lda = p.k,
+                     .ldb = p.layout == Layout::tn ? p.k : p.n,
+                     .ldc = p.n,
+                     .ldd = p.n,
+                     .bias_len = bias_len,
+                     .alpha = p.epilogue.alpha,
+                     .beta = p.epilogue.beta};
+    const int status = launch_(&x, stream);
+    GF_CHECK(status == 0, "cute {} {}: the launch failed (error {})", cfg_.name(), p.key(), status);
+  }
+
+ private:
+  CuteConfig cfg_;
+  GemmProblem problem_;
+  SharedObject so_;
+  LaunchFn launch_ = nullptr;
+};
+
+class CuteBackend final : public Backend {
+ public:
+  std::string name() const override { return "cute"; }
+  std::string version() const override { return version_string(); }
+  std::string supports(const GemmProblem& p) const override { return unsupported_reason(p); }
+
+  std::vector<Candidate> candidates(const GemmProblem& p, const DeviceInfo& device,
+                                    const SearchOptions& search) const override {
+    std::vector<Candidate> out;
+    if (search.alignment < 16) return out;  // every kernel is compiled for 16-byte pointers
+    for (const auto& c : ranked_configs(p, device, search.level)) out.push_back({name(), c.name(), c.to_json()});
+    if (search.top_k > 0 && out.size() > size_t(search.top_k)) out.resize(size_t(search.top_k));
+    return out;
+  }
+
+  CompileReport compile(const GemmProblem& p, const Candidate& c, bool use_cache) const override {
+    return compile_config(CuteConfig::from_json(c.config), p, use_cache).report;
+  }
+
+  std::unique_ptr<Kernel> build(const GemmProblem& p, const Candidate& c) const override {
+    const CuteConfig cfg = CuteConfig::from_json(c.config);
+    Compiled compiled = compile_config(cfg, p, /*use_cache=*/true);
+    GF_CHECK(compiled.report.ok, "cute {} failed to compile:\n{}", c.name, compiled.report.log);
+    return std::make_unique<CuteKernel>(cfg, p, compiled.so);
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Backend> make_backend() { return std::make_shared<CuteBackend>(); }
+
+}  // namespace gf::cute_backend

@@ -1,0 +1,89 @@
+#include "backends/gemm/cute/space.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/ranking.hpp"
+
+namespace gf::cute_backend {
+namespace {
+
+// The ranking model's constants, one a line with its reason.
+struct Model {
+  // Peak dense 16-bit tensor-core rate of the GPU (H100/H200 SXM).
+  static constexpr double kPeak = 989e12;
+  // A tile's operand intensity tile_m*tile_n/(tile_m+tile_n) at which it reaches half the peak.
+  static constexpr double kHalfPeakIntensity = 24.0;
+  // One warpgroup keeps fewer wgmma in flight than two (measured 128x128 vs 128x256, 2026-12-02).
+  static constexpr double kOneWarpgroupShare = 0.75;
+  // Multicast halves a cluster's L2 reads of the shared operand: a small gain when tiles are many.
+  static constexpr double kClusterGain = 0.97;
+  // DRAM an H200 achieves for a GEMM's operands.
+  static constexpr double kDramBytesPerSecond = 3.3e12;
+};
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+std::string CuteConfig::name() const {
+  return fmt::format("wgmma_{}x{}_c{}x{}", tile_m, tile_n, cluster_m, cluster_n);
+}
+
+nlohmann::json CuteConfig::to_json() const {
+  return {{"tile_m", tile_m}, {"tile_n", tile_n}, {"cluster_m", cluster_m}, {"cluster_n", cluster_n}};
+}
+
+CuteConfig CuteConfig::from_json(const nlohmann::json& j) {
+  return {.tile_m = j.at("tile_m"), .tile_n = j.at("tile_n"), .cluster_m = j.at("cluster_m"),
+          .cluster_n = j.at("cluster_n")};
+}
+
+std::string unsupported_reason(const GemmProblem& p) {
+  if (p.a != DType::bf16 && p.a != DType::f16) return "the CuTe DSL template takes bf16 and f16 inputs (fp8: not yet)";
+  if (p.out != p.a) return "the CuTe DSL template writes D in its inputs' dtype";
+  if (p.batch != 1) return "batched GEMMs are not in the CuTe DSL template";
+  if (p.epilogue.gate != GateKind::none) return "SwiGLU is not in the CuTe DSL template";
+  if (p.k % 8 != 0 || p.n % 8 != 0) return "TMA needs 16-byte row pitches (K and N multiples of 8)";
+  return "";
+}
+
+std::vector<CuteConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d, Search level) {
+  const int sms = std::max(d.sm_count, 1);
+  std::vector<std::pair<double, CuteConfig>> scored;
+  for (int tm : {64, 128})
+    for (int tn : {64, 128, 192, 256})
+      for (auto [cm, cn] : {std::pair{1, 1}, {2, 1}, {1, 2}}) {
+        const CuteConfig c{tm, tn, cm, cn};
+        const int64_t tiles_m = cdiv(cdiv(p.m, tm), cm) * cm, tiles_n = cdiv(cdiv(p.n, tn), cn) * cn;
+        const double intensity = double(tm) * tn / (tm + tn);
+        double rate = Model::kPeak / sms * intensity / (intensity + Model::kHalfPeakIntensity);
+        if (!(tm == 128 && tn > 128)) rate *= Model::kOneWarpgroupShare;
+        const double waves = std::ceil(double(tiles_m * tiles_n) / sms);
+        double s = std::max(waves * 2.0 * tm * tn * p.k / rate, p.min_bytes() / Model::kDramBytesPerSecond);
+        if (cm * cn > 1) s *= tiles_m * tiles_n >= 2 * sms ? Model::kClusterGain : 1.0 / Model::kClusterGain;
+        scored.emplace_back(s, c);
+      }
+  const size_t keep = level == Search::fast ? 3 : level == Search::normal ? 8 : scored.size();
+  return diverse_head<CuteConfig>(std::move(scored), keep,
+                                  {[](const CuteConfig& c) { return fmt::format("{}x{}", c.tile_m, c.tile_n); }});
+}
+
+nlohmann::json compile_request(const CuteConfig& c, const GemmProblem& p) {
+  const Epilogue& e = p.epilogue;
+  return {{"op", "compile"},
+          {"dtype", to_string(p.a)},
+          {"out", to_string(p.out)},
+          {"layout", to_string(p.layout)},
+          {"tile_m", c.tile_m},
+          {"tile_n", c.tile_n},
+          {"cluster_m", c.cluster_m},
+          {"cluster_n", c.cluster_n},
+          {"act", to_string(e.act)},
+          {"bias", to_string(e.bias)},
+          {"residual", e.has_c()}};
+}
+
+}  // namespace gf::cute_backend

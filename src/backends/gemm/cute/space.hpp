@@ -1,0 +1,29 @@
+#pragma once
+// The CuTe DSL backend's search space: the TMA + wgmma template of python/gemmforge_cute over
+// tile shapes and clusters, ranked by a tile/wave model. Plain data, tested on the CPU.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "gemmforge/backend.hpp"
+
+namespace gf::cute_backend {
+
+struct CuteConfig {
+  int tile_m = 128, tile_n = 256;   // 64 or 128; 64..256 in steps of 64
+  int cluster_m = 1, cluster_n = 1;  // CTAs sharing B's (along M) or A's (along N) tiles by multicast
+
+  std::string name() const;
+  nlohmann::json to_json() const;
+  static CuteConfig from_json(const nlohmann::json& j);
+  bool operator==(const CuteConfig&) const = default;
+};
+
+std::string unsupported_reason(const GemmProblem& p);
+// Configs best-first: fast 3, default 8, exhaustive all.
+std::vector<CuteConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d, Search level);
+// The compile request for the worker (python/gemmforge_cute/worker.py): everything the binary
+// depends on, and nothing of M, N or K (one binary serves every shape).
+nlohmann::json compile_request(const CuteConfig& c, const GemmProblem& p);
+
+}  // namespace gf::cute_backend

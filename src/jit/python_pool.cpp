@@ -1,0 +1,110 @@
+#include "jit/python_pool.hpp"
+
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/embedded.hpp"
+#include "core/files.hpp"
+#include "core/hash.hpp"
+#include "gemmforge/paths.hpp"
+#include "process/worker_process.hpp"
+
+namespace gf::jit {
+namespace {
+
+std::string python() {
+  const char* py = std::getenv("GEMMFORGE_PYTHON");
+  return py && *py ? py : "python3";
+}
+
+PythonSources write_sources() {
+  PythonSources s;
+  uint64_t h = 0;
+  for (const auto& [path, text] : embedded::files())
+    if (path.starts_with("python/")) h = fnv1a(text, fnv1a(path, h));
+  s.hash = hex64(h);
+  try {
+    s.dir = home_dir() / "python" / s.hash.substr(0, 12);
+    for (const auto& [path, text] : embedded::files()) {
+      if (!path.starts_with("python/")) continue;
+      auto target = s.dir / path.substr(7);
+      if (std::filesystem::exists(target)) continue;
+      std::filesystem::create_directories(target.parent_path());
+      write_file_atomically(target, std::string(text));
+    }
+  } catch (const std::exception& e) {
+    s.error = std::string("cannot write gemmforge's Python workers: ") + e.what();
+  }
+  return s;
+}
+
+}  // namespace
+
+const PythonSources& python_sources() {
+  static const PythonSources sources = write_sources();
+  return sources;
+}
+
+std::string python_package_version(const std::string& distribution, std::string* error) {
+  // A worker of one request.
+  constexpr const char* kProbe = R"(import importlib.metadata as md, json, os, sys
+request_fd, reply_fd = (int(f) for f in os.environ["GEMMFORGE_WORKER_FDS"].split(","))
+req = json.loads(os.fdopen(request_fd).readline())
+try:
+    out = {"ok": True, "version": md.version(req["distribution"])}
+except Exception:
+    out = {"ok": False, "error": req["distribution"] + " is not installed for " + sys.executable}
+out["id"] = req["id"]
+os.fdopen(reply_fd, "w").write(json.dumps(out) + "\n")
+)";
+  try {
+    WorkerProcess w({"/usr/bin/env", python(), "-c", kProbe});
+    auto reply = w.call({{"op", "version"}, {"distribution", distribution}}, 60.0);
+    if (reply.value("ok", false)) return reply.value("version", "");
+    *error = reply.value("error", std::string("no python3"));
+  } catch (const std::exception& e) {
+    *error = e.what();
+  }
+  return "";
+}
+
+struct PythonPool::State {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::unique_ptr<WorkerProcess>> idle;
+  size_t started = 0;
+};
+
+PythonPool::PythonPool(std::string script) : script_(std::move(script)), state_(std::make_unique<State>()) {}
+PythonPool::~PythonPool() = default;
+
+nlohmann::json PythonPool::call(const nlohmann::json& request, double timeout_s) {
+  State& s = *state_;
+  std::unique_ptr<WorkerProcess> w;
+  {
+    std::unique_lock lock(s.mu);
+    const size_t limit = std::max(1u, std::thread::hardware_concurrency());
+    s.cv.wait(lock, [&] { return !s.idle.empty() || s.started < limit; });
+    if (!s.idle.empty()) {
+      w = std::move(s.idle.back());
+      s.idle.pop_back();
+    } else {
+      ++s.started;
+    }
+  }
+  if (!w) {
+    // -u keeps the replies unbuffered.
+    w = std::make_unique<WorkerProcess>(
+        std::vector<std::string>{"/usr/bin/env", python(), "-u", (python_sources().dir / script_).string()});
+  }
+  auto reply = w->call(request, timeout_s);
+  std::lock_guard lock(s.mu);
+  s.idle.push_back(std::move(w));  // a dead worker restarts on its next call
+  s.cv.notify_one();
+  return reply;
+}
+
+}  // namespace gf::jit

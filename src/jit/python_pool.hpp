@@ -1,0 +1,41 @@
+#pragma once
+// The Python side of the backends that compile with Python toolchains (Triton, CuTe DSL):
+// gemmforge's python/ files, embedded in the binary and written out on first use, run under
+// python3 (or GEMMFORGE_PYTHON) as pools of persistent compile workers, so Python and the
+// toolchain start once per worker.
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace gf::jit {
+
+struct PythonSources {
+  std::filesystem::path dir;  // home_dir()/python/<hash>: python/ as embedded
+  std::string hash;           // of every embedded Python file: part of each cache key
+  std::string error;          // why they could not be written, or ""
+};
+// Writes the files out once. Never throws.
+const PythonSources& python_sources();
+
+// The installed version of a Python distribution ("triton", "nvidia-cutlass-dsl"), asked of the
+// package metadata (much faster than importing it); "" with *error set when Python or the
+// package is missing. Never throws.
+std::string python_package_version(const std::string& distribution, std::string* error);
+
+// Workers running python/<script> (e.g. "gemmforge_triton/worker.py"), started on demand up to one
+// per core. Thread-safe; a worker that crashes or exceeds the timeout is replaced.
+class PythonPool {
+ public:
+  explicit PythonPool(std::string script);
+  ~PythonPool();
+  // Sends one request to a free worker and waits for its reply.
+  nlohmann::json call(const nlohmann::json& request, double timeout_s);
+
+ private:
+  struct State;
+  std::string script_;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace gf::jit

@@ -1,0 +1,46 @@
+// CuTe DSL kernels (compiled on a machine with the DSL, carried in the kernel cache) launched by
+// gemmforge, verified against the reference on awkward shapes. A candidate missing from the cache
+// on a machine that cannot compile is a skip that says so, never a pass.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "backends/gemm/cute/toolchain.hpp"
+#include "gemmforge/backend.hpp"
+#include "harness/gemm_bench.hpp"
+
+using namespace gf;
+
+class CuteGpuTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CuteGpuTest, EveryFastCandidateVerifies) {
+  auto cute = find_backend<GemmProblem>("cute");
+  GemmProblem p = GemmProblem::parse(GetParam());
+  DeviceInfo dev = DeviceInfo::query();
+  ASSERT_EQ(cute->supports(p), "");
+  auto cands = cute->candidates(p, dev, {.level = Search::fast});
+  harness::GemmBench bench(p, dev, std::random_device{}());
+  int verified = 0;
+  for (const auto& c : cands) {
+    auto report = cute->compile(p, c, true);
+    if (!report.ok && !cute_backend::compile_unavailable().empty()) {
+      ADD_FAILURE() << c.name << " is not in the carried kernel cache: " << report.log;
+      continue;
+    }
+    ASSERT_TRUE(report.ok) << c.name << "\n" << report.log;
+    auto kernel = cute->build(p, c);
+    auto r = bench.measure(*kernel, false, {});
+    EXPECT_TRUE(r.verified) << p.key() << " " << c.name << ": " << r.error;
+    verified += r.verified;
+  }
+  EXPECT_EQ(verified, int(cands.size()));
+}
+
+// The shapes the precompiled set (scripts/gpu-check.sh cute) covers; M, N, K of 1, 77, 1000, 4097
+// reach every edge of a tile.
+INSTANTIATE_TEST_SUITE_P(Shapes, CuteGpuTest,
+                         ::testing::Values("1x8x8:bf16", "77x1000x1008:bf16", "4097x1000x4104:bf16",
+                                           "4096x4096x4096:bf16", "300x640x512:bf16:nn", "1000x80x1000:f16",
+                                           "200x256x128:bf16:bias+gelu_tanh", "130x384x512:bf16:rowbias+relu",
+                                           "100x384x256:bf16:alpha=0.5+bias+residual+gelu",
+                                           "16x4096x4096:bf16:silu"));

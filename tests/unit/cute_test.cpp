@@ -1,0 +1,67 @@
+// The CuTe DSL backend on the CPU: its search space, and compiling the template into shared
+// objects through the Python worker (skipped, saying so, where nvidia-cutlass-dsl is missing).
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "backends/gemm/cute/space.hpp"
+#include "backends/gemm/cute/toolchain.hpp"
+#include "gemmforge/backend.hpp"
+
+using namespace gf;
+using cute_backend::CuteConfig;
+
+TEST(CuteSpace, LevelsAndNames) {
+  DeviceInfo d = DeviceInfo::assumed_hopper();
+  for (const char* spec : {"4096x4096x4096:bf16", "16x4096x14336:bf16", "77x1000x1008:f16:bias+gelu"}) {
+    GemmProblem p = GemmProblem::parse(spec);
+    EXPECT_EQ(cute_backend::ranked_configs(p, d, Search::fast).size(), 3u) << spec;
+    EXPECT_EQ(cute_backend::ranked_configs(p, d, Search::normal).size(), 8u) << spec;
+    auto all = cute_backend::ranked_configs(p, d, Search::exhaustive);
+    EXPECT_EQ(all.size(), 24u) << spec;
+    std::set<std::string> names;
+    for (const auto& c : all) {
+      EXPECT_TRUE(names.insert(c.name()).second) << c.name();
+      EXPECT_EQ(CuteConfig::from_json(c.to_json()), c);
+    }
+  }
+  // A large square GEMM ranks the two-warpgroup 128x256 tile first.
+  auto big = cute_backend::ranked_configs(GemmProblem::parse("8192x8192x8192:bf16"), d, Search::fast);
+  EXPECT_EQ(big.front().tile_m, 128);
+  EXPECT_EQ(big.front().tile_n, 256);
+}
+
+TEST(CuteSpace, DeclinesWhatTheTemplateLacks) {
+  EXPECT_EQ(cute_backend::unsupported_reason(GemmProblem::parse("77x1000x1008:bf16:nn:bias+relu+residual")), "");
+  for (const char* spec : {"64x64x64:e4m3->bf16", "64x64x64:bf16->f32", "64x64x64x2:bf16", "64x128x64:bf16:swiglu",
+                           "64x64x77:bf16", "64x77x64:bf16"})
+    EXPECT_NE(cute_backend::unsupported_reason(GemmProblem::parse(spec)), "") << spec;
+  // Nothing of M, N or K is in the compile request: one binary serves every shape.
+  CuteConfig c;
+  EXPECT_EQ(cute_backend::compile_request(c, GemmProblem::parse("77x1000x1008:bf16:bias")),
+            cute_backend::compile_request(c, GemmProblem::parse("4096x8x64:bf16:bias")));
+  EXPECT_NE(cute_backend::compile_request(c, GemmProblem::parse("64x64x64:bf16:bias")),
+            cute_backend::compile_request(c, GemmProblem::parse("64x64x64:bf16:bias+gelu")));
+}
+
+TEST(CuteCompile, TemplateCompilesToALoadableSharedObject) {
+  if (!cute_backend::compile_unavailable().empty())
+    GTEST_SKIP() << "cannot compile CuTe DSL kernels here: " << cute_backend::compile_unavailable();
+  auto cute = find_backend<GemmProblem>("cute");
+  ASSERT_TRUE(cute);
+  DeviceInfo d = DeviceInfo::assumed_hopper();
+  for (const char* spec : {"130x384x512:bf16:bias+gelu+residual", "4096x4096x4096:f16:nn"}) {
+    GemmProblem p = GemmProblem::parse(spec);
+    auto cands = cute->candidates(p, d, {.level = Search::fast, .top_k = 1});
+    ASSERT_EQ(cands.size(), 1u);
+    auto fresh = cute->compile(p, cands[0], /*use_cache=*/false);
+    EXPECT_TRUE(fresh.ok) << spec << ": " << fresh.log;
+    EXPECT_FALSE(fresh.cached);
+    // Another shape of the same dtypes and epilogue compiles nothing.
+    GemmProblem other = p;
+    other.m = 1000;
+    auto again = cute->compile(other, cands[0], /*use_cache=*/true);
+    EXPECT_TRUE(again.ok && again.cached) << again.log;
+  }
+}
