@@ -251,17 +251,19 @@ class Sm90Gemm:
     @cute.jit
     def fuse(self, acc: cute.Tensor, coords: cute.Tensor, c: cute.Tensor, bias: cute.Tensor,
              alpha: cutlass.Float32, beta: cutlass.Float32):
-        m_size, n_size = cute.size(c, mode=[0]), cute.size(c, mode=[1])
+        # Past D's edge the TMA store clips: those accumulators read C and the bias at a clamped
+        # index (always in bounds) instead of branching.
+        last_m, last_n = cute.size(c, mode=[0]) - 1, cute.size(c, mode=[1]) - 1
         for i in cutlass.range_constexpr(cute.size(acc)):
             m, n = coords[i]
+            m, n = cutlass.min(m, last_m), cutlass.min(n, last_n)
             v = acc[i] * alpha
-            if m < m_size and n < n_size:
-                if cutlass.const_expr(self.epi.residual):
-                    v = v + beta * c[m, n].to(cutlass.Float32)
-                if cutlass.const_expr(self.epi.bias == "col"):
-                    v = v + bias[n].to(cutlass.Float32)
-                if cutlass.const_expr(self.epi.bias == "row"):
-                    v = v + bias[m].to(cutlass.Float32)
+            if cutlass.const_expr(self.epi.residual):
+                v = v + beta * c[m, n].to(cutlass.Float32)
+            if cutlass.const_expr(self.epi.bias == "col"):
+                v = v + bias[n].to(cutlass.Float32)
+            if cutlass.const_expr(self.epi.bias == "row"):
+                v = v + bias[m].to(cutlass.Float32)
             acc[i] = activate(v, self.epi.act)
 
     @cute.jit
