@@ -2,7 +2,7 @@
 # Runs on the GPU machine: the GPU tests, tuning of the llama3-8b set (twice: the second run must
 # hit the DB for all 15 GEMMs), and the side-by-side benchmarks. Every step has a time limit;
 # full logs go to $OUT; a short table comes last. Uses build/ as carried (or builds it).
-#   scripts/gpu-check.sh [tests|tune|bench|heldout|runtime|python|cute|ab|rowops|faults|sass|epilogue|ops|triton|search|all]
+#   scripts/gpu-check.sh [tests|tune|bench|heldout|runtime|python|cute|ab|rowops|faults|sass|epilogue|ops|triton|search|cutlass|all]
 #   (default: all)
 #   tests: GPU tests; tune: llama3-8b tuned twice; bench: backends side by side (llama3-8b, BENCH_EXTRA);
 #   heldout: the same for shapes no cost-model constant was fitted on (qwen2.5-7b, phi3-mini at odd
@@ -14,8 +14,12 @@
 #   against the exhaustive best in one run (SEARCH_PROBLEMS); python: the Python package's GPU tests and
 #   the decoder-layer benchmark beside torch (the package staged by scripts/stage-python.sh in .carry/py);
 #   cute: the CuTe DSL GPU tests and bench from kernels compiled by scripts/precompile-cute.sh.
+#   cutlass: the CUTLASS backend's units compiled (nothing, where the carried kernel cache holds them:
+#   CUTLASS_CACHE, default .carry/cutlass-kernels, is copied into $GEMMFORGE_HOME/kernels first; the
+#   headers for the rest from a carried .carry/nvidia_cutlass-4.2.0.0-*.whl where pip has none), its
+#   GPU tests, then the llama3-8b bench with -b cutlass,cublaslt,native.
 #   "all" is tests, sass, tune, bench, heldout, runtime.
-# Knobs: GPU_TESTS_FILTER (gtest filter), SEARCH (fast|default|exhaustive, default fast),
+# Knobs: GPU_TESTS_FILTER (gtest filter; default: all but Cutlass* and Cute*, which their steps run), SEARCH (fast|default|exhaustive, default fast),
 #        SEARCH_PROBLEMS and SEARCH_ONLY (a name filter for the exhaustive side of "search"),
 #        BENCH_EXTRA (extra problems for the second bench, e.g. "--model llama3-70b --tokens 4096,8192"),
 #        BENCH_ROUNDS (interleaved rounds of each bench, odd; default 5).
@@ -37,7 +41,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,
 
 if [ "$what" = all ] || [ "$what" = tests ]; then
   step "GPU tests"
-  GF_TEST_TIMEOUT=90 timeout "${T_TESTS:-320}" build/tests/gf_gpu_tests --gtest_brief=1 --gtest_filter="${GPU_TESTS_FILTER:-*}" \
+  GF_TEST_TIMEOUT=90 timeout "${T_TESTS:-320}" build/tests/gf_gpu_tests --gtest_brief=1 --gtest_filter="${GPU_TESTS_FILTER:-*-*Cutlass*:*Cute*}" \
     > "$out/gpu-tests.log" 2>&1 || status=1
   grep -E "FAILED|TIMEOUT|PASSED|tests ran" "$out/gpu-tests.log" | tail -25
 fi
@@ -188,5 +192,27 @@ if [ "$what" = triton ]; then
   timeout "${T_TRITON:-500}" python3 bench/triton_vs_inductor.py --gemmforge "$gf" --json "$out/triton.json" \
     > "$out/triton.txt" 2>&1 || status=1
   tail -14 "$out/triton.txt"
+fi
+if [ "$what" = cutlass ]; then
+  step "CUTLASS: units from the carried cache (compiling what it lacks), GPU tests, llama3-8b beside cuBLASLt and native"
+  cache=${CUTLASS_CACHE:-.carry/cutlass-kernels}
+  mkdir -p "$GEMMFORGE_HOME/kernels"
+  [ -d "$cache" ] && cp -n "$cache"/cutlass90_* "$GEMMFORGE_HOME/kernels/" 2>/dev/null
+  # The headers, for units the cache lacks: from a carried wheel where the package is missing (the
+  # GPU machine has no network).
+  if ! python3 -c "import importlib.util as u; assert u.find_spec('cutlass_library')" 2>/dev/null; then
+    for whl in .carry/nvidia_cutlass-4.2.0.0-*.whl; do
+      [ -f "$whl" ] && python3 -m pip install --quiet --no-deps "$whl" > "$out/cutlass-pip.log" 2>&1
+    done
+  fi
+  # The units the GPU tests and the bench use (scripts/precompile-cutlass.sh builds the same set).
+  timeout "${T_CUTLASS_COMPILE:-900}" bash scripts/precompile-cutlass.sh "$gf" > "$out/cutlass-compile.txt" 2>&1 || status=1
+  grep -E "cold compiles|failed|error" "$out/cutlass-compile.txt" | tail -12
+  GF_TEST_TIMEOUT=300 timeout "${T_CUTLASS_TESTS:-900}" build/tests/gf_gpu_tests --gtest_brief=1 \
+    --gtest_filter='*Cutlass*' > "$out/cutlass-tests.log" 2>&1 || status=1
+  grep -E "FAILED|TIMEOUT|PASSED|tests ran" "$out/cutlass-tests.log" | tail -25
+  timeout "${T_CUTLASS_BENCH:-400}" "$gf" bench --model llama3-8b --tokens 16,128,4096 -b cutlass,cublaslt,native \
+    -s "$search" --rounds "${BENCH_ROUNDS:-5}" --json "$out/bench-cutlass.json" > "$out/bench-cutlass.txt" 2>&1 || status=1
+  grep -vE "compile|measure" "$out/bench-cutlass.txt" | tail -40
 fi
 exit $status

@@ -37,6 +37,10 @@ pip_install() {  # package, what it is for
 if command -v python3 >/dev/null 2>&1; then
   python3 -c "import triton" >/dev/null 2>&1 || pip_install triton==3.6.0 "the Triton backend will be unavailable"
   python3 -c "import matplotlib" >/dev/null 2>&1 || pip_install matplotlib "reports will have no plots"
+  # The CUTLASS backend compiles CUTLASS's own headers, which this package ships (pinned: the
+  # backend's cache keys and version name it; src/backends/gemm/cutlass/space.hpp).
+  python3 -c "import importlib.metadata as m; assert m.version('nvidia-cutlass') == '4.2.0.0'" >/dev/null 2>&1 ||
+    pip_install nvidia-cutlass==4.2.0.0 "the CUTLASS backend will be unavailable"
 fi
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null

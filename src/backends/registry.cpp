@@ -48,9 +48,9 @@ Search parse_search(std::string_view s) {
 template <>
 const std::vector<std::shared_ptr<Backend>>& backends<GemmProblem>() {
   static const std::vector<std::shared_ptr<Backend>> list = [] {
-    std::vector<std::shared_ptr<Backend>> v = {cublaslt::make_backend(), native::make_backend(),
-                                               triton_backend::make_backend(), cute_backend::make_backend(),
-                                               unfused::make_backend()};
+    std::vector<std::shared_ptr<Backend>> v = {cublaslt::make_backend(),       native::make_backend(),
+                                               cutlass_backend::make_backend(), triton_backend::make_backend(),
+                                               cute_backend::make_backend(),    unfused::make_backend()};
     if (plant_faults()) v.push_back(faulty::make_gemm_backend());
     return v;
   }();

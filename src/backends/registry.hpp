@@ -14,6 +14,9 @@ std::shared_ptr<Backend> make_backend();
 namespace native {
 std::shared_ptr<Backend> make_backend();
 }
+namespace cutlass_backend {
+std::shared_ptr<Backend> make_backend();
+}
 namespace triton_backend {
 std::shared_ptr<Backend> make_backend();
 }

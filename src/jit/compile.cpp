@@ -55,10 +55,12 @@ void dump(const std::string& name, const std::string& source, const cuda::Compil
 const std::vector<std::pair<std::string, std::string>>& kernel_headers() {
   static const auto headers = [] {
     std::vector<std::pair<std::string, std::string>> h;
-    // Included as "ptx/tma.cuh" (kernels/) and "gemmforge/codes.hpp" (include/).
+    // Included as "ptx/tma.cuh" (kernels/) and "gemmforge/codes.hpp" (include/). The CUTLASS
+    // unit template is for nvcc alone (backends/gemm/cutlass/): not NVRTC's, nor in its hash.
     for (const auto& [path, text] : embedded::files())
       for (std::string_view root : {"kernels/", "include/"})
-        if (path.starts_with(root)) h.emplace_back(path.substr(root.size()), std::string(text));
+        if (path.starts_with(root) && !path.starts_with("kernels/gemm/cutlass/"))
+          h.emplace_back(path.substr(root.size()), std::string(text));
     return h;
   }();
   return headers;

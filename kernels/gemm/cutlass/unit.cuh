@@ -1,0 +1,205 @@
+#pragma once
+// gemmforge's instantiation template for CUTLASS 3.x SM90 GEMMs: one kernel per Instance, built by
+// CUTLASS's CollectiveBuilders and run through GemmUniversalAdapter. A generated unit
+// (backends/gemm/cutlass/codegen.cpp) names 1-8 Instances of one dtype, layout and epilogue and
+// exports them through Unit<...> as the C entry points of abi.h. Compiled by nvcc only (never by
+// NVRTC): it includes CUTLASS's headers from the nvidia-cutlass package.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <new>
+
+#include "cute/tensor.hpp"
+#include "cutlass/cutlass.h"
+#include "cutlass/epilogue/collective/collective_builder.hpp"
+#include "cutlass/epilogue/thread/activation.h"
+#include "cutlass/gemm/collective/collective_builder.hpp"
+#include "cutlass/gemm/device/gemm_universal_adapter.h"
+#include "cutlass/gemm/kernel/gemm_universal.hpp"
+#include "cutlass/gemm/kernel/tile_scheduler.hpp"
+#include "gemm/cutlass/abi.h"
+
+namespace gf_cutlass {
+
+using namespace cute;
+
+// The kernel schedules a candidate names: its mainloop, its epilogue and its tile scheduler.
+struct Cooperative {
+  using Mainloop = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
+  using Epilogue = cutlass::epilogue::TmaWarpSpecializedCooperative;
+  using Scheduler = cutlass::gemm::PersistentScheduler;
+};
+struct Pingpong {
+  using Mainloop = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
+  using Epilogue = cutlass::epilogue::TmaWarpSpecialized;
+  using Scheduler = cutlass::gemm::PersistentScheduler;
+};
+struct StreamK {  // cooperative warps over stream-K work units (partial tiles fixed up in workspace)
+  using Mainloop = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
+  using Epilogue = cutlass::epilogue::TmaWarpSpecializedCooperative;
+  using Scheduler = cutlass::gemm::StreamKScheduler;
+};
+
+// The epilogue's fusion operation: D = act(alpha * acc + beta * C [+ bias per column]).
+// ElementC is void when the epilogue reads no C (the kernel then loads none).
+template <class ElementD, class ElementC, bool kBias, template <class> class Act>
+struct Fusion {
+  using Op = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<Act, ElementD, float, ElementD, ElementC, float>;
+};
+template <class ElementD, class ElementC, template <class> class Act>
+struct Fusion<ElementD, ElementC, false, Act> {
+  using Op = cutlass::epilogue::fusion::LinCombEltAct<Act, ElementD, float, ElementC, float>;
+};
+template <class ElementD, class ElementC>
+struct Fusion<ElementD, ElementC, false, cutlass::epilogue::thread::Identity> {
+  using Op = cutlass::epilogue::fusion::LinearCombination<ElementD, float, ElementC, float>;
+};
+
+// The stride of a dense (x, y, batch) tensor whose stride type makes one of x, y unit-stride.
+template <class Stride>
+Stride packed_stride(int64_t x, int64_t y) {
+  Stride s{};
+  if constexpr (cute::is_static<cute::remove_cvref_t<decltype(get<1>(s))>>::value)
+    get<0>(s) = y;  // y is the contiguous mode
+  else
+    get<1>(s) = x;
+  get<2>(s) = x * y;
+  return s;
+}
+
+// What prepare returns: CUTLASS's Params for one problem and pointer set, behind the C ABI.
+struct HandleBase {
+  virtual ~HandleBase() = default;
+  virtual int run(cudaStream_t stream) = 0;  // 0 or a cudaError_t
+};
+
+template <int kM, int kN, int kK, int kClusterM, int kClusterN, class Schedule, class ElementAB, class LayoutB,
+          class ElementD, class ElementC, bool kBias, template <class> class Act>
+struct Instance {
+  using TileShape = Shape<Int<kM>, Int<kN>, Int<kK>>;
+  using ClusterShape = Shape<Int<kClusterM>, Int<kClusterN>, _1>;
+  using LayoutA = cutlass::layout::RowMajor;
+  using LayoutD = cutlass::layout::RowMajor;
+  // 16-byte accesses (what TMA needs); C shares D's alignment, also when there is none.
+  static constexpr int kAlignAB = 128 / cutlass::sizeof_bits<ElementAB>::value;
+  static constexpr int kAlignD = 128 / cutlass::sizeof_bits<ElementD>::value;
+  using FusionOp = typename Fusion<ElementD, ElementC, kBias, Act>::Op;
+
+  using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+      cutlass::epilogue::collective::EpilogueTileAuto, float, float, ElementC, LayoutD, kAlignD, ElementD, LayoutD,
+      kAlignD, typename Schedule::Epilogue, FusionOp>::CollectiveOp;
+  // The mainloop takes the stages that fit beside the epilogue's shared memory.
+  using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementAB, LayoutA, kAlignAB, ElementAB, LayoutB, kAlignAB,
+      float, TileShape, ClusterShape,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
+          sizeof(typename CollectiveEpilogue::SharedStorage))>,
+      typename Schedule::Mainloop>::CollectiveOp;
+  using GemmKernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, CollectiveMainloop,
+                                                          CollectiveEpilogue, typename Schedule::Scheduler>;
+  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;
+  using Arguments = typename Gemm::Arguments;
+
+  static Arguments arguments(const gf_cutlass_problem& p) {
+    using StrideA = typename GemmKernel::StrideA;
+    using StrideB = typename GemmKernel::StrideB;
+    using StrideC = typename GemmKernel::StrideC;
+    using StrideD = typename GemmKernel::StrideD;
+    const int m = int(p.m), n = int(p.n), k = int(p.k), l = int(p.batch);
+    cutlass::KernelHardwareInfo hw;
+    hw.device_id = p.device;
+    hw.sm_count = p.sm_count;
+    Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
+                   {m, n, k, l},
+                   {static_cast<const ElementAB*>(p.a), packed_stride<StrideA>(m, k),
+                    static_cast<const ElementAB*>(p.b), packed_stride<StrideB>(n, k)},
+                   {{},
+                    static_cast<const CElement*>(p.c),
+                    packed_stride<StrideC>(m, n),
+                    static_cast<ElementD*>(p.d),
+                    packed_stride<StrideD>(m, n)},
+                   hw};
+    args.epilogue.thread.alpha = p.alpha;
+    args.epilogue.thread.beta = p.beta;
+    if constexpr (kBias) args.epilogue.thread.bias_ptr = static_cast<const ElementD*>(p.bias);
+    return args;
+  }
+
+  static size_t workspace_bytes(const gf_cutlass_problem& p) { return Gemm::get_workspace_size(arguments(p)); }
+
+  // The adapter (CUTLASS's Params) and the arguments, which stream-K needs again at each launch.
+  struct Handle final : HandleBase {
+    Gemm gemm;
+    Arguments args;
+    void* workspace = nullptr;
+
+    int run(cudaStream_t stream) override {
+      // Stream-K counts arrivals per tile in the workspace and never resets them: zero them again
+      // (a memset on the stream, so the launch still captures into a graph).
+      if constexpr (cute::is_same_v<typename Schedule::Scheduler, cutlass::gemm::StreamKScheduler>) {
+        if (GemmKernel::initialize_workspace(args, workspace, stream) != cutlass::Status::kSuccess)
+          return int(cudaErrorUnknown);
+      }
+      if (gemm.run(stream) == cutlass::Status::kSuccess) return 0;
+      const cudaError_t e = cudaGetLastError();
+      return int(e != cudaSuccess ? e : cudaErrorLaunchFailure);
+    }
+  };
+
+  // "" when CUTLASS can run p (its can_implement, which looks at sizes only), else why not.
+  static bool can_implement(const gf_cutlass_problem& p, char* why, size_t why_len) {
+    const cutlass::Status s = Gemm::can_implement(arguments(p));
+    if (s == cutlass::Status::kSuccess) return true;
+    std::snprintf(why, why_len, "CUTLASS's can_implement refuses %lldx%lldx%lld (%s: sizes or alignment)",
+                  (long long)p.m, (long long)p.n, (long long)p.k, cutlassGetStatusString(s));
+    return false;
+  }
+
+  // The Params (and the workspace initialised on stream); null and why when CUTLASS declines.
+  static void* prepare(const gf_cutlass_problem& p, cudaStream_t stream, char* why, size_t why_len) {
+    Handle* h = new (std::nothrow) Handle;
+    if (!h) {
+      std::snprintf(why, why_len, "out of host memory");
+      return nullptr;
+    }
+    h->args = arguments(p);
+    h->workspace = p.workspace;
+    const cutlass::Status s = h->gemm.initialize(h->args, p.workspace, stream);
+    if (s != cutlass::Status::kSuccess) {
+      const cudaError_t e = cudaGetLastError();
+      std::snprintf(why, why_len, "CUTLASS cannot run %lldx%lldx%lld: %s%s%s", (long long)p.m, (long long)p.n,
+                    (long long)p.k, cutlassGetStatusString(s), e != cudaSuccess ? ": " : "",
+                    e != cudaSuccess ? cudaGetErrorString(e) : "");
+      delete h;
+      return nullptr;
+    }
+    return static_cast<HandleBase*>(h);
+  }
+
+ private:
+  using CElement = cute::conditional_t<cute::is_void_v<ElementC>, ElementD, ElementC>;
+};
+
+// A type as a value (std::type_identity is C++20; units are C++17, as CUTLASS is).
+template <class T>
+struct Tag {
+  using type = T;
+};
+
+// The unit's instances, indexed as the generated names list them.
+template <class... Instances>
+struct Unit {
+  static constexpr int count = int(sizeof...(Instances));
+
+  // fn(Tag<Instance>{}) for the i-th instance; R{} when there is none.
+  template <class R, class Fn>
+  static R dispatch(int i, Fn&& fn) {
+    R out{};
+    int at = 0;
+    ((at++ == i ? (void)(out = fn(Tag<Instances>{})) : (void)0), ...);
+    return out;
+  }
+};
+
+}  // namespace gf_cutlass

@@ -1,0 +1,240 @@
+#include "backends/gemm/cutlass/space.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "gemmforge/error.hpp"
+
+namespace gf::cutlass_backend {
+namespace {
+
+using S = Schedule;
+// The catalogue of 16-bit kernels, one unit a tier, each tier in the order its kernels are listed
+// in the unit. Tier 0 (--search fast) covers the llama-like shapes with four kernels: the big
+// cooperative tile for large M, ping-pong for mid sizes, a 64-row ping-pong for few tokens and
+// stream-K for problems of fewer tiles than SMs. Tiers 1 and 2 add the neighbours CUTLASS's
+// profiler lists for SM90 bf16.
+const std::vector<std::vector<TileConfig>>& catalogue() {
+  static const std::vector<std::vector<TileConfig>> tiers = {
+      {{128, 256, 64, 2, 1, S::cooperative},
+       {128, 128, 64, 2, 1, S::pingpong},
+       {64, 128, 64, 1, 1, S::pingpong},
+       {128, 128, 64, 1, 1, S::streamk}},
+      {{256, 128, 64, 1, 2, S::cooperative},
+       {128, 128, 64, 1, 1, S::cooperative},
+       {64, 256, 64, 1, 1, S::pingpong},
+       {128, 256, 64, 2, 1, S::streamk}},
+      {{128, 128, 64, 2, 1, S::cooperative},
+       {128, 128, 64, 1, 2, S::cooperative},
+       {256, 128, 64, 2, 1, S::cooperative},
+       {128, 256, 64, 1, 2, S::cooperative},
+       {128, 128, 64, 1, 1, S::pingpong},
+       {128, 128, 64, 1, 2, S::pingpong},
+       {64, 128, 64, 2, 1, S::pingpong},
+       {128, 128, 64, 2, 1, S::streamk}},
+  };
+  return tiers;
+}
+
+int tiers_of(Search level) {
+  switch (level) {
+    case Search::fast:
+      return 1;
+    case Search::normal:
+      return 2;
+    case Search::exhaustive:
+      return int(catalogue().size());
+  }
+  return 1;
+}
+
+// The ranking model's constants, one a line with its reason.
+struct Model {
+  // Peak dense 16-bit tensor-core rate of an H100/H200 SXM.
+  static constexpr double kPeak = 989e12;
+  // DRAM an H200 achieves for a GEMM's operands.
+  static constexpr double kDramBytesPerSecond = 3.3e12;
+  // A tile's operand intensity M*N/(M+N) at which it reaches half the peak (64x128: 43, 128x256: 85).
+  static constexpr double kHalfPeakIntensity = 12.0;
+  // Ping-pong overlaps one warpgroup's epilogue with the other's mainloop.
+  static constexpr double kPingpongShare = 0.95;
+  // A cluster pair multicasts an operand: less L2 traffic a tile.
+  static constexpr double kClusterShare = 0.97;
+  // Stream-K's fix-up of partial tiles through the workspace, and the memset that re-arms it.
+  static constexpr double kStreamKOverheadUs = 3.0;
+  // Launch and the prologue of a persistent kernel.
+  static constexpr double kLaunchUs = 3.0;
+};
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+std::string_view to_string(Schedule s) {
+  switch (s) {
+    case Schedule::cooperative:
+      return "coop";
+    case Schedule::pingpong:
+      return "pingpong";
+    case Schedule::streamk:
+      return "streamk";
+  }
+  return "?";
+}
+
+Schedule parse_schedule(std::string_view s) {
+  for (Schedule v : {Schedule::cooperative, Schedule::pingpong, Schedule::streamk})
+    if (to_string(v) == s) return v;
+  GF_FAIL("unknown CUTLASS schedule '{}' (coop, pingpong, streamk)", s);
+}
+
+UnitKind UnitKind::of(const GemmProblem& p) {
+  return {.in = p.a,
+          .out = p.out,
+          .layout = p.layout,
+          .c = p.epilogue.has_c(),
+          .bias = p.epilogue.bias == BiasKind::col,
+          .act = p.epilogue.act};
+}
+
+std::string UnitKind::name() const {
+  std::string s = fmt::format("{}_{}_{}", to_string(in), to_string(out), to_string(layout));
+  if (c) s += "_c";
+  if (bias) s += "_bias";
+  if (act != Activation::none) s += fmt::format("_{}", to_string(act));
+  return s;
+}
+
+nlohmann::json UnitKind::to_json() const {
+  return {{"in", to_string(in)}, {"out", to_string(out)}, {"layout", to_string(layout)},
+          {"c", c},              {"bias", bias},          {"act", to_string(act)}};
+}
+
+UnitKind UnitKind::from_json(const nlohmann::json& j) {
+  auto dtype = [&](const char* field) {
+    const auto t = parse_dtype(j.at(field).get<std::string>());
+    GF_CHECK(t, "cutlass config: unknown dtype {}", j.at(field).dump());
+    return *t;
+  };
+  const std::string layout = j.at("layout"), act = j.at("act");
+  GF_CHECK(layout == "tn" || layout == "nn", "cutlass config: unknown layout {}", layout);
+  UnitKind k{.in = dtype("in"),
+             .out = dtype("out"),
+             .layout = layout == "tn" ? Layout::tn : Layout::nn,
+             .c = j.at("c"),
+             .bias = j.at("bias")};
+  // The activation's name is the epilogue token of that name (gemmforge/codes.hpp).
+  k.act = act == "none" ? Activation::none : parse_epilogue(act).act;
+  return k;
+}
+
+std::string TileConfig::name() const {
+  return fmt::format("{}x{}x{}_c{}x{}_{}", m, n, k, cluster_m, cluster_n, to_string(schedule));
+}
+
+nlohmann::json TileConfig::to_json() const {
+  return {{"m", m}, {"n", n}, {"k", k}, {"cluster_m", cluster_m}, {"cluster_n", cluster_n},
+          {"schedule", to_string(schedule)}};
+}
+
+TileConfig TileConfig::from_json(const nlohmann::json& j) {
+  return {.m = j.at("m"),
+          .n = j.at("n"),
+          .k = j.at("k"),
+          .cluster_m = j.at("cluster_m"),
+          .cluster_n = j.at("cluster_n"),
+          .schedule = parse_schedule(j.at("schedule").get<std::string>())};
+}
+
+std::string Unit::name() const { return fmt::format("cutlass90_{}_t{}", kind.name(), tier); }
+
+std::string Unit::instance_name(size_t i) const {
+  return fmt::format("cutlass90_{}_{}", kind.name(), tiles.at(i).name());
+}
+
+nlohmann::json CutlassConfig::to_json() const {
+  nlohmann::json tiles = nlohmann::json::array();
+  for (const auto& t : unit.tiles) tiles.push_back(t.to_json());
+  return {{"kind", unit.kind.to_json()}, {"tier", unit.tier}, {"tiles", tiles}, {"index", index}};
+}
+
+CutlassConfig CutlassConfig::from_json(const nlohmann::json& j) {
+  try {
+    CutlassConfig c;
+    c.unit.kind = UnitKind::from_json(j.at("kind"));
+    c.unit.tier = j.at("tier");
+    for (const auto& t : j.at("tiles")) c.unit.tiles.push_back(TileConfig::from_json(t));
+    c.index = j.at("index");
+    GF_CHECK(c.index >= 0 && size_t(c.index) < c.unit.tiles.size(), "index {} outside a unit of {}", c.index,
+             c.unit.tiles.size());
+    return c;
+  } catch (const nlohmann::json::exception& e) {
+    GF_FAIL("malformed cutlass config {}: {}", j.dump(), e.what());
+  }
+}
+
+std::string unsupported_reason(const GemmProblem& p) {
+  const Epilogue& e = p.epilogue;
+  if (p.a != DType::bf16 && p.a != DType::f16)
+    return is_fp8(p.a) ? "fp8 is not in the CUTLASS backend yet" : "the CUTLASS kernels take bf16 or f16 inputs";
+  if (p.out != p.a && p.out != DType::f32) return "the CUTLASS kernels write the input dtype or f32";
+  if (e.gate != GateKind::none) return "CUTLASS has no stock SwiGLU fusion (the unfused plan covers it)";
+  if (e.bias == BiasKind::row) return "a per-row bias is not in the CUTLASS backend";
+  if (e.scale != ScaleKind::none) return "scales are for fp8, which the CUTLASS backend does not take yet";
+  // TMA moves 16-byte rows: every contiguous extent a multiple of 16 bytes.
+  if (p.k % 8 != 0) return "CUTLASS's TMA needs K a multiple of 8";
+  if (p.n * dtype_bytes(p.out) % 16 != 0 || (p.layout == Layout::nn && p.n % 8 != 0))
+    return "CUTLASS's TMA needs N a multiple of 8 (16-byte rows of B and D)";
+  return "";
+}
+
+std::string illegal_reason(const TileConfig& t) {
+  if (t.k != 64) return "16-bit kernels take K tiles of 64 (one 128-byte swizzle row)";
+  if (t.cluster_m * t.cluster_n > 2 || t.cluster_m < 1 || t.cluster_n < 1) return "clusters of 1 or 2 CTAs";
+  const bool coop = t.schedule != Schedule::pingpong;
+  // Cooperative warpgroups split the tile's rows: 64 each at least.
+  if (coop && t.m != 128 && t.m != 256) return "cooperative tiles are 128 or 256 rows";
+  if (!coop && t.m != 64 && t.m != 128) return "ping-pong tiles are 64 or 128 rows";
+  if (t.n % 64 != 0 || t.n > 256) return "tile N is 64 to 256 in steps of 64";
+  // A warpgroup holds its share of the tile in fp32 registers: more than 128 a thread spills.
+  const int rows_per_warpgroup = coop ? t.m / 2 : t.m;
+  if (rows_per_warpgroup * t.n / 128 > 128) return "more than 128 accumulators a thread";
+  return "";
+}
+
+std::vector<Unit> units_for(const UnitKind& kind, Search level) {
+  std::vector<Unit> out;
+  for (int tier = 0; tier < tiers_of(level); ++tier) out.push_back({kind, tier, catalogue()[size_t(tier)]});
+  return out;
+}
+
+double estimate_us(const TileConfig& t, const GemmProblem& p, const DeviceInfo& d) {
+  const int sms = std::max(d.sm_count, 1);
+  const double tiles = double(cdiv(p.m, t.m) * cdiv(p.n, t.n) * p.batch);
+  const double intensity = double(t.m) * t.n / (t.m + t.n);
+  double tile_us = 2.0 * t.m * t.n * double(p.k) /
+                   (Model::kPeak / sms * intensity / (intensity + Model::kHalfPeakIntensity)) * 1e6;
+  if (t.schedule == Schedule::pingpong) tile_us *= Model::kPingpongShare;
+  if (t.cluster_m * t.cluster_n > 1) tile_us *= Model::kClusterShare;
+  // Whole tiles in waves over the SMs; stream-K spreads the last wave's K over all of them.
+  const double waves = t.schedule == Schedule::streamk ? tiles / sms : std::ceil(tiles / sms);
+  const double compute_us = waves * tile_us + (t.schedule == Schedule::streamk ? Model::kStreamKOverheadUs : 0.0);
+  const double dram_us = p.min_bytes() / Model::kDramBytesPerSecond * 1e6;
+  return std::max(compute_us, dram_us) + Model::kLaunchUs;
+}
+
+std::vector<CutlassConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d, Search level) {
+  if (!unsupported_reason(p).empty()) return {};
+  std::vector<std::pair<double, CutlassConfig>> scored;
+  for (const Unit& u : units_for(UnitKind::of(p), level))
+    for (size_t i = 0; i < u.tiles.size(); ++i)
+      if (illegal_reason(u.tiles[i]).empty()) scored.push_back({estimate_us(u.tiles[i], p, d), {u, int(i)}});
+  std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<CutlassConfig> out;
+  for (auto& [us, c] : scored) out.push_back(std::move(c));
+  return out;
+}
+
+}  // namespace gf::cutlass_backend

@@ -1,0 +1,92 @@
+#pragma once
+// The CUTLASS backend's search space: SM90 CollectiveBuilder kernels (tile, cluster, schedule)
+// in fixed units that nvcc compiles together, their legality, and a cost model to rank them.
+// Plain data and arithmetic: no CUDA calls, so all of it is tested on the CPU.
+//
+// A kernel is independent of M, N and K (they are run-time arguments), so it is identified by
+// what its template fixes: the unit's kind (dtypes, layout, epilogue) and the instance's tile.
+// A search level takes whole units from a fixed catalogue, so a later problem of the same kind
+// finds every kernel it needs already compiled.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "gemmforge/backend.hpp"
+
+namespace gf::cutlass_backend {
+
+// The nvidia-cutlass release whose headers the units are built from (scripts/setup.sh pins it);
+// part of every cache key and of the backend's version.
+inline constexpr std::string_view kCutlassVersion = "4.2.0";
+
+enum class Schedule { cooperative, pingpong, streamk };
+std::string_view to_string(Schedule s);
+Schedule parse_schedule(std::string_view s);  // throws gf::Error
+
+// What every instance of a unit shares: the template arguments a problem fixes.
+struct UnitKind {
+  DType in = DType::bf16, out = DType::bf16;
+  Layout layout = Layout::tn;
+  bool c = false;     // reads C (beta != 0)
+  bool bias = false;  // adds a bias per column
+  Activation act = Activation::none;
+
+  static UnitKind of(const GemmProblem& p);
+  // "bf16_bf16_tn", then "_c", "_bias", "_<act>" as they apply.
+  std::string name() const;
+  nlohmann::json to_json() const;
+  static UnitKind from_json(const nlohmann::json& j);
+  bool operator==(const UnitKind&) const = default;
+};
+
+// One kernel's own parameters within its unit. The mainloop's stages are CUTLASS's
+// StageCountAutoCarveout: as many as fit beside the epilogue's shared memory.
+struct TileConfig {
+  int m = 128, n = 128, k = 64;
+  int cluster_m = 1, cluster_n = 1;
+  Schedule schedule = Schedule::cooperative;
+
+  // "128x256x64_c2x1_coop"
+  std::string name() const;
+  nlohmann::json to_json() const;
+  static TileConfig from_json(const nlohmann::json& j);
+  bool operator==(const TileConfig&) const = default;
+};
+
+// A unit: the instances one shared object holds, compiled by one nvcc run.
+struct Unit {
+  UnitKind kind;
+  int tier = 0;  // its place in the catalogue: tier 0 is what --search fast compiles
+  std::vector<TileConfig> tiles;
+
+  // "cutlass90_bf16_bf16_tn_bias_gelu_t0": unique per kind and tier.
+  std::string name() const;
+  // An instance's name: the unit's kind, then the tile ("cutlass90_bf16_bf16_tn_128x256x64_c2x1_coop").
+  std::string instance_name(size_t i) const;
+};
+
+// A candidate's config: its unit (whole, so that a stored decision builds exactly the unit it was
+// measured from) and its index there.
+struct CutlassConfig {
+  Unit unit;
+  int index = 0;
+
+  const TileConfig& tile() const { return unit.tiles.at(size_t(index)); }
+  std::string name() const { return unit.instance_name(size_t(index)); }
+  nlohmann::json to_json() const;
+  static CutlassConfig from_json(const nlohmann::json& j);  // throws gf::Error on a malformed config
+};
+
+// Why the CUTLASS kernels cannot run a problem at all, or "".
+std::string unsupported_reason(const GemmProblem& p);
+// Why this tile cannot be built (CollectiveBuilder's constraints), or "".
+std::string illegal_reason(const TileConfig& t);
+// The catalogue's units of a kind up to and including a tier (fast: tier 0; default: 0-1;
+// exhaustive: all).
+std::vector<Unit> units_for(const UnitKind& kind, Search level);
+// Modelled run time in microseconds, to rank candidates before anything is compiled.
+double estimate_us(const TileConfig& t, const GemmProblem& p, const DeviceInfo& d);
+// The candidates of the level's units, best estimate first.
+std::vector<CutlassConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d, Search level);
+
+}  // namespace gf::cutlass_backend

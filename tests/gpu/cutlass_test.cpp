@@ -1,0 +1,81 @@
+// The CUTLASS backend's kernels against the reference on fresh random data of awkward sizes (the
+// harness poisons D first): every kernel of the catalogue on one shape, the fast list on the rest,
+// every epilogue kind, NN, and CUTLASS's own refusal. Units missing from the kernel cache compile
+// here (several minutes: precompile with scripts/gpu-check.sh's cutlass step, or raise
+// GF_TEST_TIMEOUT).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "gemmforge/backend.hpp"
+#include "gemmforge/error.hpp"
+#include "harness/gemm_bench.hpp"
+
+using namespace gf;
+
+namespace {
+
+struct Case {
+  const char* spec;
+  Search level;
+};
+
+std::shared_ptr<Backend> cutlass_or_skip() {
+  auto b = find_backend<GemmProblem>("cutlass");
+  if (!b || !b->unavailable().empty()) return nullptr;
+  return b;
+}
+
+}  // namespace
+
+class CutlassTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CutlassTest, EveryCandidateVerifies) {
+  auto cutlass = cutlass_or_skip();
+  if (!cutlass) GTEST_SKIP() << "cutlass: " << find_backend<GemmProblem>("cutlass")->unavailable();
+  const GemmProblem p = GemmProblem::parse(GetParam().spec);
+  const DeviceInfo dev = DeviceInfo::query();
+  ASSERT_EQ(cutlass->supports(p), "");
+  const auto cands = cutlass->candidates(p, dev, {.level = GetParam().level});
+  ASSERT_FALSE(cands.empty());
+  harness::GemmBench bench(p, dev, std::random_device{}());
+  for (const auto& c : cands) {
+    const CompileReport r = cutlass->compile(p, c, /*use_cache=*/true);
+    ASSERT_TRUE(r.ok) << c.name << ":\n" << r.log;
+    auto kernel = cutlass->build(p, c);
+    // Twice: the second launch runs on the Params the first one prepared (and, for stream-K,
+    // on re-zeroed tile counters).
+    for (int round = 0; round < 2; ++round) {
+      auto m = bench.measure(*kernel, /*time=*/false, {});
+      EXPECT_TRUE(m.verified) << p.key() << " " << c.name << " round " << round << ": " << m.error;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CutlassTest,
+                         ::testing::Values(Case{"77x1000x1008:bf16", Search::exhaustive},  // every kernel
+                                           Case{"4096x4096x4096:bf16", Search::fast},
+                                           Case{"16x4096x4096:bf16", Search::fast},
+                                           Case{"256x512x128x3:bf16", Search::fast},  // batched
+                                           Case{"130x384x512:bf16:bias+gelu", Search::fast},
+                                           Case{"200x256x72:f16:nn", Search::fast},
+                                           Case{"96x128x64:bf16:alpha=2+residual+silu", Search::fast},
+                                           Case{"136x264x128:bf16->f32:bias+gelu_tanh", Search::fast},
+                                           Case{"64x128x256:f16:bias+relu", Search::fast}));
+
+TEST(Cutlass, CanImplementRefusalIsTheCandidatesError) {
+  auto cutlass = cutlass_or_skip();
+  if (!cutlass) GTEST_SKIP() << "cutlass: " << find_backend<GemmProblem>("cutlass")->unavailable();
+  const GemmProblem listed = GemmProblem::parse("77x1000x1008:bf16");
+  const auto cands = cutlass->candidates(listed, DeviceInfo::query(), {.level = Search::fast});
+  ASSERT_FALSE(cands.empty());
+  // N = 1004: D's rows are 8-byte aligned, which supports() declines and CUTLASS refuses.
+  const GemmProblem odd = GemmProblem::parse("77x1004x1008:bf16");
+  EXPECT_NE(cutlass->supports(odd), "");
+  try {
+    cutlass->build(odd, cands.front());
+    FAIL() << "built a kernel CUTLASS cannot run";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("can_implement"), std::string::npos) << e.what();
+  }
+}
