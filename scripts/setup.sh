@@ -41,6 +41,10 @@ if command -v python3 >/dev/null 2>&1; then
   # backend's cache keys and version name it; src/backends/gemm/cutlass/space.hpp).
   python3 -c "import importlib.metadata as m; assert m.version('nvidia-cutlass') == '4.2.0.0'" >/dev/null 2>&1 ||
     pip_install nvidia-cutlass==4.2.0.0 "the CUTLASS backend will be unavailable"
+  # The CuTe DSL backend compiles with NVIDIA's DSL (pinned: its ABI moves; the default cu12 flavor,
+  # whose PTX CUDA 13.0's ptxas accepts). Without it the backend runs only what the kernel cache holds.
+  python3 -c "import importlib.metadata as m; assert m.version('nvidia-cutlass-dsl') == '4.8.1'" >/dev/null 2>&1 ||
+    pip_install nvidia-cutlass-dsl==4.8.1 "the CuTe DSL backend will run only from the kernel cache"
 fi
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null

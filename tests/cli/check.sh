@@ -51,4 +51,10 @@ rc=$?
 grep -q ' NO ' "$tmp/out" || fail "compile printed no table of failed candidates: $(cat "$tmp/out")"
 python3 -c "import json,sys; rows=json.load(open(sys.argv[1])); assert rows and not any(r['ok'] for r in rows)" "$tmp/c.json" \
   || fail "compile wrote no JSON of its failed candidates"
-echo "cli: starts without a driver, refuses bad options in one line, exports and imports the DB, tunes --from a recorded file, reports compile failures"
+# A machine without the CuTe DSL (GEMMFORGE_PYTHON names no Python) lists cute candidates and names
+# the miss of a kernel that is not in its cache, with what to do.
+GEMMFORGE_HOME=$tmp/home GEMMFORGE_PYTHON=/nonexistent/python3 "$gf" compile -b cute -p 64x128x256:bf16 -s fast \
+  --top-k 1 >"$tmp/out" 2>&1 && fail "a cute compile without the DSL succeeded"
+grep -q "not compiled.*gemmforge compile -b cute" "$tmp/out" || fail "a cute cache miss is not named: $(cat "$tmp/out")"
+
+echo "cli: starts without a driver, refuses bad options in one line, exports and imports the DB, tunes --from a recorded file, reports compile failures, names a CuTe DSL cache miss"
