@@ -7,6 +7,7 @@
 
 --bench    `gemmforge bench --json` files of the shapes the cost models were fitted on;
 --heldout  the same for shapes nothing was fitted on, reported apart;
+--backend-bench TITLE=FILE  a bench of further backends (CuTe DSL, CUTLASS) from its own run, its own section;
 --ops      a `gemmforge bench-ops --json` file; --runtime a `gemmforge bench-runtime --json` file;
 --compile  `gemmforge compile --json` files (cold compiles: --no-cache) for the compile-time histogram;
 --ab       the benches of two builds of the same problems, timed in one run (before, after);
@@ -83,7 +84,7 @@ def fmt_ci(p, lo, hi):
     return f"{p:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
-def gemm_section(problems, rng, field="round_us", contenders=("native", "triton")):
+def gemm_section(problems, rng, field="round_us", contenders=("native", "triton", "cute", "cutlass")):
     """Per-M tables of each contender against the best cuBLASLt kernel, and the geomean summary.
     field: "round_us" (events around single launches) or "round_graph_us" (graph replay)."""
     lines = []
@@ -320,6 +321,8 @@ def main():
     ap.add_argument("--run-info", required=True)
     ap.add_argument("--bench", nargs="*", default=[])
     ap.add_argument("--heldout", nargs="*", default=[])
+    ap.add_argument("--backend-bench", nargs="*", default=[], metavar="TITLE=FILE",
+                    help="a bench of other backends, its own run: a section of its own")
     ap.add_argument("--runtime")
     ap.add_argument("--compile", nargs="*", default=[])
     ap.add_argument("--ops")
@@ -353,6 +356,10 @@ def main():
     heldout = load_bench(a.heldout)
     if heldout:
         lines, _ = gemm_pages("GEMMs held out (no constant was fitted on these shapes)", heldout, rng)
+        out += lines
+    for spec in a.backend_bench:
+        title, path = spec.split("=", 1)
+        lines, _ = gemm_pages(title, load_bench([path]), rng)
         out += lines
     if a.runtime:
         out += ["", "## Runtime host overhead", ""] + runtime_section(json.load(open(a.runtime)))

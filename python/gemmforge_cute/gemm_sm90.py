@@ -218,10 +218,11 @@ class Sm90Gemm:
 
         # ---- epilogue on the fp32 registers, then registers -> shared -> TMA store
         if cutlass.const_expr(self.epi.needs_coords):
-            # (m, n) of every accumulator: an identity tensor partitioned as the accumulators are.
+            # (m, n) of this thread's accumulators: an identity tensor partitioned by the thread's own
+            # slice of the MMA (the warpgroup's slice above gives its first thread's coordinates).
             shape_mn = (cute.size(c, mode=[0]), cute.size(c, mode=[1]))
             tile_mn = cute.local_tile(cute.make_identity_tensor(shape_mn), self.tile, coord, proj=(1, 1, None))
-            self.fuse(acc, thr_mma.partition_C(tile_mn), c, bias, alpha, beta)
+            self.fuse(acc, mma.get_slice(tidx).partition_C(tile_mn), c, bias, alpha, beta)
         else:
             for i in cutlass.range_constexpr(cute.size(acc)):
                 acc[i] = activate(acc[i] * alpha, self.epi.act)
