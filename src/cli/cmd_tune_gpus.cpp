@@ -103,7 +103,7 @@ void tune_on_gpus(const TuneArgs& a, const std::vector<std::string>& keys) {
   for (size_t i = 0; i < gpus.size(); ++i) {
     if (shares[i].empty()) continue;
     Child c{.gpu = gpus[i], .problems = shares[i].size()};
-    const auto base = dir / fmt::format("gpu{}", c.gpu);
+    const auto base = dir / fmt::format("tuner{}-gpu{}", i, c.gpu);  // a GPU named twice runs two
     std::string list;
     for (const auto& k : shares[i]) list += k + "\n";
     write_file_atomically(base.string() + ".txt", list);

@@ -20,7 +20,8 @@ struct Shard {
 // key falls in exactly one shard of n, whatever order the hosts listed them in.
 std::vector<std::string> shard_keys(std::vector<std::string> keys, Shard shard);
 
-// --gpus: "all" (nullopt) or distinct ordinals "0,1,3". Throws gf::Error, one line.
+// --gpus: "all" (nullopt) or ordinals "0,1,3". An ordinal given twice runs two tuners on that GPU
+// (a test of sharing one; their timings disturb each other). Throws gf::Error, one line.
 std::optional<std::vector<int>> parse_gpus(const std::string& spec);
 // The ordinals --gpus names on a host of `present` GPUs (absent_reason: why it has none). Throws
 // gf::Error, one line, for none or an ordinal the host lacks.

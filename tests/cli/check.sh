@@ -16,7 +16,7 @@ GEMMFORGE_HOME=$tmp/home "$gf" doctor >/dev/null 2>&1 || fail "doctor does not r
 for args in "candidates -s bogus" "compile -s bogus" "candidates -b ," "candidates --dtype f33 -p 64x64x64:bf16" \
             "candidates --fuse weird -p 64x64x64:bf16" "candidates --tokens 16,,128" "tune --timeout nan" \
             "tune --timeout inf" "tune --timeout -1" "candidates -b nosuch" "tune --shard 2/2 -p 64x64x64:bf16" \
-            "tune --shard x -p 64x64x64:bf16" "tune --gpus 0,0 -p 64x64x64:bf16" "tune --gpus all -p 64x64x64:bf16" \
+            "tune --shard x -p 64x64x64:bf16" "tune --gpus 0,,1 -p 64x64x64:bf16" "tune --gpus all -p 64x64x64:bf16" \
             "db --db redis://:hunter2@host:0 show" "db --db rediss://:hunter2@host show"; do
   # shellcheck disable=SC2086
   if GEMMFORGE_HOME=$tmp/home "$gf" $args >"$tmp/out" 2>"$tmp/err"; then fail "'gemmforge $args' was accepted"; fi

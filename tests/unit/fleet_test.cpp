@@ -75,7 +75,8 @@ TEST(Fleet, BadShardAndGpuSpecsAreOneLineErrors) {
   }
   EXPECT_FALSE(tune::parse_gpus("all"));
   EXPECT_EQ(*tune::parse_gpus("0,2,1"), (std::vector<int>{0, 2, 1}));
-  for (const char* bad : {"", "0,,1", "0,0", "x", "-1", "1.5", "ALL"}) {
+  EXPECT_EQ(*tune::parse_gpus("0,0"), (std::vector<int>{0, 0}));  // two tuners sharing GPU 0
+  for (const char* bad : {"", "0,,1", "x", "-1", "1.5", "ALL", "4096"}) {
     const std::string e = error_of([&] { tune::parse_gpus(bad); });
     EXPECT_NE(e.find("--gpus takes all"), std::string::npos) << "'" << bad << "': " << e;
   }
@@ -103,6 +104,10 @@ TEST(Fleet, EachProblemIsTunedOncePerGpuModel) {
   EXPECT_EQ(shares[1], keys);
   for (size_t g : {0u, 2u, 3u}) EXPECT_GE(shares[g].size(), 3u) << "GPU " << g << " got too little";
   EXPECT_TRUE(tune::assign_to_gpus(keys, {}).empty());
+  // One GPU named twice: two tuners share it, half the problems each.
+  const auto shared = tune::assign_to_gpus(keys, {h200, h200});
+  EXPECT_EQ(shared[0].size(), 5u);
+  EXPECT_EQ(shared[1].size(), 5u);
 }
 
 TEST(StoreUrl, ParsesAndRefusesInOneLineWithoutThePassword) {
