@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "core/log.hpp"
@@ -130,6 +131,10 @@ std::optional<Decision> decision_of(const Statement& st) {
 
 struct TuningDb::Handle {
   sqlite3* db = nullptr;
+  // One transaction at a time on the connection: threads share a TuningDb (a runtime building
+  // several problems at once fills its cache from the remote store), and a second BEGIN on one
+  // connection fails instead of waiting.
+  std::mutex transaction;
   ~Handle() { sqlite3_close(db); }
 };
 
@@ -261,7 +266,8 @@ void write(sqlite3* db, const std::string& device, const Decision& d, const std:
 }
 
 template <class F>
-void in_transaction(sqlite3* db, F&& body) {
+void in_transaction(sqlite3* db, std::mutex& one_at_a_time, F&& body) {
+  std::lock_guard lock(one_at_a_time);
   exec(db, "BEGIN IMMEDIATE;");
   try {
     body();
@@ -294,7 +300,7 @@ std::optional<Decision> TuningDb::decision(const std::string& problem) const {
   if (remote_)
     if (auto e = remote_->get(device_, problem)) {
       // Read-through: the next lookup, and `bench`'s measurements, need no server.
-      in_transaction(db_->db, [&] { write(db_->db, device_, e->decision, e->measurements); });
+      in_transaction(db_->db, db_->transaction, [&] { write(db_->db, device_, e->decision, e->measurements); });
       return std::move(e->decision);
     }
   if (system_) return system_->decision(problem);
@@ -304,7 +310,7 @@ std::optional<Decision> TuningDb::decision(const std::string& problem) const {
 void TuningDb::store(const Decision& d, const std::vector<Measurement>& measurements) {
   Decision stamped = d;
   if (stamped.tuned_at.empty()) stamped.tuned_at = now_utc();  // one time in both stores
-  in_transaction(db_->db, [&] { write(db_->db, device_, stamped, measurements); });
+  in_transaction(db_->db, db_->transaction, [&] { write(db_->db, device_, stamped, measurements); });
   if (remote_) remote_->put(device_, stamped, measurements);
 }
 
@@ -323,7 +329,7 @@ int TuningDb::import_json(const nlohmann::json& exported) {
   const auto& list = exported["decisions"];
   for (size_t i = 0; i < list.size(); ++i) entries.push_back(imported(list[i], i));  // all checked before any write
   int stored = 0;
-  in_transaction(db_->db, [&] {
+  in_transaction(db_->db, db_->transaction, [&] {
     for (const auto& [device, d] : entries) {
       // Where the DB already has a decision for the problem and device, the faster one stays.
       Statement st(db_->db, "SELECT us FROM decisions WHERE problem = ? AND device = ?");
@@ -379,6 +385,7 @@ int TuningDb::clear() {
   sqlite3* db = db_->db;
   // The write lock first: a read (the count) still open when asking for it would fail at once
   // with "database is locked" instead of waiting for other writers.
+  std::lock_guard lock(db_->transaction);
   exec(db, "BEGIN IMMEDIATE;");
   try {
     int n = 0;

@@ -7,10 +7,13 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <spdlog/sinks/ostream_sink.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -104,6 +107,11 @@ class RedisServer {
       args.insert(args.end(), extra.begin(), extra.end());
       const pid_t pid = fork();
       if (pid == 0) {
+        // The server dies with the test, even one that aborts, and keeps none of its outputs open.
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        const int null = open("/dev/null", O_RDWR);
+        dup2(null, STDOUT_FILENO);
+        dup2(null, STDERR_FILENO);
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
         argv.push_back(nullptr);
@@ -182,12 +190,20 @@ class LogCapture {
   std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
 };
 
-std::filesystem::path fresh_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / fmt::format("gf_redis_test_{}_{}", name, getpid());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+// A directory of the test's local DBs, removed at its end.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& name)
+      : dir_(std::filesystem::temp_directory_path() / fmt::format("gf_redis_test_{}_{}", name, getpid())) {
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  ~TempDir() { std::filesystem::remove_all(dir_); }
+  std::filesystem::path operator/(const std::string& file) const { return dir_ / file; }
+
+ private:
+  std::filesystem::path dir_;
+};
 
 std::string problem(int i) { return fmt::format("{}x4096x4096:bf16", i + 1); }
 
@@ -251,7 +267,7 @@ int exit_code(pid_t pid) {
 // (a) 8 processes store 500 decisions each at once, each through its own local DB: none lost, none torn.
 TEST(RedisStore, EightWritersAtOnceLoseNothing) {
   START_REDIS(server);
-  const auto dir = fresh_dir("eight");
+  const TempDir dir("eight");
   constexpr int kWriters = 8, kEach = 500;
   std::vector<pid_t> writers;
   for (int w = 0; w < kWriters; ++w)
@@ -277,6 +293,17 @@ TEST(RedisStore, EightWritersAtOnceLoseNothing) {
   TuningDb fresh(dir / "fresh.db", kDevice, {.remote = server.url()});
   EXPECT_EQ(fresh.decision(problem(7))->candidate, "w0_7");
   EXPECT_EQ(fresh.measurements(problem(7)).size(), 3u);
+  // Threads sharing one TuningDb (a runtime building several problems at once) fill it together.
+  TuningDb shared(dir / "shared.db", kDevice, {.remote = server.url()});
+  std::vector<std::thread> readers;
+  std::atomic<int> found = 0;
+  for (int t = 0; t < 4; ++t)
+    readers.emplace_back([&, t] {
+      for (int i = 0; i < 100; ++i) found += shared.decision(problem(t * 100 + i)).has_value();
+    });
+  for (auto& r : readers) r.join();
+  EXPECT_EQ(found, 400);
+  EXPECT_EQ(shared.dump().size(), 400u);
   server.stop();
   EXPECT_EQ(TuningDb(dir / "fresh.db", kDevice).decision(problem(7))->candidate, "w0_7");
 }
@@ -284,7 +311,7 @@ TEST(RedisStore, EightWritersAtOnceLoseNothing) {
 // (b) Two writers of the same keys keep the faster decision, whichever stores last.
 TEST(RedisStore, TwoWritersOfOneKeyKeepTheFaster) {
   START_REDIS(server);
-  const auto dir = fresh_dir("faster");
+  const TempDir dir("faster");
   constexpr int kKeys = 200;
   std::vector<pid_t> writers;
   for (int w = 0; w < 2; ++w)
@@ -314,7 +341,7 @@ TEST(RedisStore, TwoWritersOfOneKeyKeepTheFaster) {
 // (c) A writer killed with SIGKILL in the middle of its writes leaves every entry whole.
 TEST(RedisStore, AWriterKilledMidWriteLeavesTheStoreConsistent) {
   START_REDIS(server);
-  const auto dir = fresh_dir("killed");
+  const TempDir dir("killed");
   const pid_t writer = in_child([&] {
     TuningDb db(dir / "host.db", kDevice, {.remote = server.url()});
     for (int i = 0;; ++i) {  // large values (measurements), so that the kill lands inside writes
@@ -337,7 +364,7 @@ TEST(RedisStore, AWriterKilledMidWriteLeavesTheStoreConsistent) {
 // (d) The server stops, or hangs, mid-run: the run completes on the local DB, with one warning.
 TEST(RedisStore, AServerThatStopsOrHangsCostsOneWarningNoHang) {
   START_REDIS(server);
-  const auto dir = fresh_dir("down");
+  const TempDir dir("down");
   LogCapture logged;
   {
     TuningDb db(dir / "host.db", kDevice, {.remote = server.url()});
@@ -369,7 +396,7 @@ TEST(RedisStore, AServerThatStopsOrHangsCostsOneWarningNoHang) {
 // (e) Damaged and foreign entries are refused with a warning naming the key, and never used.
 TEST(RedisStore, DamagedAndForeignEntriesAreRefused) {
   START_REDIS(server);
-  const auto dir = fresh_dir("damaged");
+  const TempDir dir("damaged");
   Raw raw(server.port());
   const std::string good = store::RemoteStore::value(kDevice, decision(problem(0), "good", 1.0), {});
   auto foreign_device = nlohmann::json::parse(good);
@@ -401,7 +428,7 @@ TEST(RedisStore, DamagedAndForeignEntriesAreRefused) {
 TEST(RedisStore, ThePasswordIsNeverPrinted) {
   const std::string password = "pw-7f3a9c-secret";
   START_REDIS(server, "--requirepass", password);
-  const auto dir = fresh_dir("password");
+  const TempDir dir("password");
   LogCapture logged;
   {
     TuningDb db(dir / "host.db", kDevice, {.remote = server.url(password)});

@@ -186,6 +186,7 @@ TEST(SystemDb, ReadUnderTheUserDbWhichWinsAndNeverWritten) {
     EXPECT_EQ(user.decision("16x16x16:bf16")->candidate, "user_pick") << broken;
     EXPECT_FALSE(user.decision("32x16x16:bf16")) << broken;
   }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(RemoteStore, RefusesDamagedAndForeignValues) {
