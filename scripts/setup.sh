@@ -4,7 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake ninja-build g++ libsqlite3-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libgtest-dev)
+# libhiredis-dev (found by pkg-config) builds the redis:// tuning store; redis-server runs its
+# tests (label redis); ccache is for rebuilds (-DCMAKE_CXX_COMPILER_LAUNCHER=ccache).
+packages=(cmake ninja-build g++ pkg-config libsqlite3-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
+          libgtest-dev libhiredis-dev redis-server ccache)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -23,7 +23,7 @@
 namespace gf {
 
 struct RuntimeOptions {
-  std::filesystem::path db_path;  // empty: TuningDb::default_path()
+  std::filesystem::path db_path;  // a path or a redis:// URL; empty: GEMMFORGE_DB, else TuningDb::default_path()
 };
 
 class Runtime {

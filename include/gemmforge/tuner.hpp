@@ -23,7 +23,7 @@ struct TuneOptions {
   std::string only;
   double candidate_timeout_s = 60;  // per candidate (build, verify, time) in the worker
   int compile_jobs = 0;             // parallel compiles; 0: one per core
-  std::filesystem::path db_path;    // empty: TuningDb::default_path()
+  std::filesystem::path db_path;    // a path or a redis:// URL; empty: GEMMFORGE_DB, else TuningDb::default_path()
   std::string worker_exe;           // empty: this program (/proc/self/exe)
   uint64_t seed = 0;                // input data seed; 0: fresh each run
   int bench_rounds = 5;             // bench: interleaved rounds, each row keeping its median (odd)

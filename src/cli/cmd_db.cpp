@@ -14,12 +14,8 @@
 namespace gf::cli {
 namespace {
 
-std::filesystem::path db_path(const std::string& path) {
-  return path.empty() ? TuningDb::default_path() : std::filesystem::path(path);
-}
-
 std::unique_ptr<TuningDb> open_db(const std::string& path) {
-  return std::make_unique<TuningDb>(db_path(path), DeviceInfo::query().fingerprint());
+  return TuningDb::open(path, DeviceInfo::query().fingerprint());
 }
 
 void show(const std::string& path) {
@@ -50,7 +46,7 @@ void clear(const std::string& path) {
   try {
     fmt::print("removed {} decisions\n", open_db(path)->clear());
   } catch (const Error& e) {
-    const auto file = db_path(path);
+    const auto file = TuningDb::local_path(path);
     log().warn("{}", e.what());
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(file.string() + suffix);
     fmt::print("deleted {}; the next run creates it afresh\n", file.string());
@@ -64,7 +60,10 @@ void add_db(CLI::App& app) {
   auto json = std::make_shared<std::string>();
   auto* db = app.add_subcommand("db", "show, export, import or clear the tuning DB");
   db->require_subcommand(1);
-  db->add_option("--db", *path, "tuning DB path (default: ~/.cache/gemmforge/tuning.db)");
+  db->add_option("--db", *path,
+                 "tuning DB path (default: GEMMFORGE_DB, else ~/.cache/gemmforge/tuning.db); with a redis:// URL, the "
+                 "local DB in front of it (show, export and clear read the local DB; import also offers the "
+                 "decisions to the remote store)");
 
   db->add_subcommand("show", "the stored decisions, per device")->callback([path] { show(*path); });
 
@@ -88,7 +87,7 @@ void add_db(CLI::App& app) {
     GF_CHECK(!exported.is_discarded(), "{} is not JSON", quote(*file));
     auto d = open_db(*path);
     const int stored = d->import_json(exported);
-    fmt::print("imported {} of {} decisions into {}\n", stored, exported["decisions"].size(), d->path().string());
+    fmt::print("imported {} of {} decisions into {}\n", stored, exported["decisions"].size(), d->describe());
   });
 
   db->add_subcommand("clear", "delete every decision and measurement (a damaged DB file is deleted)")->callback([path] {

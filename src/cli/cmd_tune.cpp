@@ -5,10 +5,12 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <set>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "gemmforge/error.hpp"
+#include "tune/fleet.hpp"
 
 namespace gf::cli {
 namespace {
@@ -27,9 +29,30 @@ nlohmann::json candidate_rows(const std::vector<Measurement>& ms) {
   return rows;
 }
 
+// The problems of --shard i/n (all without it), in their order.
+template <class T, class KeyOf>
+void keep_shard(std::vector<T>& list, const std::set<std::string>& mine, KeyOf key_of) {
+  std::erase_if(list, [&](const T& x) { return !mine.count(key_of(x)); });
+}
+
 void run_tune(const TuneArgs& a) {
-  const auto gemms = a.problems.resolve();
-  const auto ops = a.problems.resolve_ops();
+  auto gemms = a.problems.resolve();
+  auto ops = a.problems.resolve_ops();
+  auto gemm_key = [](const LabeledProblem& p) { return p.problem.key(); };
+  auto op_key = [](const RowOpSpec& s) { return s.key(); };
+  std::vector<std::string> keys;
+  for (const auto& p : gemms) keys.push_back(gemm_key(p));
+  for (const auto& s : ops) keys.push_back(op_key(s));
+  if (!a.shard.empty()) {
+    const tune::Shard shard = tune::Shard::parse(a.shard);
+    const size_t all = std::set<std::string>(keys.begin(), keys.end()).size();
+    keys = tune::shard_keys(keys, shard);
+    const std::set<std::string> mine(keys.begin(), keys.end());
+    keep_shard(gemms, mine, gemm_key);
+    keep_shard(ops, mine, op_key);
+    fmt::print(stderr, "shard {}/{}: {} of {} problems\n", shard.index, shard.count, keys.size(), all);
+  }
+  if (!a.gpus.empty()) return tune_on_gpus(a, keys);
   const size_t total = gemms.size() + ops.size();
   Progress progress;
   auto tuner = make_tuner(a, progress);
@@ -70,8 +93,8 @@ void run_tune(const TuneArgs& a) {
   progress.finish();
   table.print();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  fmt::print("{} problems: {} tuned, {} from the DB ({}), {:.2f} s\n", total, int(total) - hits, hits,
-             tuner->db().device(), seconds);
+  fmt::print("{} problems: {} tuned, {} from the DB ({}; {}), {:.2f} s\n", total, int(total) - hits, hits,
+             tuner->db().device(), tuner->db().describe(), seconds);
 }
 
 void run_bench(const TuneArgs& a) {
@@ -135,6 +158,7 @@ void add_tune(CLI::App& app) {
       "tune", "tune GEMMs (default: llama3-8b at 16, 128, 4096 tokens) and row ops (-o) into the DB");
   a->add_to(cmd, /*with_ops=*/true);
   a->add_selection(cmd);
+  a->add_fleet(cmd);
   cmd->callback([a] { run_tune(*a); });
 }
 

@@ -170,8 +170,18 @@ void TuneArgs::add_to(CLI::App* cmd, bool with_ops) {
         auto t = parse_float(v);  // plain decimals: no nan, inf or hex
         return t && *t >= 1.0f && *t <= 86400.0f ? "" : "--timeout takes seconds from 1 to 86400";
       });
-  cmd->add_option("--db", db, "tuning DB path (default: ~/.cache/gemmforge/tuning.db)");
+  cmd->add_option("--db", db,
+                  "tuning DB path, or redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]: a store shared by a fleet, with "
+                  "the default local DB in front of it (default: GEMMFORGE_DB, else ~/.cache/gemmforge/tuning.db)");
   cmd->add_option("--json", json, "also write the results as JSON to FILE");
+}
+
+void TuneArgs::add_fleet(CLI::App* cmd) {
+  cmd->add_option("--gpus", gpus,
+                  "all, or GPU ordinals 0,1,...: spread the problems over these GPUs, one tuning process each "
+                  "(each problem tuned once per GPU model)");
+  cmd->add_option("--shard", shard,
+                  "i/n: tune only shard i (from 0) of n of the problems, for splitting one list across n hosts");
 }
 
 void TuneArgs::add_selection(CLI::App* cmd) {

@@ -82,8 +82,12 @@ struct TuneArgs {
   int rounds = 5;
   std::string db;
   std::string json;
+  std::string gpus;   // --gpus: "" (this process, GPU 0), "all" or "0,1,..."
+  std::string shard;  // --shard i/n
   // Adds the options every tuning command takes (problems as ProblemArgs::add_to with with_ops).
   void add_to(CLI::App* cmd, bool with_ops);
+  // --gpus, --shard.
+  void add_fleet(CLI::App* cmd);
   // --force, --no-cache, --only.
   void add_selection(CLI::App* cmd);
   // --rounds.
@@ -91,6 +95,10 @@ struct TuneArgs {
 };
 // Throws gf::Error (naming what still works) without a GPU.
 std::unique_ptr<Tuner> make_tuner(const TuneArgs& a, Progress& progress);
+// `tune --gpus`: the problems (keys) spread over the host's GPUs, one `gemmforge tune` process
+// each, their tables printed in GPU order. Throws gf::Error when --gpus names no GPU of this host
+// or a process fails.
+void tune_on_gpus(const TuneArgs& a, const std::vector<std::string>& keys);
 
 void write_json(const std::string& path, const nlohmann::json& j);
 std::string fixed(double v, int digits);

@@ -24,6 +24,7 @@
 #include <set>
 #include <thread>
 
+#include "core/no_sigpipe.hpp"
 #include "core/strings.hpp"
 #include "gemmforge/error.hpp"
 
@@ -92,10 +93,7 @@ std::set<pid_t> g_live;
 
 // write() to a child that may have died: EPIPE, never a SIGPIPE that would kill this process.
 bool write_all(int fd, const std::string& bytes) {
-  sigset_t pipe_set, old;
-  sigemptyset(&pipe_set);
-  sigaddset(&pipe_set, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+  SigpipeBlocked no_sigpipe;
   size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
@@ -103,11 +101,6 @@ bool write_all(int fd, const std::string& bytes) {
     if (n <= 0) break;
     done += size_t(n);
   }
-  if (done < bytes.size()) {  // consume the SIGPIPE this write raised, if any, before unblocking
-    const timespec zero{0, 0};
-    sigtimedwait(&pipe_set, nullptr, &zero);
-  }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return done == bytes.size();
 }
 

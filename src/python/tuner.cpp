@@ -122,24 +122,27 @@ void bind_tuner(nb::module_& m) {
             .dump();
       },
       nb::arg("ordinal") = 0, "The GPU as gemmforge sees it (JSON text)");
-  m.def("default_db_path", [] { return TuningDb::default_path().string(); });
+  // `path` below is what --db takes: a file, a redis:// URL, or "" (GEMMFORGE_DB, else the default).
   m.def(
-      "db_dump", [](const std::string& path) { return TuningDb(path, "").dump().dump(); }, nb::arg("path"),
-      Release(), "Every readable decision of every device (JSON text)");
+      "db_local_path", [](const std::string& path) { return TuningDb::local_path(path).string(); }, nb::arg("path"),
+      "The local DB file that path names");
   m.def(
-      "db_export", [](const std::string& path) { return TuningDb(path, "").export_json().dump(); }, nb::arg("path"),
-      Release(), "The DB's decisions in the versioned export format (JSON text)");
+      "db_dump", [](const std::string& path) { return TuningDb::open(path, "")->dump().dump(); }, nb::arg("path"),
+      Release(), "Every readable decision of every device in the local DB (JSON text)");
+  m.def(
+      "db_export", [](const std::string& path) { return TuningDb::open(path, "")->export_json().dump(); },
+      nb::arg("path"), Release(), "The local DB's decisions in the versioned export format (JSON text)");
   m.def(
       "db_import",
       [](const std::string& path, const std::string& text) {
         auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
         GF_CHECK(!j.is_discarded(), "the tuning export is not JSON");
-        return TuningDb(path, "").import_json(j);
+        return TuningDb::open(path, "")->import_json(j);
       },
       nb::arg("path"), nb::arg("export_json"), Release(), "Stores an export's decisions; returns how many");
   m.def(
-      "db_clear", [](const std::string& path) { return TuningDb(path, "").clear(); }, nb::arg("path"), Release(),
-      "Deletes every decision; returns how many");
+      "db_clear", [](const std::string& path) { return TuningDb::open(path, "")->clear(); }, nb::arg("path"),
+      Release(), "Deletes every decision of the local DB; returns how many");
 }
 
 }  // namespace gf::python

@@ -13,11 +13,12 @@
 
 namespace gf::runtime {
 
-// The tuning DB of a runtime, or none (with one warning) when it cannot be opened: a damaged or
+// The tuning DB of a runtime (TuningDb::open: the path or redis:// URL given, else GEMMFORGE_DB's,
+// and GEMMFORGE_SYSTEM_DB), or none (with one warning) when it cannot be opened: a damaged or
 // foreign file must not stop dispatch, which falls back to the defaults.
-inline std::unique_ptr<TuningDb> open_db_or_none(const std::filesystem::path& path, const std::string& device) {
+inline std::unique_ptr<TuningDb> open_db_or_none(const std::string& where, const std::string& device) {
   try {
-    return std::make_unique<TuningDb>(path, device);
+    return TuningDb::open(where, device);
   } catch (const Error& e) {
     log().warn("{}; running without tuned decisions (the defaults) until it is repaired", e.what());
     return nullptr;

@@ -57,8 +57,7 @@ struct OpsRuntime::Impl {
 OpsRuntime::OpsRuntime(const std::string& db_path) : impl_(std::make_unique<Impl>()) {
   DeviceInfo device = DeviceInfo::query();
   GF_CHECK(device.present, "gf::OpsRuntime needs a GPU: {}", device.absent_reason);
-  impl_->db = runtime::open_db_or_none(db_path.empty() ? TuningDb::default_path() : std::filesystem::path(db_path),
-                                       device.fingerprint());
+  impl_->db = runtime::open_db_or_none(db_path, device.fingerprint());
 }
 
 OpsRuntime::~OpsRuntime() = default;

@@ -157,8 +157,7 @@ struct Runtime::Impl {
 
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
   GF_CHECK(impl_->device.present, "gf::Runtime needs a GPU: {}", impl_->device.absent_reason);
-  auto path = options.db_path.empty() ? TuningDb::default_path() : options.db_path;
-  impl_->db = runtime::open_db_or_none(path, impl_->device.fingerprint());
+  impl_->db = runtime::open_db_or_none(options.db_path.string(), impl_->device.fingerprint());
 }
 
 Runtime::~Runtime() = default;

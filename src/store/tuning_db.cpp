@@ -3,15 +3,16 @@
 #include <sqlite3.h>
 
 #include <chrono>
-#include <cmath>
+#include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "core/log.hpp"
 #include "core/strings.hpp"
 #include "gemmforge/error.hpp"
 #include "gemmforge/paths.hpp"
-#include "gemmforge/problem.hpp"
-#include "gemmforge/rowop.hpp"
+#include "store/decision_json.hpp"
+#include "store/remote_store.hpp"
 
 namespace gf {
 namespace {
@@ -130,10 +131,14 @@ std::optional<Decision> decision_of(const Statement& st) {
 
 struct TuningDb::Handle {
   sqlite3* db = nullptr;
+  // One transaction at a time on the connection: threads share a TuningDb (a runtime building
+  // several problems at once fills its cache from the remote store), and a second BEGIN on one
+  // connection fails instead of waiting.
+  std::mutex transaction;
   ~Handle() { sqlite3_close(db); }
 };
 
-TuningDb::TuningDb(const std::filesystem::path& path, std::string device)
+TuningDb::TuningDb(const std::filesystem::path& path, std::string device, const StoreOptions& more)
     : db_(std::make_unique<Handle>()), path_(path), device_(std::move(device)) {
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
   const int rc = sqlite3_open_v2(path.c_str(), &db_->db,
@@ -192,19 +197,51 @@ TuningDb::TuningDb(const std::filesystem::path& path, std::string device)
     exec_rc(db, "ROLLBACK;");
     throw;
   }
+  if (!more.remote.empty()) remote_ = std::make_unique<store::RemoteStore>(more.remote);
+  if (!more.system_db.empty()) {
+    // The system DB is an extra: one that cannot be read is left out, never the end of tuning.
+    try {
+      if (more.system_db.extension() == ".json") {
+        std::ifstream in(more.system_db);
+        GF_CHECK(in.good(), "cannot read it");
+        auto exported = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+        GF_CHECK(!exported.is_discarded(), "it is not JSON");
+        system_ = std::make_unique<TuningDb>(":memory:", device_);
+        system_->import_json(exported);
+      } else {
+        system_.reset(new TuningDb(more.system_db, device_, ReadOnly{}));
+      }
+    } catch (const Error& e) {
+      system_.reset();
+      log().warn("system tuning DB {}: {}; going on without it", more.system_db.string(), e.what());
+    }
+  }
+}
+
+// A shipped DB, opened so that nothing is written to it or beside it: immutable (no locks, no
+// -shm or -wal file, which a read-only directory could not hold), and only of this schema.
+TuningDb::TuningDb(const std::filesystem::path& path, std::string device, ReadOnly)
+    : db_(std::make_unique<Handle>()), path_(path), device_(std::move(device)) {
+  GF_CHECK(std::filesystem::is_regular_file(path), "no such file");
+  std::string uri = "file:";
+  for (char c : path.string()) uri += c == '?' ? "%3f" : c == '#' ? "%23" : c == '%' ? "%25" : std::string(1, c);
+  uri += "?immutable=1";
+  const int rc = sqlite3_open_v2(uri.c_str(), &db_->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_FULLMUTEX,
+                                 nullptr);
+  GF_CHECK(rc == SQLITE_OK, "cannot open it: {}", db_->db ? sqlite3_errmsg(db_->db) : "out of memory");
+  int64_t version = -1;
+  if (sqlite3_stmt* st = nullptr; sqlite3_prepare_v2(db_->db, "PRAGMA user_version", -1, &st, nullptr) == SQLITE_OK) {
+    if (sqlite3_step(st) == SQLITE_ROW) version = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+  }
+  GF_CHECK(version == kSchemaVersion,
+           "it is not a gemmforge DB of schema {} ({}); ship a `gemmforge db export` JSON instead", kSchemaVersion,
+           version < 0 ? sqlite3_errmsg(db_->db) : fmt::format("schema {}", version));
 }
 
 TuningDb::~TuningDb() = default;
 
 std::filesystem::path TuningDb::default_path() { return home_dir() / "tuning.db"; }
-
-std::optional<Decision> TuningDb::decision(const std::string& problem) const {
-  Statement st(db_->db,
-               fmt::format("SELECT {} FROM decisions WHERE problem = ? AND device = ?", kDecisionColumns).c_str());
-  st.bind(problem, device_);
-  if (!st.step()) return std::nullopt;
-  return decision_of(st);
-}
 
 namespace {
 
@@ -229,7 +266,8 @@ void write(sqlite3* db, const std::string& device, const Decision& d, const std:
 }
 
 template <class F>
-void in_transaction(sqlite3* db, F&& body) {
+void in_transaction(sqlite3* db, std::mutex& one_at_a_time, F&& body) {
+  std::lock_guard lock(one_at_a_time);
   exec(db, "BEGIN IMMEDIATE;");
   try {
     body();
@@ -242,58 +280,38 @@ void in_transaction(sqlite3* db, F&& body) {
 
 // One exported decision, checked field by field: a damaged or foreign entry is refused, never stored.
 std::pair<std::string, Decision> imported(const nlohmann::json& e, size_t index) {
-  auto bad = [&](const std::string& why) { GF_FAIL("entry {} of the export: {}", index, why); };
-  if (!e.is_object()) bad("not an object");
-  auto text = [&](const char* key) {
-    if (!e.contains(key) || !e[key].is_string()) bad(fmt::format("{} is missing or not a string", key));
-    return e[key].get<std::string>();
-  };
-  auto number = [&](const char* key) {
-    if (!e.contains(key) || !e[key].is_number() || !std::isfinite(e[key].get<double>()) || e[key].get<double>() < 0)
-      bad(fmt::format("{} is missing or not a non-negative number", key));
-    return e[key].get<double>();
-  };
-  Decision d;
-  const std::string device = text("device");
-  d.problem = text("problem");
-  d.family = text("family");
-  d.backend = text("backend");
-  d.backend_version = text("backend_version");
-  d.candidate = text("candidate");
-  d.search = text("search");
-  d.tuned_at = text("tuned_at");
-  d.us = number("us");
-  d.rate = number("rate");
-  d.candidates = int(number("candidates"));
-  if (!e.contains("config") || !e["config"].is_object()) bad("config is missing or not an object");
-  d.config = e["config"];
-  if (!e.contains("backends_considered") || !e["backends_considered"].is_array()) bad("backends_considered is missing");
-  for (const auto& b : e["backends_considered"]) {
-    if (!b.is_string()) bad("backends_considered holds a non-string");
-    d.backends_considered.push_back(b.get<std::string>());
-  }
-  if (device.empty() || d.backend.empty() || d.candidate.empty() || !(d.us > 0)) bad("an empty device, backend, candidate or time");
-  if (d.search != "fast" && d.search != "default" && d.search != "exhaustive") bad("search " + quote(d.search));
-  // The problem must be one this gemmforge reads back as the same key.
-  std::string reparsed;
   try {
-    if (d.family == "gemm")
-      reparsed = GemmProblem::parse(d.problem).key();
-    else if (d.family == "rowop")
-      reparsed = RowOpSpec::parse(d.problem).key();
-    else
-      bad("family " + quote(d.family));
+    return store::decision_from_json(e);
   } catch (const Error& err) {
-    bad(err.what());
+    GF_FAIL("entry {} of the export: {}", index, err.what());
   }
-  if (reparsed != d.problem) bad(fmt::format("problem {} is not in its canonical form {}", quote(d.problem), reparsed));
-  return {device, std::move(d)};
 }
 
 }  // namespace
 
+std::optional<Decision> TuningDb::decision(const std::string& problem) const {
+  {
+    Statement st(db_->db,
+                 fmt::format("SELECT {} FROM decisions WHERE problem = ? AND device = ?", kDecisionColumns).c_str());
+    st.bind(problem, device_);
+    if (st.step())
+      if (auto d = decision_of(st)) return d;
+  }
+  if (remote_)
+    if (auto e = remote_->get(device_, problem)) {
+      // Read-through: the next lookup, and `bench`'s measurements, need no server.
+      in_transaction(db_->db, db_->transaction, [&] { write(db_->db, device_, e->decision, e->measurements); });
+      return std::move(e->decision);
+    }
+  if (system_) return system_->decision(problem);
+  return std::nullopt;
+}
+
 void TuningDb::store(const Decision& d, const std::vector<Measurement>& measurements) {
-  in_transaction(db_->db, [&] { write(db_->db, device_, d, measurements); });
+  Decision stamped = d;
+  if (stamped.tuned_at.empty()) stamped.tuned_at = now_utc();  // one time in both stores
+  in_transaction(db_->db, db_->transaction, [&] { write(db_->db, device_, stamped, measurements); });
+  if (remote_) remote_->put(device_, stamped, measurements);
 }
 
 nlohmann::json TuningDb::export_json() const {
@@ -311,7 +329,7 @@ int TuningDb::import_json(const nlohmann::json& exported) {
   const auto& list = exported["decisions"];
   for (size_t i = 0; i < list.size(); ++i) entries.push_back(imported(list[i], i));  // all checked before any write
   int stored = 0;
-  in_transaction(db_->db, [&] {
+  in_transaction(db_->db, db_->transaction, [&] {
     for (const auto& [device, d] : entries) {
       // Where the DB already has a decision for the problem and device, the faster one stays.
       Statement st(db_->db, "SELECT us FROM decisions WHERE problem = ? AND device = ?");
@@ -321,6 +339,8 @@ int TuningDb::import_json(const nlohmann::json& exported) {
       ++stored;
     }
   });
+  if (remote_)
+    for (const auto& [device, d] : entries) remote_->put(device, d, {});
   return stored;
 }
 
@@ -346,6 +366,7 @@ std::vector<Measurement> TuningDb::measurements(const std::string& problem) cons
     m.error = st.text(8);
     out.push_back(std::move(m));
   }
+  if (out.empty() && system_) return system_->measurements(problem);
   return out;
 }
 
@@ -355,19 +376,7 @@ nlohmann::json TuningDb::dump() const {
   while (st.step()) {
     auto d = decision_of(st);
     if (!d) continue;
-    out.push_back({{"problem", d->problem},
-                   {"device", st.text(1)},
-                   {"family", d->family},
-                   {"backend", d->backend},
-                   {"backend_version", d->backend_version},
-                   {"candidate", d->candidate},
-                   {"config", d->config},
-                   {"us", d->us},
-                   {"rate", d->rate},
-                   {"search", d->search},
-                   {"candidates", d->candidates},
-                   {"backends_considered", d->backends_considered},
-                   {"tuned_at", d->tuned_at}});
+    out.push_back(store::decision_json(*d, st.text(1)));
   }
   return out;
 }
@@ -376,6 +385,7 @@ int TuningDb::clear() {
   sqlite3* db = db_->db;
   // The write lock first: a read (the count) still open when asking for it would fail at once
   // with "database is locked" instead of waiting for other writers.
+  std::lock_guard lock(db_->transaction);
   exec(db, "BEGIN IMMEDIATE;");
   try {
     int n = 0;

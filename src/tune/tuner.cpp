@@ -310,8 +310,7 @@ Tuner::Tuner(TuneOptions options) : impl_(std::make_unique<Impl>()) {
   GF_CHECK(I.device.present,
            "no GPU: {}. Listing and compiling candidates still work (gemmforge candidates, gemmforge compile).",
            I.device.absent_reason);
-  if (I.opt.db_path.empty()) I.opt.db_path = TuningDb::default_path();
-  I.db = std::make_unique<TuningDb>(I.opt.db_path, I.device.fingerprint());
+  I.db = TuningDb::open(I.opt.db_path.string(), I.device.fingerprint());
   if (I.opt.compile_jobs <= 0) I.opt.compile_jobs = default_jobs();
   for (const auto& name : I.opt.backends)
     GF_CHECK(find_backend<GemmProblem>(name) || find_backend<RowOpSpec>(name), "unknown backend '{}' (known: {})", name,

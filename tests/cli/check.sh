@@ -15,12 +15,18 @@ GEMMFORGE_HOME=$tmp/home "$gf" doctor >/dev/null 2>&1 || fail "doctor does not r
 # Bad options: a non-zero exit and an error of one line, never a silent default.
 for args in "candidates -s bogus" "compile -s bogus" "candidates -b ," "candidates --dtype f33 -p 64x64x64:bf16" \
             "candidates --fuse weird -p 64x64x64:bf16" "candidates --tokens 16,,128" "tune --timeout nan" \
-            "tune --timeout inf" "tune --timeout -1" "candidates -b nosuch"; do
+            "tune --timeout inf" "tune --timeout -1" "candidates -b nosuch" "tune --shard 2/2 -p 64x64x64:bf16" \
+            "tune --shard x -p 64x64x64:bf16" "tune --gpus 0,,1 -p 64x64x64:bf16" "tune --gpus all -p 64x64x64:bf16" \
+            "db --db redis://:hunter2@host:0 show" "db --db rediss://:hunter2@host show"; do
   # shellcheck disable=SC2086
   if GEMMFORGE_HOME=$tmp/home "$gf" $args >"$tmp/out" 2>"$tmp/err"; then fail "'gemmforge $args' was accepted"; fi
   lines=$(grep -c . "$tmp/err")
   [ "$lines" -le 3 ] || fail "'gemmforge $args' wrote $lines lines of error: $(cat "$tmp/err")"
+  grep -q hunter2 "$tmp/err" && fail "'gemmforge $args' printed the password: $(cat "$tmp/err")"
 done
+# Without a GPU, --gpus says so, and what still works.
+GEMMFORGE_HOME=$tmp/home "$gf" tune --gpus all -p 64x64x64:bf16 >/dev/null 2>"$tmp/err"
+grep -q "gemmforge compile" "$tmp/err" || fail "--gpus without a GPU does not say what still works: $(cat "$tmp/err")"
 
 # The DB travels: an export imports into an empty DB and exports the same again; garbage is refused.
 GEMMFORGE_HOME=$tmp/home "$gf" db export --json "$tmp/e.json" >/dev/null || fail "db export failed"
@@ -57,4 +63,4 @@ GEMMFORGE_HOME=$tmp/home GEMMFORGE_PYTHON=/nonexistent/python3 "$gf" compile -b 
   --top-k 1 >"$tmp/out" 2>&1 && fail "a cute compile without the DSL succeeded"
 grep -q "not compiled.*gemmforge compile -b cute" "$tmp/out" || fail "a cute cache miss is not named: $(cat "$tmp/out")"
 
-echo "cli: starts without a driver, refuses bad options in one line, exports and imports the DB, tunes --from a recorded file, reports compile failures, names a CuTe DSL cache miss"
+echo "cli: starts without a driver, refuses bad options in one line (no password printed), exports and imports the DB, tunes --from a recorded file, reports compile failures, names a CuTe DSL cache miss"
