@@ -39,6 +39,8 @@ std::string RemoteStore::key(const std::string& device, const std::string& probl
   return fmt::format("gemmforge:decision:{}:{}:{}", kSchemaVersion, device, problem);
 }
 
+std::string RemoteStore::blob_key(const std::string& key) { return fmt::format("gemmforge:kernel:1:{}", key); }
+
 std::string RemoteStore::value(const std::string& device, const Decision& d, const std::vector<Measurement>& ms) {
   nlohmann::json j = decision_json(d, device);
   j["gemmforge_decision"] = kSchemaVersion;
@@ -199,10 +201,27 @@ bool RemoteStore::put(const std::string& device, const Decision& d, const std::v
   return reply->r->integer == 1;
 }
 
+std::optional<std::string> RemoteStore::get_blob(const std::string& key) {
+  std::lock_guard lock(mu_);
+  if (!connect()) return std::nullopt;
+  auto reply = call({"GET", blob_key(key)});
+  if (!reply || reply->r->type != REDIS_REPLY_STRING) return std::nullopt;
+  return std::string(reply->r->str, reply->r->len);
+}
+
+bool RemoteStore::put_blob(const std::string& key, const std::string& bytes) {
+  std::lock_guard lock(mu_);
+  if (!connect()) return false;
+  auto reply = call({"SET", blob_key(key), bytes, "NX"});
+  return reply && reply->r->type == REDIS_REPLY_STATUS;
+}
+
 #else  // without hiredis: the URL is still checked, then refused in one line
 
 std::optional<RemoteEntry> RemoteStore::get(const std::string&, const std::string&) { return std::nullopt; }
 bool RemoteStore::put(const std::string&, const Decision&, const std::vector<Measurement>&) { return false; }
+std::optional<std::string> RemoteStore::get_blob(const std::string&) { return std::nullopt; }
+bool RemoteStore::put_blob(const std::string&, const std::string&) { return false; }
 
 #endif
 

@@ -50,6 +50,13 @@ class RemoteStore {
   // whether it was stored; false also when the server is unreachable.
   bool put(const std::string& device, const Decision& d, const std::vector<Measurement>& measurements);
 
+  // Shared blobs (compiled kernels, content-addressed by their kernel-cache key): the blob, or
+  // nullopt when absent or the server unreachable; put_blob stores it unless the key is taken
+  // (any holder of a key holds the same bytes). The caller checks what it gets.
+  std::optional<std::string> get_blob(const std::string& key);
+  bool put_blob(const std::string& key, const std::string& bytes);
+  static std::string blob_key(const std::string& key);
+
   // The URL without its credentials, for messages.
   const std::string& where() const { return where_; }
   static std::string key(const std::string& device, const std::string& problem);

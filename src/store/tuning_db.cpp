@@ -12,6 +12,7 @@
 #include "gemmforge/error.hpp"
 #include "gemmforge/paths.hpp"
 #include "store/decision_json.hpp"
+#include "store/kernel_cache.hpp"
 #include "store/remote_store.hpp"
 
 namespace gf {
@@ -197,7 +198,10 @@ TuningDb::TuningDb(const std::filesystem::path& path, std::string device, const 
     exec_rc(db, "ROLLBACK;");
     throw;
   }
-  if (!more.remote.empty()) remote_ = std::make_unique<store::RemoteStore>(more.remote);
+  if (!more.remote.empty()) {
+    remote_ = std::make_unique<store::RemoteStore>(more.remote);
+    KernelCache::shared().share_through(more.remote);  // kernels travel with the decisions
+  }
   if (!more.system_db.empty()) {
     // The system DB is an extra: one that cannot be read is left out, never the end of tuning.
     try {

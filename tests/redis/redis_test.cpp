@@ -22,6 +22,7 @@
 
 #include "core/log.hpp"
 #include "gemmforge/tuning_db.hpp"
+#include "store/kernel_cache.hpp"
 #include "store/remote_store.hpp"
 
 using namespace gf;
@@ -452,4 +453,38 @@ TEST(RedisStore, ThePasswordIsNeverPrinted) {
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     EXPECT_EQ(bytes.find(password), std::string::npos) << file << " holds the password";
   }
+}
+
+// Kernel binaries travel with the decisions: what one host compiled another loads without
+// compiling, checked against its size and hash; a damaged shared entry is refused, an oversized
+// one never shared.
+TEST(RedisStore, KernelsTravelBetweenHosts) {
+  START_REDIS(server);
+  const TempDir dir("kernels");
+  KernelCache first(dir / "first"), second(dir / "second");
+  first.share_through(server.url());
+  second.share_through(server.url());
+  std::string bytes(300000, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = char(i * 7919 % 251);
+  first.put("cute_kernel-0123", bytes, R"({"seconds": 1.5})");
+  auto got = second.get("cute_kernel-0123");
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->bytes, bytes);
+  EXPECT_EQ(got->meta, R"({"seconds": 1.5})");
+  EXPECT_TRUE(std::filesystem::exists(dir / "second" / "cute_kernel-0123.bin")) << "kept locally too";
+
+  Raw raw(server.port());
+  std::string damaged = raw.get(store::RemoteStore::blob_key("cute_kernel-0123"));
+  ASSERT_FALSE(damaged.empty());
+  damaged[damaged.size() - 10] ^= 1;
+  raw.set(store::RemoteStore::blob_key("cute_kernel-4567"), damaged);
+  LogCapture logged;
+  KernelCache third(dir / "third");
+  third.share_through(server.url());
+  EXPECT_FALSE(third.get("cute_kernel-4567"));
+  EXPECT_EQ(third.rejected(), 1);
+  EXPECT_EQ(logged.count("cute_kernel-4567"), 1) << logged.text();
+
+  first.put("huge-kernel", std::string(KernelCache::kMaxSharedBytes + 1, 'x'));
+  EXPECT_TRUE(raw.get(store::RemoteStore::blob_key("huge-kernel")).empty());
 }
