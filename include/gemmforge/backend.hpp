@@ -71,6 +71,8 @@ class BackendOf {
   virtual std::string version() const = 0;
   // "" when the backend's toolchain is present; else why it offers nothing.
   virtual std::string unavailable() const { return ""; }
+  // What `gemmforge doctor` adds after "available": the toolchain found or what it lacks; "" for none.
+  virtual std::string doctor_note() const { return ""; }
   // "" when the backend can run the problem; else why not.
   virtual std::string supports(const Problem& problem) const = 0;
   // The candidates, best first by the backend's own estimate. May throw gf::Error (e.g. a

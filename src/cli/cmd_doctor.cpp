@@ -28,9 +28,9 @@ void run_doctor() {
                             probe.ok ? fmt::format("compiles for sm_90a ({:.2f} s for a probe kernel)", probe.seconds)
                                      : "FAILED: " + probe.log));
   auto report = [&](const auto& b, std::string_view family) {
-    std::string why = b->unavailable();
+    std::string why = b->unavailable(), note = why.empty() ? b->doctor_note() : "";
     line(fmt::format("{} {}", family, b->name()),
-         b->version() + (why.empty() ? ": available" : ": unavailable: " + why));
+         b->version() + (why.empty() ? ": available" : ": unavailable: " + why) + (note.empty() ? "" : " (" + note + ")"));
   };
   for (const auto& b : backends<GemmProblem>()) report(b, "gemm");
   for (const auto& b : backends<RowOpSpec>()) report(b, "rowop");

@@ -64,7 +64,8 @@ os.fdopen(reply_fd, "w").write(json.dumps(out) + "\n")
     WorkerProcess w({"/usr/bin/env", python(), "-c", kProbe});
     auto reply = w.call({{"op", "version"}, {"distribution", distribution}}, 60.0);
     if (reply.value("ok", false)) return reply.value("version", "");
-    *error = reply.value("error", std::string("no python3"));
+    *error = reply.value("crashed", false) ? python() + " did not run (" + reply.value("error", std::string("?")) + ")"
+                                           : reply.value("error", std::string("no python3"));
   } catch (const std::exception& e) {
     *error = e.what();
   }

@@ -171,6 +171,11 @@ class CuteBackend final : public Backend {
   std::string name() const override { return "cute"; }
   std::string version() const override { return version_string(); }
   std::string supports(const GemmProblem& p) const override { return unsupported_reason(p); }
+  std::string doctor_note() const override {
+    const std::string& why = compile_unavailable();
+    return why.empty() ? fmt::format("compiles with nvidia-cutlass-dsl {}, cu12 flavor, for sm_90a", kDslPin)
+                       : "runs what the kernel cache holds; cannot compile here: " + why;
+  }
 
   std::vector<Candidate> candidates(const GemmProblem& p, const DeviceInfo& device,
                                     const SearchOptions& search) const override {
