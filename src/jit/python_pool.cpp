@@ -1,6 +1,10 @@
 #include "jit/python_pool.hpp"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <condition_variable>
+#include <fstream>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
@@ -106,6 +110,25 @@ nlohmann::json PythonPool::call(const nlohmann::json& request, double timeout_s)
   s.idle.push_back(std::move(w));  // a dead worker restarts on its next call
   s.cv.notify_one();
   return reply;
+}
+
+PythonPool::FileReply PythonPool::call_writing(nlohmann::json request, const std::filesystem::path& dir,
+                                              const std::string& name, double timeout_s) {
+  static std::atomic<uint64_t> calls{0};
+  struct TempFile {
+    std::filesystem::path path;
+    ~TempFile() {
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+    }
+  } tmp{dir / ("." + name + "." + std::to_string(getpid()) + "." + std::to_string(calls++))};
+  request["path"] = tmp.path.string();
+  FileReply out{call(request, timeout_s), {}};
+  if (out.reply.value("ok", false)) {
+    std::ifstream in(tmp.path, std::ios::binary);
+    out.bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  return out;
 }
 
 }  // namespace gf::jit

@@ -31,6 +31,15 @@ class PythonPool {
   ~PythonPool();
   // Sends one request to a free worker and waits for its reply.
   nlohmann::json call(const nlohmann::json& request, double timeout_s);
+  // A request whose worker writes its product to request["path"]: a path under dir of this
+  // process and call alone (two processes compiling one config must not share it), read back and
+  // removed whatever happens. bytes is empty unless the reply is ok.
+  struct FileReply {
+    nlohmann::json reply;
+    std::string bytes;
+  };
+  FileReply call_writing(nlohmann::json request, const std::filesystem::path& dir, const std::string& name,
+                         double timeout_s);
 
  private:
   struct State;

@@ -66,27 +66,16 @@ Compiled compile_config(const CuteConfig& c, const GemmProblem& p, bool use_cach
         c.name(), why, kDslPin);
     return out;
   }
-  // The worker writes to a path of this process and call alone, gone again whatever happens.
-  static std::atomic<uint64_t> calls{0};
-  struct TempFile {
-    std::filesystem::path path;
-    ~TempFile() {
-      std::error_code ec;
-      std::filesystem::remove(path, ec);
-    }
-  } tmp{KernelCache::shared().dir() / fmt::format(".{}.{}.{}.cute.so", key, getpid(), calls++)};
-  req["path"] = tmp.path.string();
   static jit::PythonPool pool("gemmforge_cute/worker.py");
-  nlohmann::json reply = pool.call(req, 300.0);
+  auto [reply, so] = pool.call_writing(req, KernelCache::shared().dir(), key + ".cute.so", 300.0);
   out.report.seconds = reply.value("seconds", 0.0);
   if (!reply.value("ok", false)) {
     out.report.ok = false;
     out.report.log = reply.value("error", std::string("no reply")) + "\n" + reply.value("trace", std::string());
     return out;
   }
-  std::ifstream in(tmp.path, std::ios::binary);
-  out.so.assign(std::istreambuf_iterator<char>(in), {});
-  GF_CHECK(!out.so.empty(), "the CuTe DSL worker wrote nothing for {}", c.name());
+  GF_CHECK(!so.empty(), "the CuTe DSL worker wrote nothing for {}", c.name());
+  out.so = std::move(so);
   KernelCache::shared().put(key, out.so, reply.dump());
   return out;
 }

@@ -58,27 +58,15 @@ Compiled compile_config(const TritonConfig& c, const GemmProblem& p, const std::
   GF_CHECK(env.triton_version == triton_version,
            "Triton is {} here but the candidate was listed under Triton {}: tune again", env.triton_version,
            triton_version);
-  // The worker writes the cubin to a path of this process and call alone (two processes compiling
-  // the same config must not share one), gone again whatever happens.
-  static std::atomic<uint64_t> calls{0};
-  struct TempFile {
-    std::filesystem::path path;
-    ~TempFile() {
-      std::error_code ec;
-      std::filesystem::remove(path, ec);
-    }
-  } tmp{KernelCache::shared().dir() / fmt::format(".{}.{}.{}.triton.cubin", key, getpid(), calls++)};
-  req["path"] = tmp.path.string();
   req["fresh"] = !use_cache;  // nor from Triton's own cache
-  nlohmann::json reply = compile_in_pool(req, 300.0);
+  auto [reply, cubin] = compile_in_pool(req, key + ".triton.cubin", 300.0);
   out.report.seconds = reply.value("seconds", 0.0);
   if (!reply.value("ok", false)) {
     out.report.ok = false;
     out.report.log = reply.value("error", std::string("no reply")) + "\n" + reply.value("trace", std::string());
     return out;
   }
-  std::ifstream in(tmp.path, std::ios::binary);
-  out.cubin.assign(std::istreambuf_iterator<char>(in), {});
+  out.cubin = std::move(cubin);
   GF_CHECK(!out.cubin.empty(), "the Triton worker wrote no cubin for {}", c.name());
   out.meta = reply;
   KernelCache::shared().put(key, out.cubin, reply.dump());

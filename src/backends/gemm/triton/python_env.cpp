@@ -1,6 +1,7 @@
 #include "backends/gemm/triton/python_env.hpp"
 
 #include "jit/python_pool.hpp"
+#include "store/kernel_cache.hpp"
 
 namespace gf::triton_backend {
 namespace {
@@ -27,9 +28,9 @@ const PythonEnv& python_env() {
   return env;
 }
 
-nlohmann::json compile_in_pool(const nlohmann::json& request, double timeout_s) {
+jit::PythonPool::FileReply compile_in_pool(const nlohmann::json& request, const std::string& name, double timeout_s) {
   static jit::PythonPool pool("gemmforge_triton/worker.py");
-  return pool.call(request, timeout_s);
+  return pool.call_writing(request, KernelCache::shared().dir(), name, timeout_s);
 }
 
 }  // namespace gf::triton_backend

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "jit/python_pool.hpp"
+
 namespace gf::triton_backend {
 
 struct PythonEnv {
@@ -21,6 +23,7 @@ const PythonEnv& python_env();
 
 // Sends one request to a free worker (starting up to one per core) and waits for the reply.
 // Thread-safe. A worker that crashes or exceeds the timeout is replaced.
-nlohmann::json compile_in_pool(const nlohmann::json& request, double timeout_s);
+// The worker writes the cubin to a temporary file in the kernel cache's folder, read back here.
+jit::PythonPool::FileReply compile_in_pool(const nlohmann::json& request, const std::string& name, double timeout_s);
 
 }  // namespace gf::triton_backend
