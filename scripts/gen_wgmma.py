@@ -2,7 +2,7 @@
 """Writes kernels/ptx/wgmma_ops.cuh: one wrapper per wgmma.mma_async shape gemmforge uses.
 
 A wgmma instruction names every accumulator register of the thread (N/2 of them for m64nNk16
-with f32 accumulators), so each N needs its own operand list; this script writes them out
+and m64nNk32 with f32 accumulators), so each N needs its own operand list; this script writes them out
 rather than hiding them behind macros. Run it again after changing SHAPES.
 """
 import pathlib
@@ -35,6 +35,30 @@ template <int kTransB> struct Wgmma<{n}, {f16}, kTransB> {{
         "{{{placeholders}}}, %{regs}, %{regs + 1}, p, 1, 1, 0, %{regs + 3};\\n}}\\n"
         : {operands}
         : "l"(desc_a), "l"(desc_b), "r"(int(scale_d)), "n"(kTransB));
+  }}
+}};""")
+
+# FP8: m64nNk32 with A and B of the same fp8 type, both K-major (wgmma takes no transpose for
+# 8-bit operands).
+out.append("")
+out.append("// wgmma.mma_async m64nNk32 over fp8 (e4m3 or e5m2) operands, both K-major, f32 accumulators.")
+out.append("template <int N, bool kE5m2> struct WgmmaF8;")
+for n in SHAPES:
+    regs = n // 2
+    for name, e5m2 in (("e4m3", "false"), ("e5m2", "true")):
+        placeholders = ", ".join(f"%{i}" for i in range(regs))
+        operands = ",\n          ".join(
+            ", ".join(f'"+f"(d[{j}])' for j in range(i, min(i + 8, regs))) for i in range(0, regs, 8))
+        out.append(f"""
+template <> struct WgmmaF8<{n}, {e5m2}> {{
+  __device__ __forceinline__ static void mma(float (&d)[{regs}], unsigned long long desc_a,
+                                             unsigned long long desc_b, bool scale_d) {{
+    asm volatile(
+        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 2}, 0;\\n"
+        "wgmma.mma_async.sync.aligned.m64n{n}k32.f32.{name}.{name} "
+        "{{{placeholders}}}, %{regs}, %{regs + 1}, p, 1, 1;\\n}}\\n"
+        : {operands}
+        : "l"(desc_a), "l"(desc_b), "r"(int(scale_d)));
   }}
 }};""")
 out.append("")

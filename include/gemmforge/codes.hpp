@@ -14,7 +14,7 @@
 #define GF_ACTIVATIONS(X) X(none) X(relu) X(gelu) X(gelu_tanh) X(silu)
 #define GF_BIAS_KINDS(X) X(none) X(col) X(row)            // col: one per column of D (length N); row: per row (M)
 #define GF_GATE_KINDS(X) X(none) X(interleaved) X(split)  // SwiGLU over the pre-activation; see problem.hpp
-#define GF_SCALE_KINDS(X) X(none) X(tensor) X(rowcol)     // FP8 dequantisation scales on the accumulator
+#define GF_SCALE_KINDS(X) X(none) X(tensor) X(rowcol) X(block128)  // FP8 dequantisation scales; see problem.hpp
 #define GF_ROWOP_KINDS(X) X(softmax) X(rmsnorm) X(layernorm)
 
 #define GF_CODE_ENUMERATOR(name) name,

@@ -55,8 +55,12 @@ struct GemmArgs {
   const void* c = nullptr;
   const void* bias = nullptr;
   size_t bias_len = 0;             // elements of bias, where the caller knows it (0: unknown); checked
-  const float* scale_a = nullptr;  // fp8: one float (tensor) or M floats (rowcol)
-  const float* scale_b = nullptr;  // fp8: one float (tensor) or N floats (rowcol)
+  // fp8 scales, fp32 (ScaleKind): tensor, one float each; rowcol, M floats for A's rows and N for
+  // B's; block128, A per 1x128 group along K: ceil(K/128) x M, (kb, m) at kb*M + m (a k-block's
+  // rows together, as the kernel reads them), and B per 128x128 block: ceil(N/128) x ceil(K/128)
+  // row-major, (nb, kb) at nb*ceil(K/128) + kb (gf::ops::quantize_fp8 writes both layouts).
+  const float* scale_a = nullptr;
+  const float* scale_b = nullptr;
   // Scratch for the kernel (Kernel::workspace_bytes): zero before its first launch on it, never
   // shared by launches that may run at once. gf::Runtime provides one per stream when null.
   void* workspace = nullptr;
@@ -77,8 +81,11 @@ struct GemmProblem {
   // Columns of D: N, or N/2 when the epilogue is a gate.
   int64_t out_cols() const;
   double flops() const { return 2.0 * double(m) * double(n) * double(k) * double(batch); }
-  // Bytes the GEMM must move at least: A, B, D (and C, bias) once each.
+  // Bytes the GEMM must move at least: A, B, D (and C, bias, the scales) once each.
   double min_bytes() const;
+  // fp32 elements of scale_a and scale_b the epilogue's scale kind reads (0 without scales).
+  int64_t scale_a_count() const;
+  int64_t scale_b_count() const;
 
   // Stable key, also the compact text form: "4096x6144x4096:bf16", "77x1000x1000:f16->f32:nn",
   // "4096x28672x4096:bf16:swiglu". Batch appears as a fourth size when it is not 1.

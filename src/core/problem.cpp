@@ -16,8 +16,8 @@ namespace {
 constexpr std::pair<const char*, BiasKind> kBiasTokens[] = {{"bias", BiasKind::col}, {"rowbias", BiasKind::row}};
 constexpr std::pair<const char*, GateKind> kGateTokens[] = {{"swiglu", GateKind::interleaved},
                                                             {"swiglu_split", GateKind::split}};
-constexpr std::pair<const char*, ScaleKind> kScaleTokens[] = {{"scale=tensor", ScaleKind::tensor},
-                                                              {"scale=rowcol", ScaleKind::rowcol}};
+constexpr std::pair<const char*, ScaleKind> kScaleTokens[] = {
+    {"scale=tensor", ScaleKind::tensor}, {"scale=rowcol", ScaleKind::rowcol}, {"scale=block128", ScaleKind::block128}};
 
 template <class Kind, size_t N>
 std::optional<Kind> token_of(const std::pair<const char*, Kind> (&tokens)[N], std::string_view tok) {
@@ -114,7 +114,27 @@ double GemmProblem::min_bytes() const {
   double in = double(dtype_bytes(a)) * (double(m) * k + double(n) * k);
   double d = double(dtype_bytes(out)) * double(m) * out_cols();
   double c = epilogue.has_c() ? d : 0.0;
-  return double(batch) * (in + d + c);
+  return double(batch) * (in + d + c) + 4.0 * double(scale_a_count() + scale_b_count());
+}
+
+int64_t GemmProblem::scale_a_count() const {
+  switch (epilogue.scale) {
+    case ScaleKind::none: return 0;
+    case ScaleKind::tensor: return 1;
+    case ScaleKind::rowcol: return m;
+    case ScaleKind::block128: return (k + 127) / 128 * m;
+  }
+  return 0;
+}
+
+int64_t GemmProblem::scale_b_count() const {
+  switch (epilogue.scale) {
+    case ScaleKind::none: return 0;
+    case ScaleKind::tensor: return 1;
+    case ScaleKind::rowcol: return n;
+    case ScaleKind::block128: return (n + 127) / 128 * ((k + 127) / 128);
+  }
+  return 0;
 }
 
 std::string GemmProblem::key() const {
@@ -145,6 +165,7 @@ std::string GemmProblem::invalid_reason() const {
   if (is_fp8(out)) return "fp8 outputs are not supported (use bf16, f16 or f32)";
   if (is_fp8(a) && layout != Layout::tn) return "fp8 inputs need layout tn (W row-major N x K)";
   if (epilogue.scale != ScaleKind::none && !is_fp8(a)) return "scales apply only to fp8 inputs";
+  if (epilogue.scale == ScaleKind::block128 && batch != 1) return "block128 scales are for batch 1";
   const Epilogue& e = epilogue;
   if (e.gate != GateKind::none) {
     if (n % 2 != 0) return fmt::format("swiglu needs an even N (N={})", n);
@@ -180,6 +201,8 @@ size_t pointer_alignment(const GemmArgs& args) {
 void check_gemm_args(const GemmProblem& problem, const GemmArgs& args) {
   problem.validate();
   GF_CHECK(args.a && args.b && args.d, "gemm {}: A, B and D must be non-null", problem.key());
+  GF_CHECK(problem.epilogue.scale == ScaleKind::none || (args.scale_a && args.scale_b),
+           "gemm {}: the fp8 scales scale_a and scale_b must be non-null", problem.key());
   check_epilogue_args(problem, args, "gemm");
 }
 

@@ -44,7 +44,7 @@ GemmBench::GemmBench(const GemmProblem& p, const DeviceInfo& device, uint64_t se
       fill_uniform(set.bias.get(), p.out, bias_len, sd + 4, -1.0f, 1.0f, stream());
     }
     if (e.scale != ScaleKind::none) {
-      int64_t na = e.scale == ScaleKind::tensor ? 1 : p.m, nb = e.scale == ScaleKind::tensor ? 1 : p.n;
+      const int64_t na = p.scale_a_count(), nb = p.scale_b_count();
       set.scale_a = cuda::DeviceBuffer(size_t(na) * 4);
       set.scale_b = cuda::DeviceBuffer(size_t(nb) * 4);
       fill_uniform(set.scale_a.get(), DType::f32, na, sd + 5, 0.5f, 2.0f, stream());

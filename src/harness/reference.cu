@@ -34,11 +34,15 @@ __global__ void reference_gemm_kernel(RefParams p, const TIn* a, const TIn* b, c
     for (int idx = tid; idx < kTile * kTileK; idx += 256) {
       int r = idx / kTileK, kk = idx % kTileK;  // row-major A: k fastest
       int64_t gm = m0 + r, gk = k0 + kk;
-      as[kk][r] = gm < p.m && gk < p.k ? to_float(a[gm * p.k + gk]) : 0.0f;
+      float av = gm < p.m && gk < p.k ? to_float(a[gm * p.k + gk]) : 0.0f;
+      // Block scales dequantize the inputs: A per 1x128 group, B per 128x128 block (layout tn).
+      if (p.scale == ScaleKind::block128 && gm < p.m && gk < p.k) av *= scale_a[gk / 128 * p.m + gm];
+      as[kk][r] = av;
       int cc = p.nn ? idx % kTile : r, kb = p.nn ? idx / kTile : kk;
       int64_t gn = n0 + cc, gkb = k0 + kb;
       float bv = 0.0f;
       if (gn < p.n && gkb < p.k) bv = to_float(p.nn ? b[gkb * p.n + gn] : b[gn * p.k + gkb]);
+      if (p.scale == ScaleKind::block128 && gn < p.n && gkb < p.k) bv *= scale_b[gn / 128 * ((p.k + 127) / 128) + gkb / 128];
       bs[kb][cc] = bv;
     }
     __syncthreads();

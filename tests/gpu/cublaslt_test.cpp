@@ -33,7 +33,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CublasLtTest,
                                            // fp8, both accumulation modes (K kept small enough for fast accumulation)
                                            "77x1000x1008:e4m3->bf16", "256x512x1024:e4m3->bf16:scale=tensor",
                                            "130x384x512:e4m3->bf16:scale=rowcol", "64x256x256:e4m3->f16:scale=tensor+bias",
-                                           "96x128x64:e4m3->bf16:scale=rowcol+bias+relu"));
+                                           "96x128x64:e4m3->bf16:scale=rowcol+bias+relu",
+                                           // block scales: 1x128 groups of X, 128x128 blocks of W, partial last ones
+                                           "256x512x1024:e4m3->bf16:scale=block128", "130x384x1040:e4m3:scale=block128",
+                                           "77x1000x1008:e4m3->f16:scale=block128+bias"));
 
 TEST(CublasLt, DeclinesWhatItCannotDo) {
   auto lt = find_backend<GemmProblem>("cublaslt");

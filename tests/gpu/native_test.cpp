@@ -1,7 +1,8 @@
 // The native templates against the reference on fresh random data of awkward sizes, over a set of
 // configs that covers every code path (1 and 2 consumers, cooperative and ping-pong, 64/128-row
 // warpgroups, up to 192 accumulators a thread, split-K, 2-CTA clusters, the TMA-store epilogue
-// (tiles of whole and partial boxes), both raster orders, N-major B, batch, every epilogue).
+// (tiles of whole and partial boxes), both raster orders, N-major B, batch, every epilogue), and
+// fp8 with each scale kind, promoted and not.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -70,8 +71,11 @@ void check_problem(const std::string& spec) {
   DeviceInfo dev = DeviceInfo::query();
   ASSERT_EQ(native::unsupported_reason(p), "") << spec;
   std::vector<NativeConfig> configs;
-  for (const auto& c : covering_configs())
-    if (native::illegal_reason(c, p, dev).empty()) configs.push_back(c);
+  for (NativeConfig c : covering_configs())
+    for (bool promote : {false, true}) {  // fp8: promoted and not (block scales: promoted only)
+      c.promote = promote;
+      if (native::illegal_reason(c, p, dev).empty()) configs.push_back(c);
+    }
   ASSERT_FALSE(configs.empty()) << spec;
   std::vector<native::Compiled> compiled(configs.size());
   std::vector<std::thread> threads;
@@ -114,8 +118,19 @@ INSTANTIATE_TEST_SUITE_P(
                       // Several tiles a CTA: each tile's D stored during the next's main loop.
                       "2000x4096x256:bf16:bias+gelu_tanh", "1500x3000x192:f16:alpha=0.5+rowbias+silu"));
 
+// fp8 with each scale kind: K not a multiple of the 128-element k-block (a partial last block,
+// and block scales over it), rows and columns past the tiles, every epilogue, e5m2.
+INSTANTIATE_TEST_SUITE_P(
+    Fp8, NativeShapes,
+    ::testing::Values("77x1000x1008:e4m3:scale=tensor", "1x4096x4096:e4m3:scale=rowcol", "5x1000x1040:e4m3",
+                      "300x640x4096:e4m3:scale=block128", "16x6144x4096:e4m3:scale=block128",
+                      "1000x1000x1040:e4m3->f32:scale=rowcol+bias", "130x512x256:e4m3:scale=block128+swiglu",
+                      "130x512x256:e4m3:scale=rowcol+bias+swiglu_split", "4097x256x528:e5m2:scale=tensor",
+                      "200x384x8192:e4m3:scale=tensor+bias+gelu_tanh", "129x1000x512:e4m3:scale=rowcol+residual",
+                      "1000x1000x1040:e4m3->f16:scale=block128+rowbias+silu"));
+
 TEST(Native, DeclinesWhatTmaCannotAddress) {
   EXPECT_NE(native::unsupported_reason(GemmProblem::parse("64x64x77:bf16")), "");
   EXPECT_NE(native::unsupported_reason(GemmProblem::parse("64x77x64:bf16:nn")), "");
-  EXPECT_NE(native::unsupported_reason(GemmProblem::parse("64x64x64:e4m3")), "");
+  EXPECT_NE(native::unsupported_reason(GemmProblem::parse("64x64x72:e4m3")), "");  // rows of 72 bytes
 }

@@ -89,6 +89,34 @@ TEST(NativeSpace, PrunesWhatCannotFit) {
   EXPECT_NE(native::illegal_reason({.bm = 256, .bn = 192, .stages = 3, .consumers = 1}, p, d), "");    // one consumer
 }
 
+TEST(NativeSpace, Fp8PromotesWhereBlockScalesNeedIt) {
+  DeviceInfo d = DeviceInfo::assumed_hopper();
+  GemmProblem block = GemmProblem::parse("4096x4096x4096:e4m3:scale=block128");
+  auto configs = native::ranked_configs(block, d, Search::exhaustive);
+  ASSERT_FALSE(configs.empty());
+  for (const auto& c : configs) {
+    EXPECT_TRUE(c.promote) << c.name(block);
+    EXPECT_EQ(128 % c.bn, 0) << c.name(block);
+  }
+  EXPECT_NE(native::illegal_reason({.bm = 128, .bn = 128}, block, d), "");  // not promoted
+  EXPECT_NE(native::illegal_reason({.bm = 128, .bn = 192, .promote = true}, block, d), "");  // two blocks of B
+  // Per-tensor scales: both accumulations are candidates; promotion doubles the accumulators.
+  GemmProblem tensor = GemmProblem::parse("4096x4096x4096:e4m3:scale=tensor");
+  auto all = native::ranked_configs(tensor, d, Search::exhaustive);
+  EXPECT_TRUE(std::any_of(all.begin(), all.end(), [](const NativeConfig& c) { return c.promote; }));
+  EXPECT_TRUE(std::any_of(all.begin(), all.end(), [](const NativeConfig& c) { return !c.promote; }));
+  EXPECT_EQ(native::illegal_reason({.bm = 128, .bn = 256, .stages = 4}, tensor, d), "");
+  EXPECT_NE(native::illegal_reason({.bm = 128, .bn = 256, .stages = 4, .promote = true}, tensor, d), "");
+  EXPECT_NE(native::illegal_reason({.bm = 128, .bn = 128, .promote = true}, GemmProblem::parse("64x64x64:bf16"), d),
+            "");
+  // Names tell the k-block (128 fp8 elements) and the promotion apart; bf16 names are unchanged.
+  EXPECT_NE(NativeConfig{.promote = true}.name(tensor).find("x128_"), std::string::npos);
+  EXPECT_NE(NativeConfig{.promote = true}.name(tensor).find("_promote"), std::string::npos);
+  EXPECT_NE(NativeConfig{}.name(GemmProblem::parse("64x64x64:bf16")).find("128x256x64_"), std::string::npos);
+  EXPECT_NE(native::unsupported_reason(GemmProblem::parse("64x64x72:e4m3")), "");
+  EXPECT_EQ(native::unsupported_reason(GemmProblem::parse("64x64x80:e4m3:scale=rowcol")), "");
+}
+
 TEST(NativeSpace, SmallMPrefersSplitK) {
   DeviceInfo d = DeviceInfo::assumed_hopper();
   auto best = native::ranked_configs(GemmProblem::parse("16x4096x14336:bf16"), d, Search::fast).front();
@@ -116,7 +144,9 @@ TEST(NativeSpace, DefaultSpaceCompilesWithoutSpills) {
   DeviceInfo d = DeviceInfo::assumed_hopper();
   for (const char* spec : {"4096x6144x4096:bf16", "16x28672x4096:f16->f32", "4096x4096x4096:bf16:nn",
                            "4096x28672x4096:bf16:bias+swiglu_split", "128x4096x4096:bf16:bias+gelu_tanh+residual",
-                           "8192x8192x4096:bf16:bias+gelu_tanh+residual"}) {
+                           "8192x8192x4096:bf16:bias+gelu_tanh+residual",
+                           // fp8: the promoted and plain variants, block scales
+                           "4096x6144x4096:e4m3:scale=rowcol+bias+gelu_tanh", "16x6144x4096:e4m3:scale=block128"}) {
     GemmProblem p = GemmProblem::parse(spec);
     auto configs = native::ranked_configs(p, d, Search::normal);
     std::vector<native::Compiled> out(configs.size());

@@ -31,9 +31,20 @@ TEST(Problem, ParsesEpilogueLayoutAndOutput) {
   EXPECT_EQ(p.key(), "77x1000x1000x3:f16->f32:nn:bias+gelu_tanh");
 }
 
+TEST(Problem, ScaleCountsFollowTheScaleKind) {
+  EXPECT_EQ(GemmProblem::parse("300x200x1000:e4m3").scale_a_count(), 0);
+  EXPECT_EQ(GemmProblem::parse("300x200x1000:e4m3:scale=tensor").scale_b_count(), 1);
+  EXPECT_EQ(GemmProblem::parse("300x200x1000:e4m3:scale=rowcol").scale_a_count(), 300);
+  EXPECT_EQ(GemmProblem::parse("300x200x1000:e4m3:scale=rowcol").scale_b_count(), 200);
+  // 1x128 groups of A (8 along K of 1000) and 128x128 blocks of B (2 x 8).
+  EXPECT_EQ(GemmProblem::parse("300x200x1000:e4m3:scale=block128").scale_a_count(), 8 * 300);
+  EXPECT_EQ(GemmProblem::parse("300x200x1000:e4m3:scale=block128").scale_b_count(), 2 * 8);
+}
+
 TEST(Problem, KeyRoundTripsAndIsCanonical) {
   for (const char* spec : {"1x1x1:bf16", "16x6144x4096:bf16:residual", "4096x28672x4096:bf16:swiglu",
-                           "8x8x8:e4m3:scale=tensor", "128x256x64:f16:alpha=0.5+bias+beta=0.25+relu",
+                           "8x8x8:e4m3:scale=tensor", "4096x7168x16384:e4m3:scale=block128+bias+swiglu",
+                           "128x256x64:f16:alpha=0.5+bias+beta=0.25+relu",
                            "64x64x64:bf16:swiglu_split", "10x20x30:bf16->f32:rowbias+silu"}) {
     GemmProblem p = GemmProblem::parse(spec);
     EXPECT_EQ(GemmProblem::parse(p.key()), p) << spec;
@@ -80,6 +91,8 @@ TEST(Problem, RejectsBadSpecsWithOneLineMessages) {
   expect_error("16x16x16:f32", "f32 inputs");
   expect_error("16x16x16:bf16->e4m3", "fp8 outputs");
   expect_error("16x16x16:bf16:scale=tensor", "only to fp8");
+  expect_error("16x16x16x2:e4m3:scale=block128", "batch 1");
+  expect_error("16x16x16:e4m3:scale=block", "unknown epilogue term");
   expect_error("16x16x16:bf16:alpha=x", "needs a decimal number");
   // Terms that contradict or repeat one another, numbers that are not plain decimals or vanish in
   // fp32, empty fields and malformed dtypes are refused rather than read some way.

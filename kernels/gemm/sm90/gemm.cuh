@@ -21,13 +21,15 @@
 // both CTAs have released it.
 //
 // The parts: traits.cuh (the shape derived from Cfg), scheduler.cuh (work units), producer.cuh
-// (the TMA ring), mma.cuh (wgmma on a stage), epilogue_regs.cuh and epilogue_tma.cuh, split_k.cuh;
+// (the TMA ring), mma.cuh (wgmma on a stage), scales.cuh (fp8 dequantisation and promotion),
+// epilogue_regs.cuh and epilogue_tma.cuh, split_k.cuh;
 // this file holds the consumers' mainloop and the kernel's body. The instantiating source
 // (backends/gemm/native/codegen.cpp) defines a Cfg struct with the named constants traits.cuh reads.
 #include "gemm/sm90/epilogue_regs.cuh"
 #include "gemm/sm90/epilogue_tma.cuh"
 #include "gemm/sm90/mma.cuh"
 #include "gemm/sm90/producer.cuh"
+#include "gemm/sm90/scales.cuh"
 #include "gemm/sm90/scheduler.cuh"
 #include "gemm/sm90/split_k.cuh"
 #include "ptx/mbarrier.cuh"
@@ -40,9 +42,17 @@ namespace gf {
 template <class Cfg>
 struct Gemm : Traits<Cfg> {
   using T = Traits<Cfg>;
-  using T::kAcc, T::kCluster, T::kConsumers, T::kMmaM, T::kPingpong, T::kPrefetchC, T::kSplitK, T::kStageA, T::kStageB,
-      T::kStageReaders, T::kStages, T::kStaging, T::kStoreTma;
+  using T::kAcc, T::kCluster, T::kConsumers, T::kMmaM, T::kPingpong, T::kPrefetchC, T::kPromote, T::kSplitK, T::kStageA,
+      T::kStageB, T::kStageReaders, T::kStages, T::kStaging, T::kStoreTma;
   using Unit = typename Scheduler<Cfg>::Unit;
+
+  template <int kRows, int kCols>
+  static __device__ __forceinline__ void zero(float (&acc)[kRows][kCols]) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r)
+#pragma unroll
+      for (int c = 0; c < kCols; ++c) acc[r][c] = 0.0f;
+  }
 
   // A stage is free once every CTA that multicasts into it has been told.
   static __device__ __forceinline__ void release(u64* empty) {
@@ -62,6 +72,7 @@ struct Gemm : Traits<Cfg> {
     u32 c_phase = 0;
     const u64 da = Mma<Cfg>::desc_a(sa, consumer), db = Mma<Cfg>::desc_b(sb);
     float acc[kMmaM][kAcc];
+    float part_acc[kPromote ? kMmaM : 1][kPromote ? kAcc : 1];  // one k-block's products, to promote
     const int rank = kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0;
     const int first = blockIdx.x / kCluster, stride = gridDim.x / kCluster;
     const int local_units = first < units ? (units - first + stride - 1) / stride : 0;
@@ -83,6 +94,22 @@ struct Gemm : Traits<Cfg> {
           TmaEpilogue<Cfg>::load_c(p, u, consumer, staging, &c_full[consumer], 0);
         }
         const int s = it % kStages;
+        if constexpr (kPromote) {
+          // The k-block's products into their own accumulators, added to acc once they are done:
+          // the other consumer's wgmma keeps the tensor cores busy meanwhile.
+          const auto factors = Scales<Cfg>::block_factors(p, u, consumer, kb);
+          if (kb == u.kb_begin) zero(acc);
+          ptx::mbar_wait(&full[s], (it / kStages) & 1);
+          ptx::wgmma_fence();
+          Mma<Cfg>::mma_stage(part_acc, ptx::desc_advance(da, s * kStageA), ptx::desc_advance(db, s * kStageB), false);
+          ptx::wgmma_commit();
+          ptx::wgmma_wait<0>();
+          if (leader) release(&empty[s]);
+#pragma unroll
+          for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(part_acc[mm]);
+          Scales<Cfg>::promote(acc, part_acc, factors);
+          continue;
+        }
         ptx::mbar_wait(&full[s], (it / kStages) & 1);
         ptx::wgmma_fence();
         Mma<Cfg>::mma_stage(acc, ptx::desc_advance(da, s * kStageA), ptx::desc_advance(db, s * kStageB),
@@ -98,6 +125,7 @@ struct Gemm : Traits<Cfg> {
       if (kPingpong && local + 1 < local_units) ptx::named_barrier_arrive(kBarTurn + (1 - consumer), 256);
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(acc[mm]);
+      Scales<Cfg>::dequantize(p, acc, u, consumer);
       if (kSplitK > 1 && !SplitK<Cfg>::reduce(p, acc, u, consumer, last_flags)) continue;
       if constexpr (kStoreTma)
         TmaEpilogue<Cfg>::store(p, acc, u, consumer, staging, &c_full[consumer], c_phase);

@@ -9,7 +9,7 @@ namespace gf {
 template <class Cfg>
 struct Mma : Traits<Cfg> {
   using T = Traits<Cfg>;
-  using T::BK, T::BN, T::kMmaM, T::kWgRows, T::part;
+  using T::BN, T::kMmaM, T::kWgRows, T::part;
 
   // The wgmma descriptors of this consumer's rows of A and of B in stage 0; stage s and its k and
   // row steps are offsets from them (ptx::desc_advance).
@@ -20,15 +20,19 @@ struct Mma : Traits<Cfg> {
     return Cfg::kNN ? ptx::smem_desc_sw128(sb, 64 * 128) : ptx::smem_desc_sw128(sb);
   }
 
+  // One wgmma takes 32 bytes of K: k16 of 16-bit operands, k32 of fp8 ones.
   template <int kCols>
   static __device__ __forceinline__ void mma_stage(float (&acc)[kMmaM][kCols], u64 da, u64 db, bool accumulate) {
 #pragma unroll
     for (int mm = 0; mm < kMmaM; ++mm) {
 #pragma unroll
-      for (int k16 = 0; k16 < BK / 16; ++k16) {
-        const u64 a = ptx::desc_advance(da, mm * 64 * 128 + k16 * 32);
-        const u64 b = ptx::desc_advance(db, Cfg::kNN ? k16 * 16 * 128 : k16 * 32);
-        ptx::Wgmma<BN, Cfg::kIn == DType::f16, Cfg::kNN ? 1 : 0>::mma(acc[mm], a, b, accumulate || k16 > 0);
+      for (int step = 0; step < kGemmRowBytes / 32; ++step) {
+        const u64 a = ptx::desc_advance(da, mm * 64 * 128 + step * 32);
+        const u64 b = ptx::desc_advance(db, Cfg::kNN ? step * 16 * 128 : step * 32);
+        if constexpr (T::kFp8)
+          ptx::WgmmaF8<BN, Cfg::kIn == DType::e5m2>::mma(acc[mm], a, b, accumulate || step > 0);
+        else
+          ptx::Wgmma<BN, Cfg::kIn == DType::f16, Cfg::kNN ? 1 : 0>::mma(acc[mm], a, b, accumulate || step > 0);
       }
     }
   }

@@ -5,17 +5,19 @@
 
 namespace gf {
 
-// Every k-block of the mainloop is 64 elements deep: one 128-byte swizzle row of 16-bit operands.
-inline constexpr int kGemmBlockK = 64;
+// Every k-block of the mainloop is one 128-byte swizzle row deep: 64 16-bit or 128 fp8 elements.
+inline constexpr int kGemmRowBytes = 128;
 
 struct GemmParams {
-  TmaDesc a;       // A: {K, M, batch}, box {64, BM, 1}
-  TmaDesc b;       // TN: {K, N, batch}, box {64, BN (BN/2 when gated split), 1}; NN: {N, K, batch}, box {64, 64, 1}
+  TmaDesc a;       // A: {K, M, batch}, box {BK, BM, 1} (BK: a k-block's elements)
+  TmaDesc b;       // TN: {K, N, batch}, box {BK, BN (BN/2 when gated split), 1}; NN: {N, K, batch}, box {64, 64, 1}
   TmaDesc d;       // TMA-store epilogue: {out_cols, M, batch}, box {64, rows per consumer, 1}
   TmaDesc c_tile;  // TMA-store epilogue with C: as d
   void* out;
   const void* c;
   const void* bias;
+  const float* scale_a;  // fp8 scales (GemmArgs)
+  const float* scale_b;
   float* partials;  // split-K: one fp32 tile per work unit
   int* counters;    // split-K: arrivals per tile, zero between launches
   int m, n, k, batch;
@@ -35,7 +37,7 @@ constexpr unsigned gemm_staging_bytes(int consumers, int rows_per_consumer, int 
 // (128-byte swizzled tiles need it), the stages of A and of B (16-bit elements), the staging
 // boxes, the full and empty barriers of each stage, two C barriers, and the split-K flags.
 constexpr unsigned gemm_smem_bytes(int bm, int bn, int stages, unsigned staging_bytes) {
-  return 1024 + unsigned(stages * (bm + bn) * kGemmBlockK * 2) + staging_bytes + 2 * stages * 8 + 2 * 8 + 16;
+  return 1024 + unsigned(stages * (bm + bn) * kGemmRowBytes) + staging_bytes + 2 * stages * 8 + 2 * 8 + 16;
 }
 
 }  // namespace gf

@@ -49,9 +49,9 @@ struct Producer : Traits<Cfg> {
       for (int i = 0; i < kMine; ++i) {
         const int j = (kPairM ? rank * kMine : 0) + i;
         if (kPairM)
-          ptx::tma_load_3d_multicast(b + j * 64 * BK * 2, &p.b, full, u.n0 + 64 * j, kb * BK, u.b, 0x3);
+          ptx::tma_load_3d_multicast(b + j * 64 * kGemmRowBytes, &p.b, full, u.n0 + 64 * j, kb * BK, u.b, 0x3);
         else
-          ptx::tma_load_3d(b + j * 64 * BK * 2, &p.b, full, u.n0 + 64 * j, kb * BK, u.b);
+          ptx::tma_load_3d(b + j * 64 * kGemmRowBytes, &p.b, full, u.n0 + 64 * j, kb * BK, u.b);
       }
       return;
     }
@@ -60,10 +60,10 @@ struct Producer : Traits<Cfg> {
     const int first = Cfg::kGate == GateKind::split ? u.n0 / 2 : u.n0;
     const int second = Cfg::kGate == GateKind::split ? p.n / 2 + u.n0 / 2 : u.n0 + BN / 2;
     if (kPairM) {
-      ptx::tma_load_3d_multicast(b + rank * (BN / 2) * BK * 2, &p.b, full, kb * BK, rank ? second : first, u.b, 0x3);
+      ptx::tma_load_3d_multicast(b + rank * (BN / 2) * kGemmRowBytes, &p.b, full, kb * BK, rank ? second : first, u.b, 0x3);
     } else if (Cfg::kGate == GateKind::split) {
       ptx::tma_load_3d(b, &p.b, full, kb * BK, first, u.b);
-      ptx::tma_load_3d(b + BN / 2 * BK * 2, &p.b, full, kb * BK, second, u.b);
+      ptx::tma_load_3d(b + BN / 2 * kGemmRowBytes, &p.b, full, kb * BK, second, u.b);
     } else {
       ptx::tma_load_3d(b, &p.b, full, kb * BK, u.n0, u.b);
     }

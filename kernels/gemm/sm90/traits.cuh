@@ -20,7 +20,14 @@ enum GemmBarrier : u32 {
 
 template <class Cfg>
 struct Traits {
-  static constexpr int BM = Cfg::kBlockM, BN = Cfg::kBlockN, BK = kGemmBlockK;
+  // A k-block is one 128-byte swizzle row of each operand: 64 16-bit or 128 fp8 elements.
+  static constexpr bool kFp8 = Cfg::kIn == DType::e4m3 || Cfg::kIn == DType::e5m2;
+  static constexpr int BM = Cfg::kBlockM, BN = Cfg::kBlockN, BK = kGemmRowBytes / (kFp8 ? 1 : 2);
+  // fp8 scales (ScaleKind); with kPromote each k-block's wgmma results are added to fp32
+  // accumulators of their own (the fp8 wgmma accumulator keeps fewer bits), times the block
+  // scales where there are some.
+  static constexpr ScaleKind kScale = Cfg::kScale;
+  static constexpr bool kPromote = Cfg::kPromote;
   static constexpr int kStages = Cfg::kStages, kConsumers = Cfg::kConsumers, kSplitK = Cfg::kSplitK;
   static constexpr bool kPingpong = Cfg::kPingpong;
   static constexpr int kWgRows = kPingpong ? BM : BM / kConsumers;  // rows of the tile per consumer
@@ -30,7 +37,7 @@ struct Traits {
   static constexpr bool kPairN = kCluster > 1 && !Cfg::kClusterAlongM;  // pairs share A
   static constexpr int kMmaM = kWgRows / 64;                            // m64 wgmma tiles per consumer
   static constexpr int kAcc = BN / 2;                                   // f32 accumulators per thread per m64 tile
-  static constexpr u32 kStageA = BM * BK * 2, kStageB = BN * BK * 2;
+  static constexpr u32 kStageA = BM * kGemmRowBytes, kStageB = BN * kGemmRowBytes;
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static_assert(kWgRows == 64 || kWgRows == 128, "Each consumer warpgroup owns 64 or 128 rows.");
   static_assert(!kPingpong || kConsumers == 2, "Ping-pong alternates two consumers.");
@@ -39,7 +46,11 @@ struct Traits {
   static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "wgmma takes N in [16, 256], a multiple of 16 here.");
   static_assert(!Cfg::kNN || BN % 64 == 0, "N-major B is loaded in 64-column boxes.");
   static_assert(Cfg::kGate != GateKind::split || BN % 32 == 0, "A split gate needs whole 8-column groups per half.");
-  static_assert(kMmaM * kAcc <= (kConsumers == 2 ? 192 : 128), "More accumulators per thread would spill.");
+  static_assert(kMmaM * kAcc * (kPromote ? 2 : 1) <= (kConsumers == 2 ? 192 : 128),
+                "More accumulators per thread would spill.");
+  static_assert(!kFp8 || !Cfg::kNN, "fp8 wgmma reads both operands K-major.");
+  static_assert(kScale != ScaleKind::block128 || (kPromote && 128 % BN == 0 && Cfg::kGate != GateKind::split),
+                "Block scales are applied per k-block on promotion, one B block per tile.");
 
   // The TMA-store epilogue stages kStoreBoxes 64-column boxes of a consumer's rows of D at a time:
   // fewer than the tile's kOutBoxes leaves shared memory for a deeper pipeline.

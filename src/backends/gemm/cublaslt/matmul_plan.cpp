@@ -100,10 +100,14 @@ MatmulPlan::MatmulPlan(const GemmProblem& p, bool fast_accum) {
   GF_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   if (is_fp8(p.a)) {
     set_desc(desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, int8_t(fast_accum));
-    // Rowwise: one scale per row of D^T (W's, length N) and per column (X's, length M).
-    if (scale == ScaleKind::rowcol) {
-      for (auto attr : {CUBLASLT_MATMUL_DESC_A_SCALE_MODE, CUBLASLT_MATMUL_DESC_B_SCALE_MODE})
-        set_desc(desc, attr, int32_t(CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F));
+    // Rowwise: one scale per row of D^T (W's, length N) and per column (X's, length M). Block
+    // scales: W's per 128x128 block, X's per 128 elements of K.
+    if (scale == ScaleKind::rowcol || scale == ScaleKind::block128) {
+      const bool rowcol = scale == ScaleKind::rowcol;
+      set_desc(desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE,
+               int32_t(rowcol ? CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F : CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F));
+      set_desc(desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE,
+               int32_t(rowcol ? CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F : CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F));
       // cuBLASLt 13.1 refuses vector scales without scale pointers, at the heuristic already
       // (CUBLAS_STATUS_INVALID_VALUE): a placeholder stands in until a launch sets the real ones.
       const void* placeholder = reinterpret_cast<const void*>(uintptr_t{256});

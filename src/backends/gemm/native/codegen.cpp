@@ -21,6 +21,8 @@ struct Cfg {{
   static constexpr gf::Activation kAct = gf::Activation::{act};
   static constexpr gf::BiasKind kBias = gf::BiasKind::{bias};
   static constexpr gf::GateKind kGate = gf::GateKind::{gate};
+  static constexpr gf::ScaleKind kScale = gf::ScaleKind::{scale};
+  static constexpr bool kPromote = {promote};
 }};
 
 extern "C" __global__ void __launch_bounds__({threads}, 1) {symbol}(const __grid_constant__ gf::GemmParams p) {{
@@ -32,7 +34,8 @@ extern "C" __global__ void __launch_bounds__({threads}, 1) {symbol}(const __grid
       fmt::arg("cluster_m", c.cluster_m), fmt::arg("store_boxes", c.store_boxes), fmt::arg("pingpong", c.pingpong),
       fmt::arg("raster_n", c.raster_n), fmt::arg("nn", p.layout == Layout::nn), fmt::arg("has_c", e.has_c()),
       fmt::arg("in", to_string(p.a)), fmt::arg("out", to_string(p.out)), fmt::arg("act", to_string(e.act)),
-      fmt::arg("bias", to_string(e.bias)), fmt::arg("gate", to_string(e.gate)), fmt::arg("threads", c.threads()),
+      fmt::arg("bias", to_string(e.bias)), fmt::arg("gate", to_string(e.gate)), fmt::arg("scale", to_string(e.scale)),
+      fmt::arg("promote", c.promote), fmt::arg("threads", c.threads()),
       fmt::arg("symbol", kernel_symbol(c, p)));
 }
 

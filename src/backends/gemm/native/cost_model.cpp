@@ -28,6 +28,11 @@ struct Model {
   static constexpr double kHalfPeakIntensity = 12.0;
   // A lone consumer warpgroup's share of the peak (no second one to hide its waits).
   static constexpr double kOneConsumerShare = 0.9;
+  // fp8 runs the tensor cores at twice the 16-bit rate.
+  static constexpr double kFp8Speedup = 2.0;
+  // Promotion waits for each k-block's wgmma before adding it up: the share of the peak left
+  // (a first estimate, not fitted yet).
+  static constexpr double kPromoteShare = 0.85;
 
   // Small M. Each k-block waits about a DRAM round trip under load, `stages` of them in flight.
   static constexpr double kRoundTripS = 2e-6;
@@ -61,11 +66,13 @@ struct Model {
 int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
 
 // Tensor-core time of a tile over k columns.
-double unit_compute_s(const NativeConfig& c, double k) {
+double unit_compute_s(const NativeConfig& c, const GemmProblem& p, double k) {
   const double intensity = double(c.bm) * c.bn / (c.bm + c.bn);
-  const double efficiency =
-      intensity / (intensity + Model::kHalfPeakIntensity) * (c.consumers == 2 ? 1.0 : Model::kOneConsumerShare);
-  return 2.0 * c.bm * c.bn * k / (Model::kPeakPerSm * efficiency);
+  const double efficiency = intensity / (intensity + Model::kHalfPeakIntensity) *
+                            (c.consumers == 2 ? 1.0 : Model::kOneConsumerShare) *
+                            (c.promote ? Model::kPromoteShare : 1.0);
+  const double peak = Model::kPeakPerSm * (is_fp8(p.a) ? Model::kFp8Speedup : 1.0);
+  return 2.0 * c.bm * c.bn * k / (peak * efficiency);
 }
 
 // Small M: the weights stream from DRAM, shared by few tiles, and the tensor cores mostly wait.
@@ -80,11 +87,11 @@ double estimate_streaming_us(const NativeConfig& c, const GemmProblem& p, const 
   const int64_t m_tiles = ceil_div(p.m, c.bm);
   const int64_t units = p.batch * m_tiles * ceil_div(p.n, c.bn) * c.split_k;
   const int64_t waves = (units + sms - 1) / sms;
-  const double k_blocks = std::ceil(double(p.k) / c.split_k / 64);
+  const double k_blocks = std::ceil(double(p.k) / c.split_k / block_k(p));
   const double narrow = Model::kNarrowBase + Model::kNarrowPer64 * 64.0 / c.bn;
   const double trips = std::ceil(k_blocks / c.stages);
   const double unit_stream_s = trips * Model::kRoundTripS * narrow;
-  const double unit_compute = unit_compute_s(c, k_blocks * 64);
+  const double unit_compute = unit_compute_s(c, p, k_blocks * block_k(p));
   const double grid_s = waves * (std::max(unit_compute, unit_stream_s) + std::min(unit_compute, unit_stream_s) / trips);
   const double partial_bytes = c.split_k > 1 ? 2.0 * units * c.bm * c.bn * 4 : 0.0;
   const double dram_s = (p.min_bytes() + partial_bytes) / Model::kDramBytesPerSecond;
@@ -105,11 +112,11 @@ double estimate_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo
   const int64_t tiles = p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, c.bn);
   const int64_t units = tiles * c.split_k;
   const int64_t waves = (units + sms - 1) / sms;
-  const double k_unit = std::ceil(double(p.k) / c.split_k / 64) * 64;
+  const double k_unit = std::ceil(double(p.k) / c.split_k / block_k(p)) * block_k(p);
   // Each SM streams its units' operands; DRAM bounds the whole grid.
   const double unit_bytes = (double(c.bm) / c.pair_n() + double(c.bn) / c.pair_m()) * k_unit * dtype_bytes(p.a);
   // Operands come mostly from L2 at large M (many tiles share them).
-  const double unit_s = std::max(unit_compute_s(c, k_unit), unit_bytes / (Model::kL2BytesPerSecond / sms));
+  const double unit_s = std::max(unit_compute_s(c, p, k_unit), unit_bytes / (Model::kL2BytesPerSecond / sms));
   const double partial_bytes = c.split_k > 1 ? 2.0 * units * c.bm * c.bn * 4 : 0.0;
   const double dram_s = (p.min_bytes() + partial_bytes) / Model::kDramBytesPerSecond;
   const double fill_s = c.stages * Model::kStageFillS;

@@ -22,7 +22,19 @@ int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
 
 static_assert(sizeof(CUtensorMap) == sizeof(TmaDesc), "A tensor map travels in the kernel's parameters as a TmaDesc.");
 
-// A 3-D tensor map {inner, outer, batch} of 16-bit elements, 128-byte swizzled boxes.
+// The tensor-map element type: fp8 moves as bytes.
+CUtensorMapDataType map_type(DType t) {
+  switch (t) {
+    case DType::f16: return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    case DType::bf16: return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    case DType::e4m3:
+    case DType::e5m2: return CU_TENSOR_MAP_DATA_TYPE_UINT8;
+    case DType::f32: break;
+  }
+  GF_FAIL("no tensor map for {} elements in the native kernels", to_string(t));
+}
+
+// A 3-D tensor map {inner, outer, batch}, 128-byte swizzled boxes (box_inner elements of 128 bytes).
 TmaDesc tensor_map(const void* ptr, DType t, int64_t inner, int64_t outer, int64_t batch, uint32_t box_inner,
                    uint32_t box_outer) {
   GF_CHECK(reinterpret_cast<uintptr_t>(ptr) % 16 == 0,
@@ -34,8 +46,7 @@ TmaDesc tensor_map(const void* ptr, DType t, int64_t inner, int64_t outer, int64
   cuuint32_t box[3] = {box_inner, box_outer, 1};
   cuuint32_t elem_strides[3] = {1, 1, 1};
   GF_CU_CHECK(cuda::driver().cuTensorMapEncodeTiled(
-      &map, t == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3,
-      const_cast<void*>(ptr), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      &map, map_type(t), 3, const_cast<void*>(ptr), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
       CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
   TmaDesc desc;
   std::memcpy(&desc, &map, sizeof desc);
@@ -77,6 +88,8 @@ class NativeKernel final : public Kernel {
     GF_CHECK(args.a && args.b && args.d, "native {}: A, B and D must be non-null", p.key());
     GF_CHECK(!e.has_c() || args.c, "native {}: the epilogue reads C but C is null", p.key());
     GF_CHECK(e.bias == BiasKind::none || args.bias, "native {}: the epilogue adds a bias but bias is null", p.key());
+    GF_CHECK(e.scale == ScaleKind::none || (args.scale_a && args.scale_b),
+             "native {}: the fp8 scales scale_a and scale_b must be non-null", p.key());
     GF_CHECK(args.workspace_bytes >= workspace_bytes(), "native {}: needs {} bytes of workspace, got {}", p.key(),
              workspace_bytes(), args.workspace_bytes);
     // Tensor maps cost a driver call each: encoded when a pointer changes, under a lock held only
@@ -85,7 +98,7 @@ class NativeKernel final : public Kernel {
     {
       std::lock_guard lock(maps_mu_);
       if (args.a != last_a_) {
-        maps_.a = tensor_map(args.a, p.a, p.k, p.m, p.batch, 64, uint32_t(cfg_.bm / cfg_.pair_n()));
+        maps_.a = tensor_map(args.a, p.a, p.k, p.m, p.batch, uint32_t(block_k(p)), uint32_t(cfg_.bm / cfg_.pair_n()));
         last_a_ = args.a;
       }
       if (args.b != last_b_) {
@@ -94,7 +107,7 @@ class NativeKernel final : public Kernel {
         else {
           // Half-height boxes when the tile's B comes in halves (a split gate, or a pair sharing B).
           uint32_t rows = uint32_t(e.gate == GateKind::split || cfg_.pair_m() > 1 ? cfg_.bn / 2 : cfg_.bn);
-          maps_.b = tensor_map(args.b, p.a, p.k, p.n, p.batch, 64, rows);
+          maps_.b = tensor_map(args.b, p.a, p.k, p.n, p.batch, uint32_t(block_k(p)), rows);
         }
         last_b_ = args.b;
       }
@@ -111,6 +124,8 @@ class NativeKernel final : public Kernel {
     params.out = args.d;
     params.c = args.c;
     params.bias = args.bias;
+    params.scale_a = args.scale_a;
+    params.scale_b = args.scale_b;
     params.counters = static_cast<int*>(args.workspace);
     params.partials = reinterpret_cast<float*>(static_cast<char*>(args.workspace) + counters_bytes_);
     params.m = int(p.m), params.n = int(p.n), params.k = int(p.k), params.batch = int(p.batch);

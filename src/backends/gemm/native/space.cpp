@@ -19,10 +19,10 @@ std::string NativeConfig::name(const GemmProblem& p) const {
   std::string epi;
   for (char ch : p.epilogue.is_identity() ? std::string("plain") : p.epilogue.to_string())
     if (ch != '=') epi += ch == '+' ? '_' : ch;
-  return fmt::format("sm90_{}_{}_{}_{}x{}x64_{}_s{}_c{}_k{}_x{}{}_g{}{}_{}", to_string(p.a), to_string(p.out),
-                     to_string(p.layout), bm, bn, pingpong ? "pp" : "co", stages, consumers, split_k, cluster,
-                     cluster > 1 ? (cluster_m ? "m" : "n") : "", group, raster_n ? "n" : "m", epi) +
-         (store_tma() ? fmt::format("_tma{}", store_boxes) : "");
+  return fmt::format("sm90_{}_{}_{}_{}x{}x{}_{}_s{}_c{}_k{}_x{}{}_g{}{}_{}", to_string(p.a), to_string(p.out),
+                     to_string(p.layout), bm, bn, block_k(p), pingpong ? "pp" : "co", stages, consumers, split_k,
+                     cluster, cluster > 1 ? (cluster_m ? "m" : "n") : "", group, raster_n ? "n" : "m", epi) +
+         (store_tma() ? fmt::format("_tma{}", store_boxes) : "") + (promote ? "_promote" : "");
 }
 
 nlohmann::json NativeConfig::to_json() const {
@@ -36,7 +36,8 @@ nlohmann::json NativeConfig::to_json() const {
           {"cluster_m", cluster_m},
           {"group", group},
           {"raster_n", raster_n},
-          {"store_boxes", store_boxes}};
+          {"store_boxes", store_boxes},
+          {"promote", promote}};
 }
 
 NativeConfig NativeConfig::from_json(const nlohmann::json& j) {
@@ -50,16 +51,20 @@ NativeConfig NativeConfig::from_json(const nlohmann::json& j) {
   c.cluster = j.at("cluster");
   c.cluster_m = j.value("cluster_m", false);
   c.store_boxes = j.value("store_boxes", 0);
+  c.promote = j.value("promote", false);
   c.group = j.at("group");
   c.raster_n = j.at("raster_n");
   return c;
 }
 
 std::string unsupported_reason(const GemmProblem& p) {
-  if (p.a != DType::bf16 && p.a != DType::f16)
-    return fmt::format("{} inputs are not in the native templates yet", to_string(p.a));
-  if (p.k % 8 != 0)
-    return fmt::format("rows of A are K*2 = {} bytes; TMA needs a multiple of 16 (K % 8 == 0)", p.k * 2);
+  const int64_t es = dtype_bytes(p.a), row_bytes = p.k * es;
+  if (row_bytes % 16 != 0)
+    return fmt::format("rows of A are K*{} = {} bytes; TMA needs a multiple of 16 (K % {} == 0)", es, row_bytes,
+                       16 / es);
+  if (is_fp8(p.out)) return "fp8 outputs are not in the native templates yet";
+  if (p.epilogue.scale == ScaleKind::block128 && p.epilogue.gate == GateKind::split)
+    return "block scales with a split SwiGLU gate are not in the native templates (use the interleaved gate)";
   if (p.layout == Layout::nn && p.n % 8 != 0)
     return fmt::format("rows of B (K x N) are N*2 = {} bytes; TMA needs a multiple of 16 (N % 8 == 0)", p.n * 2);
   if (p.layout == Layout::nn && p.epilogue.gate != GateKind::none) return "SwiGLU needs layout tn (W row-major N x K)";
@@ -72,7 +77,11 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   if (c.bm % c.consumers != 0 || (c.wg_rows() != 64 && c.wg_rows() != 128)) return "each consumer owns 64 or 128 rows";
   if (c.bn % 16 != 0 || c.bn < 16 || c.bn > 256) return "BN must be a multiple of 16 in [16, 256]";
   if (c.acc_per_thread() > c.max_acc_per_thread())
-    return fmt::format("more than {} accumulators per thread", c.max_acc_per_thread());
+    return fmt::format("more than {} accumulators per thread{}", c.max_acc_per_thread(),
+                       c.promote ? " (promotion doubles them)" : "");
+  if (c.promote && !is_fp8(p.a)) return "promotion is for fp8 inputs";
+  if (p.epilogue.scale == ScaleKind::block128 && (!c.promote || 128 % c.bn != 0))
+    return "block scales need promotion and BN dividing 128 (one block of B per tile)";
   // Past 128 accumulators a consumer keeps ~40 of its 232 registers for the rest: the split-K
   // reduction, staging several boxes at once (a column bias per box) and, at 192, a column bias
   // with an activation spill (ptxas, CUDA 13.0).
@@ -88,7 +97,7 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   if (c.stages < 2) return "at least two pipeline stages";
   if (c.smem_bytes() > d.smem_per_block_optin)
     return fmt::format("needs {} bytes of shared memory, the device allows {}", c.smem_bytes(), d.smem_per_block_optin);
-  int k_blocks = ceil_div(p.k, 64);
+  int k_blocks = ceil_div(p.k, block_k(p));
   if (c.split_k < 1 || c.split_k > k_blocks) return "split-K needs at least one K-block per slice";
   if (c.group < 1) return "group must be >= 1";
   if (c.cluster != 1 && c.cluster != 2) return "clusters are 1 or 2 CTAs";
@@ -125,8 +134,15 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   // 176 wide). The small-M lists were fitted without them.
   std::vector<int> widths = {64, 96, 128, 192, 256};
   if (p.m > 256) widths.insert(widths.end(), {112, 144, 160, 176, 208, 240});
+  // fp8: block scales need promotion (and a tile inside one 128-row block of B); otherwise it is
+  // a candidate beside the plain accumulation.
+  const bool block_scaled = p.epilogue.scale == ScaleKind::block128;
+  if (block_scaled) widths = {32, 64, 128};
+  std::vector<bool> promotions = {false};
+  if (is_fp8(p.a)) promotions = block_scaled ? std::vector<bool>{true} : std::vector<bool>{false, true};
   std::vector<std::pair<double, NativeConfig>> scored;
   for (const Family& f : families)
+    for (bool promote : promotions)
     for (int bn : widths)
       for (int split : {1, 2, 3, 4, 6, 8})
         for (int pairing : {0, 1, 2})  // no cluster, a pair along N (shares A), a pair along M (shares B)
@@ -142,7 +158,8 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                                .cluster = pairing ? 2 : 1,
                                .cluster_m = pairing == 2,
                                .group = group,
-                               .raster_n = raster_n};
+                               .raster_n = raster_n,
+                               .promote = promote};
                 // The deepest pipeline that fits (capped at 8) beside one staging box, then as
                 // many staging boxes as still fit.
                 c.store_boxes = store_tma ? 1 : 0;

@@ -11,7 +11,7 @@
 namespace gf::native {
 
 struct NativeConfig {
-  int bm = 128, bn = 256;  // tile; BK is 64
+  int bm = 128, bn = 256;  // tile; BK is 128 bytes of K (64 16-bit or 128 fp8 elements)
   int stages = 4;          // shared-memory pipeline depth
   int consumers = 2;       // consumer warpgroups
   bool pingpong = false;   // consumers take alternate tiles (else both share each tile)
@@ -23,12 +23,15 @@ struct NativeConfig {
   // The epilogue through shared memory and a TMA store, staging this many 64-column boxes per
   // consumer at a time (a whole tile row has bn/64); 0 stores from registers directly.
   int store_boxes = 0;
+  // fp8: each k-block's products are added to fp32 accumulators of their own (what block scales
+  // need; for the others the more exact of two candidates, as cuBLASLt's fast-accumulation off).
+  bool promote = false;
 
   int threads() const { return 128 * (1 + consumers); }
   int pair_m() const { return cluster > 1 && cluster_m ? 2 : 1; }
   int pair_n() const { return cluster > 1 && !cluster_m ? 2 : 1; }
   int wg_rows() const { return pingpong ? bm : bm / consumers; }
-  int acc_per_thread() const { return (wg_rows() / 64) * (bn / 2); }
+  int acc_per_thread() const { return (wg_rows() / 64) * (bn / 2) * (promote ? 2 : 1); }
   // Two consumers raise their register budget to 232 (setmaxnreg); a lone one keeps what the
   // launch gives it.
   int max_acc_per_thread() const { return consumers == 2 ? 192 : 128; }
@@ -47,6 +50,8 @@ struct NativeConfig {
 std::string unsupported_reason(const GemmProblem& p);
 // Why this config cannot run the problem on the device, or "".
 std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const DeviceInfo& d);
+// Elements of K per k-block: one 128-byte row (64 16-bit or 128 fp8 elements).
+inline int block_k(const GemmProblem& p) { return kGemmRowBytes / int(dtype_bytes(p.a)); }
 // D columns of a tile BN wide: half of them with a SwiGLU gate.
 inline int tile_out_cols(int bn, const GemmProblem& p) { return p.epilogue.gate == GateKind::none ? bn : bn / 2; }
 // The TMA-store epilogue's 64-column boxes over a tile's D columns (the last one may overlap).

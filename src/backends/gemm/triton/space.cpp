@@ -70,6 +70,7 @@ std::string unsupported_reason(const GemmProblem& p) {
     if (is_fp8(p.out)) return "fp8 outputs are not in the Triton templates";
     if (p.k % 16 != 0) return "fp8 needs K a multiple of 16 (16-byte rows)";
     if (p.epilogue.gate != GateKind::none) return "fp8 with SwiGLU is not in the Triton templates";
+    if (p.epilogue.scale == ScaleKind::block128) return "block scales are not in the Triton templates";
   }
   if (p.epilogue.gate != GateKind::none && p.layout == Layout::nn) return "SwiGLU needs layout tn";
   return "";

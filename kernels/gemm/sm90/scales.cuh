@@ -1,0 +1,103 @@
+#pragma once
+// fp8 dequantisation on the accumulators (GemmArgs has the scale layouts).
+//
+// Block scales change along K, so they apply per k-block: its wgmma results land in accumulators
+// of their own and are added, times A's row scale and B's block scale, to the fp32 accumulators
+// (promotion). That also keeps precision: the fp8 wgmma accumulator holds fewer bits than fp32
+// (DeepSeek-V3 reports a relative error near 2% at K = 4096 without it). Per-tensor and
+// per-row/column scales are constant along K: they multiply the accumulators once after the main
+// loop, promoted or not.
+#include "gemm/sm90/scheduler.cuh"
+
+namespace gf {
+
+template <class Cfg>
+struct Scales : Traits<Cfg> {
+  using T = Traits<Cfg>;
+  using T::BN, T::kAcc, T::kMmaM, T::kScale, T::kWgRows, T::part;
+  using Unit = typename Scheduler<Cfg>::Unit;
+
+  // The accumulator layout of wgmma m64nN: thread t of warp w holds rows 16w + t/4 (+8) of each
+  // m64 part, at acc[4i + {0,1}] (row) and acc[4i + {2,3}] (row + 8), columns 8i + 2(t%4) (+1).
+  static __device__ __forceinline__ int row_of(const Unit& u, int consumer, int mm, int half) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x % 128 / 32;
+    return u.m0 + part(consumer) * kWgRows + mm * 64 + warp * 16 + lane / 4 + half * 8;
+  }
+  // The GEMM column (B row) of tile column c: a split gate's tile holds gate columns n0/2.. and
+  // their up columns N/2 + n0/2.. side by side.
+  static __device__ __forceinline__ int col_of(const GemmParams& p, const Unit& u, int c) {
+    if (Cfg::kGate != GateKind::split) return u.n0 + c;
+    return c < BN / 2 ? u.n0 / 2 + c : p.n / 2 + u.n0 / 2 + c - BN / 2;
+  }
+
+  // This thread's factors for k-block kb: one per row it holds (block scales; else 1). Loaded
+  // before the stage is waited for, so their latency hides behind the wait and the wgmma.
+  struct BlockFactors {
+    float v[kMmaM][2];
+  };
+  static __device__ __forceinline__ BlockFactors block_factors(const GemmParams& p, const Unit& u, int consumer,
+                                                               int kb) {
+    BlockFactors f;
+    if constexpr (kScale == ScaleKind::block128) {
+      const int k_blocks = (p.k + 127) / 128;
+      const float sb = __ldg(p.scale_b + (u.n0 / 128) * k_blocks + kb);  // the tile lies in one 128-row block of B
+#pragma unroll
+      for (int mm = 0; mm < kMmaM; ++mm)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int row = min(row_of(u, consumer, mm, half), p.m - 1);  // rows past M are never stored
+          f.v[mm][half] = __ldg(p.scale_a + (long long)kb * p.m + row) * sb;
+        }
+    }
+    return f;
+  }
+
+  // acc += part * the k-block's factors.
+  static __device__ __forceinline__ void promote(float (&acc)[kMmaM][kAcc], const float (&part_acc)[kMmaM][kAcc],
+                                                 const BlockFactors& f) {
+#pragma unroll
+    for (int mm = 0; mm < kMmaM; ++mm)
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) {
+        if constexpr (kScale == ScaleKind::block128)
+          acc[mm][i] = fmaf(part_acc[mm][i], f.v[mm][i % 4 / 2], acc[mm][i]);
+        else
+          acc[mm][i] += part_acc[mm][i];
+      }
+  }
+
+  // The scales constant along K, on the finished accumulators.
+  static __device__ __forceinline__ void dequantize(const GemmParams& p, float (&acc)[kMmaM][kAcc], const Unit& u,
+                                                    int consumer) {
+    if constexpr (kScale == ScaleKind::tensor) {
+      const float s = __ldg(p.scale_a) * __ldg(p.scale_b);
+#pragma unroll
+      for (int mm = 0; mm < kMmaM; ++mm)
+#pragma unroll
+        for (int i = 0; i < kAcc; ++i) acc[mm][i] *= s;
+    } else if constexpr (kScale == ScaleKind::rowcol) {
+      const int lane = threadIdx.x % 32;
+      float col_scale[BN / 8][2];
+#pragma unroll
+      for (int g = 0; g < BN / 8; ++g)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int col = col_of(p, u, 8 * g + 2 * (lane % 4) + e);
+          col_scale[g][e] = col < p.n ? __ldg(p.scale_b + col) : 0.0f;
+        }
+#pragma unroll
+      for (int mm = 0; mm < kMmaM; ++mm)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int row = row_of(u, consumer, mm, half);
+          const float row_scale = row < p.m ? __ldg(p.scale_a + row) : 0.0f;
+#pragma unroll
+          for (int g = 0; g < BN / 8; ++g)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) acc[mm][4 * g + 2 * half + e] *= row_scale * col_scale[g][e];
+        }
+    }
+  }
+};
+
+}  // namespace gf
