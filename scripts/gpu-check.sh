@@ -18,8 +18,10 @@
 #   CUTLASS_CACHE, default .carry/cutlass-kernels, is copied into $GEMMFORGE_HOME/kernels first; the
 #   headers for the rest from a carried .carry/nvidia_cutlass-4.2.0.0-*.whl where pip has none), its
 #   GPU tests, then the llama3-8b bench with -b cutlass,cublaslt,native.
+#   fp8: the fp8 GPU tests (native, cuBLASLt), then llama3-8b in e4m3 with each scale kind of
+#   FP8_SCALES (default "rowcol block128 tensor") at FP8_TOKENS (default 128,4096), -b cublaslt,native.
 #   "all" is tests, sass, tune, bench, heldout, runtime.
-# Knobs: GPU_TESTS_FILTER (gtest filter; default: all but Cutlass* and Cute*, which their steps run), SEARCH (fast|default|exhaustive, default fast),
+# Knobs: T_FP8_TESTS, T_FP8_BENCH (seconds per scale kind), FP8_SKIP_TESTS=1; GPU_TESTS_FILTER (gtest filter; default: all but Cutlass* and Cute*, which their steps run), SEARCH (fast|default|exhaustive, default fast),
 #        SEARCH_PROBLEMS and SEARCH_ONLY (a name filter for the exhaustive side of "search"),
 #        BENCH_EXTRA (extra problems for the second bench, e.g. "--model llama3-70b --tokens 4096,8192"),
 #        BENCH_ROUNDS (interleaved rounds of each bench, odd; default 5).
@@ -97,6 +99,21 @@ if [ "$what" = cute ]; then
   timeout "${T_CUTE_BENCH:-240}" "$gf" bench --model llama3-8b --tokens 16,128,4096 -b cublaslt,native,cute -s fast \
     --rounds "${BENCH_ROUNDS:-5}" --json "$out/bench-cute.json" > "$out/bench-cute.txt" 2>&1 || status=1
   python3 scripts/summarize.py "$out/bench-cute.json"
+fi
+if [ "$what" = fp8 ]; then
+  if [ -z "${FP8_SKIP_TESTS:-}" ]; then
+    step "fp8 GPU tests: native (each scale kind, promoted and not) and cuBLASLt"
+    GF_TEST_TIMEOUT=200 timeout "${T_FP8_TESTS:-300}" build/tests/gf_gpu_tests --gtest_brief=1 \
+      --gtest_filter='*Fp8*:*CublasLt*' > "$out/fp8-tests.log" 2>&1 || status=1
+    grep -E "FAILED|TIMEOUT|PASSED|tests ran|rel_err|Failure" "$out/fp8-tests.log" | tail -40
+  fi
+  for scale in ${FP8_SCALES:-rowcol block128 tensor}; do
+    step "bench llama3-8b e4m3 scale=$scale at M = ${FP8_TOKENS:-128,4096}"
+    timeout "${T_FP8_BENCH:-200}" "$gf" bench --model llama3-8b --tokens "${FP8_TOKENS:-128,4096}" --dtype e4m3 \
+      --epilogue "scale=$scale" -b cublaslt,native -s "$search" --rounds "${BENCH_ROUNDS:-5}" \
+      --json "$out/bench-fp8-$scale.json" > "$out/bench-fp8-$scale.txt" 2>&1 || status=1
+    grep -vE "compile|measure" "$out/bench-fp8-$scale.txt" | tail -24
+  done
 fi
 if [ "$what" = python ]; then
   step "Python package: GPU tests, then the llama3-8b decoder layer beside torch"

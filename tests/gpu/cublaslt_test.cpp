@@ -4,6 +4,7 @@
 #include <random>
 
 #include "gemmforge/backend.hpp"
+#include "gemmforge/error.hpp"
 #include "harness/gemm_bench.hpp"
 
 using namespace gf;
@@ -33,10 +34,30 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CublasLtTest,
                                            // fp8, both accumulation modes (K kept small enough for fast accumulation)
                                            "77x1000x1008:e4m3->bf16", "256x512x1024:e4m3->bf16:scale=tensor",
                                            "130x384x512:e4m3->bf16:scale=rowcol", "64x256x256:e4m3->f16:scale=tensor+bias",
-                                           "96x128x64:e4m3->bf16:scale=rowcol+bias+relu",
-                                           // block scales: 1x128 groups of X, 128x128 blocks of W, partial last ones
-                                           "256x512x1024:e4m3->bf16:scale=block128", "130x384x1040:e4m3:scale=block128",
-                                           "77x1000x1008:e4m3->f16:scale=block128+bias"));
+                                           "96x128x64:e4m3->bf16:scale=rowcol+bias+relu"));
+
+// Block scales (1x128 groups of X, 128x128 blocks of W, partial last ones): verified where this
+// cuBLASLt has them, else refused in one line naming them (cuBLASLt 13.x on an H200, 2026-12-02).
+TEST(CublasLt, BlockScalesVerifyOrAreRefusedInOneLine) {
+  auto lt = find_backend<GemmProblem>("cublaslt");
+  DeviceInfo dev = DeviceInfo::query();
+  for (const char* spec : {"256x512x1024:e4m3->bf16:scale=block128", "77x1000x1008:e4m3->f16:scale=block128+bias"}) {
+    GemmProblem p = GemmProblem::parse(spec);
+    std::vector<Candidate> cands;
+    try {
+      cands = lt->candidates(p, dev, {.level = Search::fast});
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("no block-scaled fp8 GEMM"), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+      continue;
+    }
+    harness::GemmBench bench(p, dev, std::random_device{}());
+    for (const auto& c : cands) {
+      auto r = bench.measure(*lt->build(p, c), /*time=*/false, {});
+      EXPECT_TRUE(r.verified) << p.key() << " " << c.name << ": " << r.error;
+    }
+  }
+}
 
 TEST(CublasLt, DeclinesWhatItCannotDo) {
   auto lt = find_backend<GemmProblem>("cublaslt");

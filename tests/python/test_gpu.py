@@ -209,6 +209,22 @@ def test_scaled_mm_matches_torch(rowwise):
         torch.ops.gemmforge.scaled_mm(a, w.t().contiguous(), sa, sb)
 
 
+def test_scaled_mm_block_scales_match_torch():
+    # 1x128 groups of a, 128x128 blocks of w, partial last ones (K = 1040, N = 300).
+    m, n, k = 77, 300, 1040
+    kb, nb = -(-k // 128), -(-n // 128)
+    a = (rand(m, k, dtype=torch.float32) * 2).to(torch.float8_e4m3fn)
+    w = (rand(n, k, dtype=torch.float32) * 2).to(torch.float8_e4m3fn)
+    sa = (torch.rand(kb, m, device="cuda") + 0.5).t()  # (M, K/128), M-major as torch takes it
+    sw = torch.rand(nb, kb, device="cuda") + 0.5       # w's blocks, row-major
+    got = torch.ops.gemmforge.scaled_mm(a, w.t(), sa, sw.t(), None, BF16)
+    a_deq = a.float() * sa.repeat_interleave(128, dim=1)[:, :k]
+    w_deq = w.float() * sw.repeat_interleave(128, dim=0)[:n].repeat_interleave(128, dim=1)[:, :k]
+    close(got, a_deq @ w_deq.t())
+    with pytest.raises(gemmforge.Error, match="neither per tensor"):
+        torch.ops.gemmforge.scaled_mm(a, w.t(), sa[:, :2], sw.t())
+
+
 @pytest.mark.parametrize("rowwise", [False, True])
 @pytest.mark.parametrize("fp8", [torch.float8_e4m3fn, torch.float8_e5m2])
 def test_quantize_fp8_matches_torch(rowwise, fp8):

@@ -267,7 +267,9 @@ def _scaled_mm(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, bias: Opt
     """torch._scaled_mm's contract through gemmforge: a (M x K, row-major) and b (K x N,
     column-major: a weight's transpose) in fp8, scale_a one float or one per row of a (M x 1),
     scale_b one float or one per column of b (1 x N); out = (scale_a * scale_b * a @ b + bias) in
-    out_dtype (default bf16)."""
+    out_dtype (default bf16). Block scales as torch takes them: scale_a (M, ceil(K/128)) for 1x128
+    groups of a, M-major (stride (1, M)); scale_b (ceil(K/128), ceil(N/128)) for 128x128 blocks
+    of b, its transpose contiguous."""
     _check(a.dim() == 2 and b.dim() == 2 and a.shape[1] == b.shape[0],
            lambda: f"gemmforge.scaled_mm: shapes {tuple(a.shape)} and {tuple(b.shape)} do not multiply")
     device = _cuda("scaled_mm", ("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("bias", bias))
@@ -279,18 +281,25 @@ def _scaled_mm(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, bias: Opt
     (m, k), n = a.shape, b.shape[1]
     _check(b.t().is_contiguous(), lambda: "gemmforge.scaled_mm: b must be column-major (a row-major weight's .t())")
     _check(scale_a.dtype == scale_b.dtype == torch.float32, lambda: "gemmforge.scaled_mm: scales must be float32")
+    kb, nb = -(-k // 128), -(-n // 128)
     if scale_a.numel() == 1 and scale_b.numel() == 1:
         kind = "tensor"
-    else:
-        _check(scale_a.numel() == m and scale_b.numel() == n,
-               lambda: f"gemmforge.scaled_mm: rowwise scales need {m} and {n} values, not {scale_a.numel()} and "
-                       f"{scale_b.numel()}")
+    elif scale_a.numel() == m and scale_b.numel() == n:
         kind = "rowcol"
+    else:
+        _check(tuple(scale_a.shape) == (m, kb) and tuple(scale_b.shape) == (kb, nb),
+               lambda: f"gemmforge.scaled_mm: scales of shapes {tuple(scale_a.shape)} and {tuple(scale_b.shape)} are "
+                       f"neither per tensor, rowwise ({m} and {n} values) nor blocks ({(m, kb)} and {(kb, nb)})")
+        kind = "block128"
     bias = _same("scaled_mm", "bias", bias, out_dtype, (n,))
     out = torch.empty((m, n), dtype=out_dtype, device=device)
     if m == 0 or n == 0:
         return out
-    a, sa, sb = a.contiguous(), scale_a.contiguous(), scale_b.contiguous()
+    if kind == "block128":  # gemmforge's layouts: a k-block's rows together, B's blocks row-major
+        sa, sb = scale_a.t().contiguous(), scale_b.t().contiguous()
+    else:
+        sa, sb = scale_a.contiguous(), scale_b.contiguous()
+    a = a.contiguous()
     spec = f"{m}x{n}x{k}:{_FP8[a.dtype]}->{out_name}:scale={kind}" + ("+bias" if bias is not None else "")
     _gemm(spec, a, b, out, device, bias=bias, scale_a=sa, scale_b=sb)
     return out

@@ -135,6 +135,10 @@ class CublasLtBackend final : public Backend {
     cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle(), plan.desc, plan.a, plan.b, plan.c, plan.d, pref, top_k,
                                                        results.data(), &found);
     cublasLtMatmulPreferenceDestroy(pref);
+    // cuBLASLt 13.x on the H200 answers "not supported" for the VEC128 / BLK128x128 scale modes.
+    GF_CHECK(!(st == CUBLAS_STATUS_NOT_SUPPORTED && p.epilogue.scale == ScaleKind::block128),
+             "cuBLASLt {} has no block-scaled fp8 GEMM on this GPU (VEC128 / BLK128x128 scales): {}", cublasLtGetVersion(),
+             p.key());
     GF_CUBLAS_CHECK(st);
     for (int i = 0; i < found; ++i) {
       const auto& r = results[size_t(i)];

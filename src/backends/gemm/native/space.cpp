@@ -80,6 +80,9 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
     return fmt::format("more than {} accumulators per thread{}", c.max_acc_per_thread(),
                        c.promote ? " (promotion doubles them)" : "");
   if (c.promote && !is_fp8(p.a)) return "promotion is for fp8 inputs";
+  // The column scales (BN/4 a thread) beside more than 128 accumulators spill (ptxas, CUDA 13.0).
+  if (p.epilogue.scale == ScaleKind::rowcol && c.acc_per_thread() > 128)
+    return "per-column scales past 128 accumulators spill";
   if (p.epilogue.scale == ScaleKind::block128 && (!c.promote || 128 % c.bn != 0))
     return "block scales need promotion and BN dividing 128 (one block of B per tile)";
   // Past 128 accumulators a consumer keeps ~40 of its 232 registers for the rest: the split-K
