@@ -95,6 +95,10 @@ using RowOpBackend = BackendOf<RowOpSpec>;
 // when GEMMFORGE_PLANT_FAULTS=1.
 template <class Problem>
 const std::vector<std::shared_ptr<BackendOf<Problem>>>& backends();
+template <>
+const std::vector<std::shared_ptr<Backend>>& backends<GemmProblem>();
+template <>
+const std::vector<std::shared_ptr<RowOpBackend>>& backends<RowOpSpec>();
 // The family's backend of that name, or nullptr.
 template <class Problem>
 std::shared_ptr<BackendOf<Problem>> find_backend(std::string_view name);

@@ -16,14 +16,6 @@ bool plant_faults() {
   return plant && std::strcmp(plant, "1") == 0;
 }
 
-template <class Problem>
-std::shared_ptr<BackendOf<Problem>> find_in(const std::vector<std::shared_ptr<BackendOf<Problem>>>& list,
-                                            std::string_view name) {
-  for (const auto& b : list)
-    if (b->name() == name) return b;
-  return nullptr;
-}
-
 }  // namespace
 
 std::string_view to_string(Search s) {
@@ -67,15 +59,14 @@ const std::vector<std::shared_ptr<RowOpBackend>>& backends<RowOpSpec>() {
   return list;
 }
 
-template <>
-std::shared_ptr<Backend> find_backend<GemmProblem>(std::string_view name) {
-  return find_in(backends<GemmProblem>(), name);
+template <class Problem>
+std::shared_ptr<BackendOf<Problem>> find_backend(std::string_view name) {
+  for (const auto& b : backends<Problem>())
+    if (b->name() == name) return b;
+  return nullptr;
 }
-
-template <>
-std::shared_ptr<RowOpBackend> find_backend<RowOpSpec>(std::string_view name) {
-  return find_in(backends<RowOpSpec>(), name);
-}
+template std::shared_ptr<Backend> find_backend<GemmProblem>(std::string_view);
+template std::shared_ptr<RowOpBackend> find_backend<RowOpSpec>(std::string_view);
 
 std::string backend_names() {
   std::set<std::string> names;

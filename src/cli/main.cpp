@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const gf::Error& e) {
     // GEMMFORGE_LOG=debug also says where the error was raised.
-    const bool debug = gf::log().should_log(spdlog::level::debug);
+    const bool debug = gf::log().enabled(gf::LogLevel::debug);
     std::cerr << "gemmforge: error: " << (debug ? e.where() : std::string(e.what())) << "\n";
     return 1;
   } catch (const std::exception& e) {

@@ -6,7 +6,6 @@
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spdlog/sinks/ostream_sink.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -17,6 +16,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -173,22 +173,27 @@ class RedisServer {
 // What the library logs while alive.
 class LogCapture {
  public:
-  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)) { log().sinks().push_back(sink_); }
-  ~LogCapture() {
-    auto& sinks = log().sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+  LogCapture() {
+    log().set_tap([this](std::string_view line) {
+      std::lock_guard lock(mutex_);
+      out_ << line << "\n";
+    });
   }
-  std::string text() const { return out_.str(); }
+  ~LogCapture() { log().set_tap({}); }
+  std::string text() const {
+    std::lock_guard lock(mutex_);
+    return out_.str();
+  }
   int count(const std::string& what) const {
     int n = 0;
-    std::stringstream lines(out_.str());
+    std::stringstream lines(text());
     for (std::string line; std::getline(lines, line);) n += line.find(what) != std::string::npos;
     return n;
   }
 
  private:
+  mutable std::mutex mutex_;
   std::ostringstream out_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
 };
 
 // A directory of the test's local DBs, removed at its end.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/arith.hpp"
 #include "core/ranking.hpp"
 
 namespace gf::cute_backend {
@@ -23,8 +24,6 @@ struct Model {
   // DRAM an H200 achieves for a GEMM's operands.
   static constexpr double kDramBytesPerSecond = 3.3e12;
 };
-
-int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
@@ -57,7 +56,7 @@ std::vector<CuteConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d
     for (int tn : {64, 128, 192, 256})
       for (auto [cm, cn] : {std::pair{1, 1}, {2, 1}, {1, 2}}) {
         const CuteConfig c{tm, tn, cm, cn};
-        const int64_t tiles_m = cdiv(cdiv(p.m, tm), cm) * cm, tiles_n = cdiv(cdiv(p.n, tn), cn) * cn;
+        const int64_t tiles_m = ceil_div(ceil_div(p.m, tm), cm) * cm, tiles_n = ceil_div(ceil_div(p.n, tn), cn) * cn;
         const double intensity = double(tm) * tn / (tm + tn);
         double rate = Model::kPeak / sms * intensity / (intensity + Model::kHalfPeakIntensity);
         if (!(tm == 128 && tn > 128)) rate *= Model::kOneWarpgroupShare;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/arith.hpp"
 #include "gemmforge/error.hpp"
 
 namespace gf::cutlass_backend {
@@ -67,8 +68,6 @@ struct Model {
   // Launch and the prologue of a persistent kernel.
   static constexpr double kLaunchUs = 3.0;
 };
-
-int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
@@ -212,7 +211,7 @@ std::vector<Unit> units_for(const UnitKind& kind, Search level) {
 
 double estimate_us(const TileConfig& t, const GemmProblem& p, const DeviceInfo& d) {
   const int sms = std::max(d.sm_count, 1);
-  const double tiles = double(cdiv(p.m, t.m) * cdiv(p.n, t.n) * p.batch);
+  const double tiles = double(ceil_div(p.m, t.m) * ceil_div(p.n, t.n) * p.batch);
   const double intensity = double(t.m) * t.n / (t.m + t.n);
   double tile_us = 2.0 * t.m * t.n * double(p.k) /
                    (Model::kPeak / sms * intensity / (intensity + Model::kHalfPeakIntensity)) * 1e6;

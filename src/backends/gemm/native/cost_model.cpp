@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "backends/gemm/native/space.hpp"
+#include "core/arith.hpp"
 
 namespace gf::native {
 namespace {
@@ -62,8 +63,6 @@ struct Model {
   // Split-K's reduction at large M.
   static constexpr double kSplitKUs = 2.0;
 };
-
-int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
 
 // Tensor-core time of a tile over k columns.
 double unit_compute_s(const NativeConfig& c, const GemmProblem& p, double k) {

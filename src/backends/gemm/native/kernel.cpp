@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "backends/gemm/native/codegen.hpp"
+#include "core/arith.hpp"
 #include "core/log.hpp"
 #include "cuda/check.hpp"
 #include "cuda/driver.hpp"
@@ -17,8 +18,6 @@
 
 namespace gf::native {
 namespace {
-
-int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
 
 static_assert(sizeof(CUtensorMap) == sizeof(TmaDesc), "A tensor map travels in the kernel's parameters as a TmaDesc.");
 

@@ -6,15 +6,10 @@
 #include <cmath>
 #include <tuple>
 
+#include "core/arith.hpp"
 #include "core/ranking.hpp"
 
 namespace gf::native {
-namespace {
-
-int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
-
-}  // namespace
-
 std::string NativeConfig::name(const GemmProblem& p) const {
   std::string epi;
   for (char ch : p.epilogue.is_identity() ? std::string("plain") : p.epilogue.to_string())

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <tuple>
 
+#include "core/arith.hpp"
 #include "core/ranking.hpp"
 
 namespace gf::triton_backend {
@@ -25,8 +26,6 @@ constexpr Entry kInductorPersistent[] = {
     {128, 256, 64, 3, 8}, {128, 128, 64, 3, 8}, {128, 128, 128, 3, 8}, {128, 128, 128, 3, 4},
     {128, 128, 64, 4, 8}, {128, 128, 64, 5, 8}, {256, 128, 64, 4, 8},  {128, 128, 64, 5, 4},
 };
-
-int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The ranking model's constants, one a line with its reason.
 struct Model {
@@ -96,7 +95,7 @@ std::string illegal_reason(const TritonConfig& c, const GemmProblem& p) {
 
 int64_t num_tiles(const TritonConfig& c, const GemmProblem& p) {
   const int64_t cols = p.epilogue.gate == GateKind::split ? p.n / 2 : p.n;
-  return cdiv(p.m, c.bm) * cdiv(cols, c.bn);
+  return ceil_div(p.m, c.bm) * ceil_div(cols, c.bn);
 }
 
 std::vector<TritonConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d, Search level) {
