@@ -20,6 +20,9 @@
 #   GPU tests, then the llama3-8b bench with -b cutlass,cublaslt,native.
 #   fp8: the fp8 GPU tests (native, cuBLASLt), then llama3-8b in e4m3 with each scale kind of
 #   FP8_SCALES (default "rowcol block128 tensor") at FP8_TOKENS (default 128,4096), -b cublaslt,native.
+#   fleet: two tuners sharing GPU 0 (--gpus 0,0) store the llama3-8b set in a Redis store (redis-server
+#   from PATH or staged by scripts/stage-redis.sh), then `gemmforge prepare` times a serving start on
+#   that host, on a fresh host reading the store, and on a fresh host with no decisions.
 #   "all" is tests, sass, tune, bench, heldout, runtime.
 # Knobs: T_FP8_TESTS, T_FP8_BENCH (seconds per scale kind), FP8_SKIP_TESTS=1; GPU_TESTS_FILTER (gtest filter; default: all but Cutlass* and Cute*, which their steps run), SEARCH (fast|default|exhaustive, default fast),
 #        SEARCH_PROBLEMS and SEARCH_ONLY (a name filter for the exhaustive side of "search"),
@@ -123,6 +126,37 @@ if [ "$what" = python ]; then
   timeout "${T_LAYER:-330}" python3 -m examples.bench_decoder_layer --tokens "${LAYER_TOKENS:-128,4096}" \
     --json "$out/decoder-layer.json" > "$out/decoder-layer.txt" 2>&1 || status=1
   tail -20 "$out/decoder-layer.txt"
+fi
+
+if [ "$what" = fleet ]; then
+  # A Redis store on this machine (its redis-server, or the one scripts/stage-redis.sh put in
+  # .carry/redis). Host A: two tuners sharing GPU 0 (--gpus 0,0) store the llama3-8b set there.
+  # Then the start-up of a serving process (gemmforge prepare) three ways: host A again (its local
+  # DB and kernel cache), a fresh host B on the store (no local DB, no kernel cache), and a fresh
+  # host C with neither (every problem on its default).
+  step "fleet: --gpus 0,0 into Redis, then warm starts: local DB, Redis on a fresh host, nothing"
+  redis=$(command -v redis-server || echo .carry/redis/redis-server)
+  port=${REDIS_PORT:-6391}
+  LD_LIBRARY_PATH=$PWD/.carry/redis:$LD_LIBRARY_PATH "$redis" --port "$port" --bind 127.0.0.1 --save "" \
+    --appendonly no --daemonize yes --logfile "$out/redis.log" || status=1
+  url=redis://127.0.0.1:$port/0
+  rm -rf /tmp/gf-fleet-a /tmp/gf-fleet-b /tmp/gf-fleet-c
+  fleet_args=(--model llama3-8b --tokens 16,128,4096 -s "$search" -b "${FLEET_BACKENDS:-cublaslt,native}")
+  GEMMFORGE_HOME=/tmp/gf-fleet-a GEMMFORGE_DB=$url timeout "${T_FLEET_TUNE:-300}" "$gf" tune "${fleet_args[@]}" \
+    --gpus 0,0 > "$out/fleet-tune.txt" 2>&1 || status=1
+  tail -3 "$out/fleet-tune.txt"
+  GEMMFORGE_HOME=/tmp/gf-fleet-a "$gf" db export --json "$out/fleet-export.json" || status=1
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1]))['decisions']; print(len(d), 'decisions stored by the two tuners')" \
+    "$out/fleet-export.json"
+  for host in a b c; do
+    db=$url
+    [ $host = a ] && db=/tmp/gf-fleet-a/tuning.db
+    [ $host = c ] && db=/tmp/gf-fleet-c/tuning.db
+    GEMMFORGE_HOME=/tmp/gf-fleet-$host timeout 120 "$gf" prepare "${fleet_args[@]:0:4}" --db "$db" \
+      --json "$out/prepare-$host.json" > "$out/prepare-$host.txt" 2>&1 || status=1
+    echo "host $host: $(tail -1 "$out/prepare-$host.txt")"
+  done
+  pkill -f "redis-server.*:$port"
 fi
 
 if [ "$what" = all ] || [ "$what" = heldout ]; then

@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   gf::cli::add_compile(app);
   gf::cli::add_db(app);
   gf::cli::add_doctor(app);
+  gf::cli::add_prepare(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
