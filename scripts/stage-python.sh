@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 py=$(command -v "${PY:-python3.12}" || pyenv prefix 3.12 2>/dev/null | sed 's|$|/bin/python3.12|')
 build=${1:-build/py-stage}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGF_PYTHON=ON -DBUILD_TESTING=OFF \
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON -DGF_PYTHON=ON -DBUILD_TESTING=OFF \
   -DPython_EXECUTABLE="$py" >/dev/null
 cmake --build "$build" --target _gemmforge gemmforge
 rm -rf .carry/py/gemmforge
