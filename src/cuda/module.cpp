@@ -1,5 +1,7 @@
 #include "cuda/module.hpp"
 
+#include <cuda_runtime_api.h>
+
 #include <utility>
 
 #include "cuda/check.hpp"
@@ -7,7 +9,14 @@
 
 namespace gf::cuda {
 
-Module::Module(const std::string& cubin) { GF_CU_CHECK(driver().cuModuleLoadData(&mod_, cubin.data())); }
+Module::Module(const std::string& cubin) {
+  // The driver API loads into the calling thread's current context, which only a runtime call
+  // makes current: a program whose first GPU work is a gemmforge kernel load (a Runtime's first
+  // call, measured on the H200) got "invalid device context". cudaFree(nullptr) makes the device's
+  // primary context current and does nothing else.
+  GF_CUDA_CHECK(cudaFree(nullptr));
+  GF_CU_CHECK(driver().cuModuleLoadData(&mod_, cubin.data()));
+}
 
 Module::~Module() {
   if (mod_) driver().cuModuleUnload(mod_);

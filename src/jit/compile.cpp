@@ -28,13 +28,20 @@ void dump(const std::string& name, const std::string& source, const cuda::Compil
   if (!env || !*env) return;
   namespace fs = std::filesystem;
   const fs::path dir(env);
-  static std::once_flag headers_written;
-  std::call_once(headers_written, [&] {
-    for (const auto& [include, text] : kernel_headers()) {
-      fs::create_directories((dir / "include" / include).parent_path());
-      std::ofstream(dir / "include" / include) << text;
+  // A lock, not std::call_once, which cannot pass on create_directories' exception (see
+  // Runtime::Impl::entry).
+  static std::mutex mu;
+  static bool headers_written = false;
+  {
+    std::lock_guard lock(mu);
+    if (!headers_written) {
+      for (const auto& [include, text] : kernel_headers()) {
+        fs::create_directories((dir / "include" / include).parent_path());
+        std::ofstream(dir / "include" / include) << text;
+      }
+      headers_written = true;
     }
-  });
+  }
   std::ofstream(dir / (name + ".cu")) << source;
   std::ofstream(dir / (name + ".log")) << r.log;
   std::ofstream(dir / (name + ".ptx")) << r.ptx;

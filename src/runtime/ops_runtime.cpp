@@ -1,3 +1,4 @@
+#include <atomic>
 #include <mutex>
 #include <unordered_map>
 
@@ -18,7 +19,8 @@ struct OpsRuntime::Impl {
   std::unordered_map<std::string, rowops::RowConfig> chosen;
   // Kernels by config name, each built once.
   struct Entry {
-    std::once_flag built;
+    std::atomic<bool> ready = false;
+    std::mutex mu;  // guards the build
     std::unique_ptr<rowops::RowKernel> kernel;
   };
   std::unordered_map<std::string, std::shared_ptr<Entry>> kernels;
@@ -49,7 +51,13 @@ struct OpsRuntime::Impl {
       if (!slot) slot = std::make_shared<Entry>();
       e = slot;
     }
-    std::call_once(e->built, [&] { e->kernel = rowops::load_row_kernel(s, c); });
+    if (!e->ready) {  // a lock, not std::call_once: see Runtime::Impl::entry
+      std::lock_guard lock(e->mu);
+      if (!e->ready) {
+        e->kernel = rowops::load_row_kernel(s, c);
+        e->ready = true;
+      }
+    }
     return *e->kernel;
   }
 };

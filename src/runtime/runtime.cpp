@@ -77,10 +77,9 @@ struct Runtime::Impl {
 
   // One per problem key, built once: concurrent first calls wait for the one build.
   struct Entry {
-    std::once_flag built;
     std::atomic<bool> ready = false;
     std::unique_ptr<Dispatch> chosen;
-    std::mutex mu;  // guards the fallbacks (and their builds: rare, and only for their alignment)
+    std::mutex mu;  // guards the first build and the fallbacks (their builds: rare, and only for their alignment)
     std::map<size_t, std::unique_ptr<Dispatch>> by_alignment;  // for pointers `chosen` cannot take
   };
   std::mutex mu;  // guards the map, never a build or a launch
@@ -134,7 +133,11 @@ struct Runtime::Impl {
     }
     if (!e->ready) {
       if (stream) refuse_during_capture(p, *stream, "a first use");
-      std::call_once(e->built, [&] { build(*e, p); });  // a build that throws is tried again next call
+      // A lock, not std::call_once: an exception thrown through call_once (glibc's pthread_once)
+      // aborted the process on the GPU machine, where this binary's static unwinder meets that
+      // glibc's frames. A build that throws is tried again on the next call.
+      std::lock_guard lock(e->mu);
+      if (!e->ready) build(*e, p);
     }
     return *e;
   }
