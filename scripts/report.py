@@ -11,6 +11,7 @@
 --ops      a `gemmforge bench-ops --json` file; --runtime a `gemmforge bench-runtime --json` file;
 --compile  `gemmforge compile --json` files (cold compiles: --no-cache) for the compile-time histogram;
 --ab       the benches of two builds of the same problems, timed in one run (before, after);
+--prepare  TITLE=FILE  `gemmforge prepare --json` files, a serving start each (local DB, Redis, ...);
 --run-info a JSON object: {"date", "device", "commit", "commands": [...], "notes": [...]}.
 
 Ratios are speeds against the best cuBLASLt kernel of the same run (the faster of the tuned pick and
@@ -179,6 +180,18 @@ def torch_section(layer):
     return lines
 
 
+def prepare_section(specs):
+    """Serving starts timed by `gemmforge prepare --json` (TITLE=FILE each): how long until every
+    problem's kernel was ready, and for how many a decision was found."""
+    lines = ["| start | problems | with a stored decision | ready in s | of it GEMMs s |", "|---|---|---|---|---|"]
+    for spec in specs:
+        title, path = spec.split("=", 1)
+        d = json.load(open(path))
+        lines.append(f"| {title} | {len(d['problems'])} | {d['with_decision']} | {d['seconds']:.3f} | "
+                     f"{d['gemm_seconds']:.3f} |")
+    return lines
+
+
 def compile_times(paths):
     """backend -> seconds of each cold (not cached) successful compile."""
     times = defaultdict(list)
@@ -328,6 +341,8 @@ def main():
     ap.add_argument("--ops")
     ap.add_argument("--torch", help="decoder-layer JSON of examples/bench_decoder_layer.py")
     ap.add_argument("--ab", nargs=2)
+    ap.add_argument("--prepare", nargs="*", default=[], metavar="TITLE=FILE",
+                    help="`gemmforge prepare --json` files: serving starts, one row each")
     ap.add_argument("--out", default="docs/PERFORMANCE.md")
     ap.add_argument("--plots", default="docs/plots")
     ap.add_argument("--seed", type=int, default=1)
@@ -365,6 +380,8 @@ def main():
         out += ["", "## Runtime host overhead", ""] + runtime_section(json.load(open(a.runtime)))
     if a.torch:
         out += ["", "## The llama3-8b decoder layer in PyTorch", ""] + torch_section(json.load(open(a.torch)))
+    if a.prepare:
+        out += ["", "## A serving start from the tuning stores", ""] + prepare_section(a.prepare)
     compile_s = compile_times(a.compile)
     if compile_s:
         out += ["", "## Compile time per candidate (cold)", ""] + compile_section(compile_s)
