@@ -120,7 +120,7 @@ if [ "$what" = fp8 ]; then
 fi
 if [ "$what" = python ]; then
   step "Python package: GPU tests, then the llama3-8b decoder layer beside torch"
-  export PYTHONPATH=$PWD/.carry/py:$PWD${PYTHONPATH:+:$PYTHONPATH}
+  export PYTHONPATH=$PWD/.carry/py:$PWD${PYTHONPATH:+:$PYTHONPATH} LD_LIBRARY_PATH=$PWD/.carry/py:$LD_LIBRARY_PATH
   timeout "${T_PYTEST:-240}" python3 -m pytest -q -x tests/python > "$out/pytest.log" 2>&1 || status=1
   tail -4 "$out/pytest.log"
   timeout "${T_LAYER:-330}" python3 -m examples.bench_decoder_layer --tokens "${LAYER_TOKENS:-128,4096}" \

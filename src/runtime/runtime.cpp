@@ -85,11 +85,12 @@ struct Runtime::Impl {
   std::mutex mu;  // guards the map, never a build or a launch
   std::unordered_map<std::string, std::shared_ptr<Entry>> entries;
 
-  // What runs a problem without a decision: cuBLASLt's default algorithm, or, for epilogues it
-  // lacks, cuBLASLt's plain GEMM and the epilogue after it.
+  // What runs a problem without a decision: cuBLASLt's default algorithm; for epilogues it lacks,
+  // cuBLASLt's plain GEMM and the epilogue after it; for what cuBLASLt cannot do at all (fp8 block
+  // scales on this GPU), the native kernel its cost model ranks first (compiled at first use).
   Candidate default_candidate(const GemmProblem& p, size_t alignment) const {
     std::string why_not;
-    for (const char* name : {"cublaslt", "unfused"}) {
+    for (const char* name : {"cublaslt", "unfused", "native"}) {
       auto backend = find_backend<GemmProblem>(name);
       std::string why = backend ? backend->supports(p) : "not in this build";
       if (why.empty()) {

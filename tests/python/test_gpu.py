@@ -236,7 +236,10 @@ def test_quantize_fp8_matches_torch(rowwise, fp8):
     close(scale, want_scale, tol=1e-6)
     want_q = (x.float() / want_scale).clamp(torch.finfo(fp8).min, torch.finfo(fp8).max).to(fp8)
     assert (q.float() == want_q.float()).float().mean().item() > 0.999  # rounding ties aside
-    close(q.float() * scale, x, tol=0.07 if fp8 == torch.float8_e5m2 else 0.04)
+    # close() bounds the largest error by amax: values near amax (the type's largest, 1.75 * 2^e)
+    # round to half a step of 2^(e - mantissa bits), so the bound is 2^-(m+1) / 1.75: 0.0714 for
+    # e5m2 (measured 0.0707 on the H200), 0.0357 for e4m3.
+    close(q.float() * scale, x, tol=0.075 if fp8 == torch.float8_e5m2 else 0.04)
 
 
 def test_quantized_linear_end_to_end():
