@@ -23,15 +23,23 @@ __host__ __device__ constexpr float fp8_max() {
   return std::is_same_v<Q, __nv_fp8_e4m3> ? 448.0f : 57344.0f;
 }
 
+// The block's max, in every thread. Warp 0 reduces the warps' maxima and hands the result on
+// through shared memory: a shuffle would reach warp 0's lanes alone, and the other warps would
+// scale their columns by 1 (caught by the rowwise test on the H200). Each call's first barrier
+// orders it after the previous call's reads.
 __device__ float block_max(float v) {
   __shared__ float warp_max[kThreads / 32];
+  __shared__ float result;
   for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = v;
   __syncthreads();
-  v = threadIdx.x < kThreads / 32 ? warp_max[threadIdx.x] : 0.0f;
-  for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  __syncthreads();  // warp_max is reused by the next call
-  return __shfl_sync(0xffffffffu, v, 0);
+  if (threadIdx.x < 32) {
+    v = threadIdx.x < kThreads / 32 ? warp_max[threadIdx.x] : 0.0f;
+    for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    if (threadIdx.x == 0) result = v;
+  }
+  __syncthreads();
+  return result;
 }
 
 template <class Q>
