@@ -4,11 +4,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "core/embedded.hpp"
 #include "core/hash.hpp"
+#include "core/once.hpp"
 #include "cuda/nvrtc.hpp"
 #include "store/kernel_cache.hpp"
 
@@ -28,20 +28,13 @@ void dump(const std::string& name, const std::string& source, const cuda::Compil
   if (!env || !*env) return;
   namespace fs = std::filesystem;
   const fs::path dir(env);
-  // A lock, not std::call_once, which cannot pass on create_directories' exception (see
-  // Runtime::Impl::entry).
-  static std::mutex mu;
-  static bool headers_written = false;
-  {
-    std::lock_guard lock(mu);
-    if (!headers_written) {
-      for (const auto& [include, text] : kernel_headers()) {
-        fs::create_directories((dir / "include" / include).parent_path());
-        std::ofstream(dir / "include" / include) << text;
-      }
-      headers_written = true;
+  static Once headers_written;  // create_directories may throw: not std::call_once (core/once.hpp)
+  headers_written.run([&] {
+    for (const auto& [include, text] : kernel_headers()) {
+      fs::create_directories((dir / "include" / include).parent_path());
+      std::ofstream(dir / "include" / include) << text;
     }
-  }
+  });
   std::ofstream(dir / (name + ".cu")) << source;
   std::ofstream(dir / (name + ".log")) << r.log;
   std::ofstream(dir / (name + ".ptx")) << r.ptx;

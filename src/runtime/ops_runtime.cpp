@@ -1,9 +1,9 @@
-#include <atomic>
 #include <mutex>
 #include <unordered_map>
 
 #include "backends/rowop/native/kernel.hpp"
 #include "core/log.hpp"
+#include "core/once.hpp"
 #include "gemmforge/error.hpp"
 #include "gemmforge/ops.hpp"
 #include "gemmforge/tuning_db.hpp"
@@ -19,8 +19,7 @@ struct OpsRuntime::Impl {
   std::unordered_map<std::string, rowops::RowConfig> chosen;
   // Kernels by config name, each built once.
   struct Entry {
-    std::atomic<bool> ready = false;
-    std::mutex mu;  // guards the build
+    Once built;
     std::unique_ptr<rowops::RowKernel> kernel;
   };
   std::unordered_map<std::string, std::shared_ptr<Entry>> kernels;
@@ -51,13 +50,7 @@ struct OpsRuntime::Impl {
       if (!slot) slot = std::make_shared<Entry>();
       e = slot;
     }
-    if (!e->ready) {  // a lock, not std::call_once: see Runtime::Impl::entry
-      std::lock_guard lock(e->mu);
-      if (!e->ready) {
-        e->kernel = rowops::load_row_kernel(s, c);
-        e->ready = true;
-      }
-    }
+    e->built.run([&] { e->kernel = rowops::load_row_kernel(s, c); });
     return *e->kernel;
   }
 };

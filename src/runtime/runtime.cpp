@@ -1,12 +1,12 @@
 #include "gemmforge/runtime.hpp"
 
-#include <atomic>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
 
 #include "core/log.hpp"
+#include "core/once.hpp"
 #include "cuda/memory.hpp"
 #include "gemmforge/error.hpp"
 #include "gemmforge/tuning_db.hpp"
@@ -77,9 +77,9 @@ struct Runtime::Impl {
 
   // One per problem key, built once: concurrent first calls wait for the one build.
   struct Entry {
-    std::atomic<bool> ready = false;
+    Once built;
     std::unique_ptr<Dispatch> chosen;
-    std::mutex mu;  // guards the first build and the fallbacks (their builds: rare, and only for their alignment)
+    std::mutex mu;  // guards the fallbacks (and their builds: rare, and only for their alignment)
     std::map<size_t, std::unique_ptr<Dispatch>> by_alignment;  // for pointers `chosen` cannot take
   };
   std::mutex mu;  // guards the map, never a build or a launch
@@ -120,7 +120,6 @@ struct Runtime::Impl {
     }
     e.chosen = std::make_unique<Dispatch>(p, *c);
     log().debug("dispatch {} -> {} {}", key, c->id(), c->config.dump());
-    e.ready = true;
   }
 
   // The problem's entry, built; `stream`, where given, is the one the caller will launch on.
@@ -132,13 +131,9 @@ struct Runtime::Impl {
       if (!slot) slot = std::make_shared<Entry>();
       e = slot;
     }
-    if (!e->ready) {
+    if (!e->built.done()) {
       if (stream) refuse_during_capture(p, *stream, "a first use");
-      // A lock, not std::call_once: an exception thrown through call_once (glibc's pthread_once)
-      // aborted the process on the GPU machine, where this binary's static unwinder meets that
-      // glibc's frames. A build that throws is tried again on the next call.
-      std::lock_guard lock(e->mu);
-      if (!e->ready) build(*e, p);
+      e->built.run([&] { build(*e, p); });  // a build that throws is tried again next call
     }
     return *e;
   }
