@@ -146,8 +146,9 @@ if [ "$what" = fleet ]; then
     --gpus 0,0 > "$out/fleet-tune.txt" 2>&1 || status=1
   tail -3 "$out/fleet-tune.txt"
   GEMMFORGE_HOME=/tmp/gf-fleet-a "$gf" db export --json "$out/fleet-export.json" || status=1
-  python3 -c "import json,sys; d=json.load(open(sys.argv[1]))['decisions']; print(len(d), 'decisions stored by the two tuners')" \
-    "$out/fleet-export.json"
+  # Every problem once, each a verified candidate's decision (the tuner stores nothing else).
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1]))['decisions']; print(len(d), 'decisions stored by the two tuners'); sys.exit(len(d) != 15)" \
+    "$out/fleet-export.json" || status=1
   for host in a b c; do
     db=$url
     [ $host = a ] && db=/tmp/gf-fleet-a/tuning.db
