@@ -29,6 +29,12 @@ void refuse_during_capture(const GemmProblem& p, cudaStream_t stream, std::strin
            p.key(), what);
 }
 
+}  // namespace
+
+// Named, not anonymous: Runtime::Impl holds Dispatches, and a class of external linkage with a
+// field of an anonymous type draws a warning where this file is compiled in a unity batch.
+namespace runtime {
+
 // A kernel and its workspaces, one per stream, each zeroed when made.
 class Dispatch {
  public:
@@ -69,9 +75,10 @@ class Dispatch {
   std::unordered_map<cudaStream_t, cuda::DeviceBuffer> workspaces_;
 };
 
-}  // namespace
+}  // namespace runtime
 
 struct Runtime::Impl {
+  using Dispatch = runtime::Dispatch;
   DeviceInfo device = DeviceInfo::query();
   std::unique_ptr<TuningDb> db;
 
