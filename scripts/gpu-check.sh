@@ -141,9 +141,9 @@ if [ "$what" = fleet ]; then
     --appendonly no --daemonize yes --logfile "$out/redis.log" || status=1
   url=redis://127.0.0.1:$port/0
   rm -rf /tmp/gf-fleet-a /tmp/gf-fleet-b /tmp/gf-fleet-c
-  fleet_args=(--model llama3-8b --tokens 16,128,4096 -s "$search" -b "${FLEET_BACKENDS:-cublaslt,native}")
-  GEMMFORGE_HOME=/tmp/gf-fleet-a GEMMFORGE_DB=$url timeout "${T_FLEET_TUNE:-300}" "$gf" tune "${fleet_args[@]}" \
-    --gpus 0,0 > "$out/fleet-tune.txt" 2>&1 || status=1
+  model=(--model llama3-8b --tokens 16,128,4096)
+  GEMMFORGE_HOME=/tmp/gf-fleet-a GEMMFORGE_DB=$url timeout "${T_FLEET_TUNE:-300}" "$gf" tune "${model[@]}" -s "$search" \
+    -b "${FLEET_BACKENDS:-cublaslt,native}" --gpus 0,0 > "$out/fleet-tune.txt" 2>&1 || status=1
   tail -3 "$out/fleet-tune.txt"
   GEMMFORGE_HOME=/tmp/gf-fleet-a "$gf" db export --json "$out/fleet-export.json" || status=1
   # Every problem once, each a verified candidate's decision (the tuner stores nothing else).
@@ -153,7 +153,7 @@ if [ "$what" = fleet ]; then
     db=$url
     [ $host = a ] && db=/tmp/gf-fleet-a/tuning.db
     [ $host = c ] && db=/tmp/gf-fleet-c/tuning.db
-    GEMMFORGE_HOME=/tmp/gf-fleet-$host timeout 120 "$gf" prepare "${fleet_args[@]:0:4}" --db "$db" \
+    GEMMFORGE_HOME=/tmp/gf-fleet-$host timeout 120 "$gf" prepare "${model[@]}" --db "$db" \
       --json "$out/prepare-$host.json" > "$out/prepare-$host.txt" 2>&1 || status=1
     echo "host $host: $(tail -1 "$out/prepare-$host.txt")"
   done
