@@ -2,8 +2,8 @@
 // Dispatch at run time: a problem goes to the kernel the tuning DB chose for it on this device.
 // With no decision stored, it falls back to cuBLASLt's default algorithm (cuBLASLt's plain GEMM
 // and a separate epilogue kernel, or the first-ranked native kernel, where cuBLASLt lacks the
-// epilogue or the GEMM) and warns once per problem. Safe to call from many threads and streams at once, and inside CUDA graph capture once
-// prepared:
+// epilogue or the GEMM) and warns once per problem. Safe to call from many threads and streams at
+// once, and inside CUDA graph capture once prepared:
 //   - each problem's kernel is built once; concurrent first calls wait for that one build;
 //   - each (problem, stream) gets its own zeroed workspace, so launches on different streams
 //     never share scratch; no lock is held across a launch;
