@@ -4,12 +4,84 @@
 #include "harness/rowop_bench.hpp"
 
 namespace gf::harness {
+namespace {
+
+// One launch on set 0 after the poison, verified.
+Verdict run_once(const Trial& t, cudaStream_t stream) {
+  t.poison();
+  if (t.reset) t.reset();
+  t.launch(0);
+  GF_CUDA_CHECK(cudaGetLastError());
+  GF_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return t.verify();
+}
+
+}  // namespace
 
 std::unique_ptr<Bench> make_bench(std::string_view family, const std::string& key, const DeviceInfo& device,
                                   uint64_t seed) {
   if (family == GemmProblem::kFamily) return std::make_unique<GemmBench>(GemmProblem::parse(key), device, seed);
   if (family == RowOpSpec::kFamily) return std::make_unique<RowOpBench>(RowOpSpec::parse(key), device, seed);
   GF_FAIL("unknown kernel family '{}' (gemm, rowop)", family);
+}
+
+Trial& Bench::built(const Candidate& candidate) {
+  auto it = built_.find(candidate.id());
+  if (it == built_.end()) it = built_.emplace(candidate.id(), trial(candidate)).first;
+  return it->second;
+}
+
+MeasureResult Bench::measure(const Candidate& candidate, bool time, const TimingOptions& timing) {
+  return measure_trial(built(candidate), time, timing);
+}
+
+MeasureResult Bench::measure_trial(const Trial& t, bool time, const TimingOptions& timing) {
+  MeasureResult r;
+  Verdict first = run_once(t, stream());
+  r.rel_err = first.rel_err;
+  r.error = first.error;
+  r.verified = r.error.empty();
+  if (!r.verified || !time) return r;
+  Timing timed = timer_.time(t.launch, sets(), stream(), timing, t.poison);
+  if (Verdict after = t.verify(); !after.error.empty()) {
+    r.verified = false;
+    r.error = "after timing: " + after.error;
+    return r;
+  }
+  r.us = timed.median_us;
+  r.reps = timed.reps;
+  if (timing.graph) {
+    r.graph_us = timer_.time_graph(t.launch, sets(), stream(), timing).median_us;
+    if (Verdict again = run_once(t, stream()); !again.error.empty()) {
+      r.verified = false;
+      r.error = "after the graph's launches: " + again.error;
+    }
+  }
+  return r;
+}
+
+std::vector<MeasureResult> Bench::race(const std::vector<Candidate>& candidates, const RaceOptions& o) {
+  std::vector<const Trial*> trials;
+  std::vector<std::function<void(int)>> launches;
+  for (const auto& c : candidates) {
+    trials.push_back(&built(c));
+    launches.push_back(trials.back()->launch);
+  }
+  std::vector<Timing> times = timer_.race(launches, sets(), stream(), o, [&](size_t i) {
+    if (trials[i]->reset) trials[i]->reset();
+  });
+  std::vector<MeasureResult> out(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    // Verified again after the race: a kernel whose later launches go wrong fails here.
+    Verdict after = run_once(*trials[i], stream());
+    MeasureResult& r = out[i];
+    r.rel_err = after.rel_err;
+    r.verified = after.error.empty();
+    r.error = r.verified ? "" : "after the race: " + after.error;
+    r.us = r.verified ? times[i].median_us : 0.0;
+    r.reps = times[i].reps;
+  }
+  return out;
 }
 
 }  // namespace gf::harness

@@ -1,12 +1,15 @@
 #pragma once
 // One problem of any kernel family set up on the GPU for measuring its candidates: random input
 // sets (rotated past the L2 while timing), the reference output, and one way of measuring for
-// every family (measure_kernel).
+// every family: each family binds a kernel to its buffers (a Trial), and Bench measures Trials.
 #include <cuda_runtime_api.h>
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cuda/check.hpp"
 #include "gemmforge/backend.hpp"
@@ -29,59 +32,47 @@ struct Verdict {
   double rel_err = -1;
 };
 
+// A kernel bound to a bench's buffers.
+struct Trial {
+  std::function<void()> poison;     // the outputs to NaN, their guard bands to the pattern
+  std::function<void(int)> launch;  // one launch reading input set `set`
+  std::function<Verdict()> verify;  // the verdict on the outputs now
+  std::function<void()> reset;      // before a launch that follows another kernel's (may be empty)
+  std::shared_ptr<void> owned;      // the kernel the closures launch, when the trial owns it
+};
+
 class Bench {
  public:
   virtual ~Bench() = default;
-  // Builds the candidate's kernel with its family's backend and measures it (measure_kernel).
-  // CUDA errors propagate as gf::Error; a wrong result is a MeasureResult with an error.
-  virtual MeasureResult measure(const Candidate& candidate, bool time, const TimingOptions& timing) = 0;
+  // Builds the candidate's kernel (or takes the one built before) and measures it: CUDA errors
+  // propagate as gf::Error; a wrong result is a MeasureResult with an error (measure_trial).
+  MeasureResult measure(const Candidate& candidate, bool time, const TimingOptions& timing);
+  // Times the candidates against each other in one race (Timer::race), then verifies each once
+  // more: the results in their order. Meant for candidates measure() verified just before.
+  std::vector<MeasureResult> race(const std::vector<Candidate>& candidates, const RaceOptions& o);
   virtual int sets() const = 0;
+  virtual cudaStream_t stream() const = 0;
+
+ protected:
+  explicit Bench(int64_t l2_bytes) : timer_(l2_bytes) {}
+  // The candidate's kernel, built by its family's backend, bound to this bench's buffers.
+  virtual Trial trial(const Candidate& candidate) = 0;
+  // How every kernel is measured: its outputs poisoned (NaN) and guarded, one launch on input set
+  // 0, verified; then, if asked, timed over the rotating sets, the outputs poisoned again before
+  // the last timed launch (on set 0), and verified once more, guard bands included: a kernel that
+  // races, depends on what an earlier launch left behind, stops writing, or writes past its
+  // outputs fails. With timing.graph it is timed back to back in a CUDA graph too, and verified
+  // after that.
+  MeasureResult measure_trial(const Trial& t, bool time, const TimingOptions& timing);
+
+ private:
+  Trial& built(const Candidate& candidate);
+  Timer timer_;
+  std::map<std::string, Trial> built_;  // by candidate id: measured once, raced later
 };
 
 // The bench for a problem of a family ("gemm", "rowop") given by its key. Throws gf::Error.
 std::unique_ptr<Bench> make_bench(std::string_view family, const std::string& key, const DeviceInfo& device,
                                   uint64_t seed);
-
-// How every kernel is measured: its outputs poisoned (NaN) and guarded, one launch on input set
-// 0, verified; then, if asked, timed over the rotating sets, the outputs poisoned again before the
-// last timed launch (on set 0), and verified once more, guard bands included: a kernel that races,
-// depends on what an earlier launch left behind, stops writing, or writes past its outputs fails.
-// With timing.graph it is timed back to back in a CUDA graph too, and verified after that.
-//   poison(): fills the outputs with NaN and their guard bands with the pattern
-//   launch(set): one launch reading input set `set`
-//   verify(): the verdict on the outputs now
-template <class Poison, class Launch, class Verify>
-MeasureResult measure_kernel(Poison poison, Launch launch, Verify verify, Timer& timer, int sets, cudaStream_t stream,
-                             bool time, const TimingOptions& timing) {
-  MeasureResult r;
-  poison();
-  launch(0);
-  GF_CUDA_CHECK(cudaGetLastError());
-  GF_CUDA_CHECK(cudaStreamSynchronize(stream));
-  Verdict first = verify();
-  r.rel_err = first.rel_err;
-  r.error = first.error;
-  r.verified = r.error.empty();
-  if (!r.verified || !time) return r;
-  Timing t = timer.time(launch, sets, stream, timing, poison);
-  if (Verdict after = verify(); !after.error.empty()) {
-    r.verified = false;
-    r.error = "after timing: " + after.error;
-    return r;
-  }
-  r.us = t.median_us;
-  r.reps = t.reps;
-  if (timing.graph) {
-    r.graph_us = timer.time_graph(launch, sets, stream, timing).median_us;
-    poison();
-    launch(0);
-    GF_CUDA_CHECK(cudaStreamSynchronize(stream));
-    if (Verdict again = verify(); !again.error.empty()) {
-      r.verified = false;
-      r.error = "after the graph's launches: " + again.error;
-    }
-  }
-  return r;
-}
 
 }  // namespace gf::harness

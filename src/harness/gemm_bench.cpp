@@ -19,7 +19,7 @@ int64_t elems_d(const GemmProblem& p) { return p.batch * p.m * p.out_cols(); }
 }  // namespace
 
 GemmBench::GemmBench(const GemmProblem& p, const DeviceInfo& device, uint64_t seed)
-    : problem_(p), timer_(device.l2_bytes) {
+    : Bench(device.l2_bytes), problem_(p) {
   p.validate();
   const Epilogue& e = p.epilogue;
   const int in = dtype_bytes(p.a), out = dtype_bytes(p.out);
@@ -84,35 +84,39 @@ GemmArgs GemmBench::args(int set) const {
   return a;
 }
 
-MeasureResult GemmBench::measure(const Candidate& candidate, bool time, const TimingOptions& timing) {
+Trial GemmBench::trial(const Candidate& candidate) {
   auto backend = find_backend<GemmProblem>(candidate.backend);
   GF_CHECK(backend, "unknown GEMM backend '{}'", candidate.backend);
-  std::unique_ptr<Kernel> kernel = backend->build(problem_, candidate);
-  return measure(*kernel, time, timing);
+  std::shared_ptr<Kernel> kernel = backend->build(problem_, candidate);
+  Trial t = bind(*kernel);
+  t.owned = std::move(kernel);
+  return t;
 }
 
-MeasureResult GemmBench::measure(Kernel& kernel, bool time, const TimingOptions& timing) {
+Trial GemmBench::bind(Kernel& kernel) {
   if (kernel.workspace_bytes() > workspace_.bytes()) {
     GF_CUDA_CHECK(cudaStreamSynchronize(stream()));
     workspace_ = cuda::DeviceBuffer(kernel.workspace_bytes());
   }
-  // Each kernel finds its workspace zeroed, as a runtime hands it over (split-K counters start at
-  // zero), whatever the kernel before left in it.
-  GF_CUDA_CHECK(cudaMemsetAsync(workspace_.get(), 0, workspace_.bytes(), stream()));
   u_char* guard = static_cast<u_char*>(d_.get()) + d_bytes();
-  auto poison = [&] {
+  Trial t;
+  t.poison = [this, guard] {
     fill_nan(d_.get(), problem_.out, elems_d(problem_), stream());
     fill_guard(guard, kGuardBytes, stream());
   };
-  auto launch = [&](int set) { kernel.launch(args(set), stream()); };
-  auto verify = [&] {
+  t.launch = [this, &kernel](int set) { kernel.launch(args(set), stream()); };
+  t.verify = [this, guard] {
     const Comparison c = compare(d_.get(), problem_.out, ref_.as<float>(), elems_d(problem_), stream());
     Verdict v{verdict(c, problem_.out), c.rel_err()};
     if (const int64_t damaged = guard_damage(guard, kGuardBytes, stream()); v.error.empty() && damaged > 0)
       v.error = fmt::format("wrote {} bytes past the end of D", damaged);
     return v;
   };
-  return measure_kernel(poison, launch, verify, timer_, sets(), stream(), time, timing);
+  // Each kernel finds its workspace zeroed, as a runtime hands it over (split-K counters start at
+  // zero), whatever the kernel before left in it.
+  if (const size_t bytes = kernel.workspace_bytes(); bytes > 0)
+    t.reset = [this, bytes] { GF_CUDA_CHECK(cudaMemsetAsync(workspace_.get(), 0, bytes, stream())); };
+  return t;
 }
 
 }  // namespace gf::harness

@@ -11,7 +11,7 @@
 namespace gf::harness {
 
 RowOpBench::RowOpBench(const RowOpSpec& s, const DeviceInfo& device, uint64_t seed)
-    : spec_(s), timer_(device.l2_bytes) {
+    : Bench(device.l2_bytes), spec_(s) {
   GF_CHECK(s.invalid_reason().empty(), "invalid op {}: {}", s.key(), s.invalid_reason());
   const int64_t n = s.rows * s.cols;
   const size_t in_bytes = size_t(n) * size_t(dtype_bytes(s.in));
@@ -68,20 +68,23 @@ RowOpArgs RowOpBench::args(int set) const {
   return a;
 }
 
-MeasureResult RowOpBench::measure(const Candidate& candidate, bool time, const TimingOptions& timing) {
+Trial RowOpBench::trial(const Candidate& candidate) {
   auto backend = find_backend<RowOpSpec>(candidate.backend);
   GF_CHECK(backend, "unknown row-op backend '{}'", candidate.backend);
-  std::unique_ptr<RowOpKernel> kernel = backend->build(spec_, candidate);
-  return measure(*kernel, time, timing);
+  std::shared_ptr<RowOpKernel> kernel = backend->build(spec_, candidate);
+  Trial t = bind(*kernel);
+  t.owned = std::move(kernel);
+  return t;
 }
 
-MeasureResult RowOpBench::measure(RowOpKernel& kernel, bool time, const TimingOptions& timing) {
+Trial RowOpBench::bind(RowOpKernel& kernel) {
   const int64_t n = spec_.rows * spec_.cols;
   const size_t y_bytes = size_t(n) * size_t(dtype_bytes(spec_.out)),
                sum_bytes = size_t(n) * size_t(dtype_bytes(spec_.in));
   u_char* y_guard = static_cast<u_char*>(y_.get()) + y_bytes;
   u_char* sum_guard = static_cast<u_char*>(residual_out_.get()) + sum_bytes;
-  auto poison = [&] {
+  Trial t;
+  t.poison = [=, this] {
     fill_nan(y_.get(), spec_.out, n, stream());
     fill_guard(y_guard, kGuardBytes, stream());
     if (spec_.residual) {
@@ -89,8 +92,8 @@ MeasureResult RowOpBench::measure(RowOpKernel& kernel, bool time, const TimingOp
       fill_guard(sum_guard, kGuardBytes, stream());
     }
   };
-  auto launch = [&](int set) { kernel.launch(args(set), stream()); };
-  auto verify = [&] {
+  t.launch = [this, &kernel](int set) { kernel.launch(args(set), stream()); };
+  t.verify = [=, this] {
     const Comparison c = compare(y_.get(), spec_.out, ref_.as<float>(), n, stream());
     Verdict v{verdict(c, spec_.out), c.rel_err()};
     if (v.error.empty() && spec_.residual) {
@@ -104,7 +107,7 @@ MeasureResult RowOpBench::measure(RowOpKernel& kernel, bool time, const TimingOp
         v.error = fmt::format("wrote {} bytes past the end of residual_out", damaged);
     return v;
   };
-  return measure_kernel(poison, launch, verify, timer_, sets(), stream(), time, timing);
+  return t;
 }
 
 double copy_bandwidth_tbps(const DeviceInfo& device) {

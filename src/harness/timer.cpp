@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <random>
 #include <vector>
 
 #include "harness/fill.hpp"
@@ -73,6 +75,42 @@ Timing Timer::time(const std::function<void(int)>& launch, int sets, cudaStream_
   std::vector<double> us(static_cast<size_t>(reps));
   for (int i = 0; i < reps; ++i) us[size_t(i)] = 1000.0 * ends[size_t(i)].since(begins[size_t(i)]);
   return summary(std::move(us));
+}
+
+std::vector<Timing> Timer::race(const std::vector<std::function<void(int)>>& launches, int sets, cudaStream_t stream,
+                                const RaceOptions& o, const std::function<void(size_t)>& before) {
+  const size_t n = launches.size();
+  if (n == 0) return {};
+  const int n_sets = std::max(sets, 1);
+  size_t next = 0;
+  int set = 0;
+  warm_up([&] { launches[next++ % n](set++ % n_sets); }, stream, {.warmup = int(n), .warmup_ms = o.warmup_ms});
+
+  const int rounds = std::max(o.rounds, 1);
+  std::vector<cuda::Event> begins(n * size_t(rounds)), ends(n * size_t(rounds));
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::mt19937_64 shuffle(o.seed);
+  for (int r = 0; r < rounds; ++r) {
+    std::shuffle(order.begin(), order.end(), shuffle);
+    for (size_t i : order) {
+      const size_t slot = size_t(r) * n + i;
+      if (before) before(i);  // first: the flush evicts what it writes
+      if (o.flush_l2) read_through(flush_.get(), flush_.bytes(), stream);
+      begins[slot].record(stream);
+      launches[i](set++ % n_sets);
+      ends[slot].record(stream);
+    }
+  }
+  GF_CUDA_CHECK(cudaStreamSynchronize(stream));
+  GF_CUDA_CHECK(cudaGetLastError());
+  std::vector<Timing> out;
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<double> us;
+    for (int r = 0; r < rounds; ++r) us.push_back(1000.0 * ends[size_t(r) * n + i].since(begins[size_t(r) * n + i]));
+    out.push_back(summary(std::move(us)));
+  }
+  return out;
 }
 
 Timing Timer::time_graph(const std::function<void(int)>& launch, int sets, cudaStream_t stream,

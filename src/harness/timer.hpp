@@ -6,12 +6,15 @@
 // its size (reading, not writing: the lines it leaves are clean, so no write-back of the flush
 // lands in the timed window), input sets rotated, the median kept.
 //
+// Race (the tuner's): several kernels launched round-robin in one stream, see Timer::race.
+//
 // Graph (bench's second column, the number a serving stack sees): launches back to back over the
 // rotating input sets, captured in a CUDA graph and replayed; the time per launch of the median
 // replay. Inputs larger than the L2 rotate, so weights still stream from DRAM.
 #include <cuda_runtime_api.h>
 
 #include <functional>
+#include <vector>
 
 #include "cuda/memory.hpp"
 
@@ -31,6 +34,13 @@ struct TimingOptions {
   bool graph = false;  // also time back-to-back launches in a CUDA graph
 };
 
+struct RaceOptions {
+  int rounds = 7;           // launches of each kernel timed, one a round; each keeps its median
+  double warmup_ms = 100;   // kernel time, round-robin, before the first round (see warmup_ms above)
+  bool flush_l2 = true;
+  uint64_t seed = 1;        // each round's order
+};
+
 struct Timing {
   double median_us = 0;
   double min_us = 0;
@@ -47,6 +57,13 @@ class Timer {
   // before_last runs just before it, outside the timed window (the bench poisons the outputs).
   Timing time(const std::function<void(int)>& launch, int sets, cudaStream_t stream, const TimingOptions& o,
               const std::function<void()>& before_last = {});
+  // Race mode: launches[i](set) launches kernel i. Each round launches every kernel once, in a
+  // fresh order, each launch in flushed mode and timed by its own events (before(i) runs just
+  // ahead of kernel i's launch, outside its timed window), all queued with no host wait between
+  // them: the GPU never idles, so it never boosts again, and clock drift over the race and a
+  // kernel's place in the queue hit every kernel alike. Much cheaper than one warm-up each.
+  std::vector<Timing> race(const std::vector<std::function<void(int)>>& launches, int sets, cudaStream_t stream,
+                           const RaceOptions& o, const std::function<void(size_t)>& before = {});
   // Graph mode: microseconds per launch. Throws gf::Error when the launches cannot be captured.
   Timing time_graph(const std::function<void(int)>& launch, int sets, cudaStream_t stream, const TimingOptions& o);
 

@@ -3,6 +3,11 @@
 #include "gemmforge/error.hpp"
 
 namespace gf::tune {
+namespace {
+
+Measurement blank(const std::string& key, const Candidate& c) { return {key, c.backend, c.name, c.config}; }
+
+}  // namespace
 
 MeasureSession::MeasureSession(const std::string& worker_exe, std::string_view family, std::string key, uint64_t seed,
                                double timeout_s)
@@ -19,11 +24,7 @@ void MeasureSession::ensure_problem() {
 
 Measurement MeasureSession::measure(const Candidate& candidate, bool time, bool graph) {
   ensure_problem();
-  Measurement m;
-  m.problem = key_;
-  m.backend = candidate.backend;
-  m.candidate = candidate.name;
-  m.config = candidate.config;
+  Measurement m = blank(key_, candidate);
   auto reply = worker_.call(
       {{"op", "measure"}, {"candidate", candidate}, {"time", time}, {"timing", {{"graph", graph}}}}, timeout_s_);
   if (reply.value("crashed", false) || reply.value("fatal", false)) problem_ready_ = false;
@@ -37,6 +38,29 @@ Measurement MeasureSession::measure(const Candidate& candidate, bool time, bool 
   m.us = reply.value("us", 0.0);
   m.graph_us = reply.value("graph_us", 0.0);
   return m;
+}
+
+std::vector<Measurement> MeasureSession::race(const std::vector<Candidate>& candidates, int rounds) {
+  if (candidates.empty()) return {};
+  ensure_problem();
+  // The kernels were built and verified in this worker: the race is their launches, with a few
+  // seconds' allowance for each kernel that is rebuilt after a restart.
+  const double timeout_s = timeout_s_ + 2.0 * double(candidates.size());
+  auto reply = worker_.call(
+      {{"op", "race"}, {"candidates", candidates}, {"rounds", rounds}, {"seed", seed_}}, timeout_s);
+  if (reply.value("crashed", false) || reply.value("fatal", false)) problem_ready_ = false;
+  if (!reply.value("ok", false)) return {};
+  std::vector<Measurement> out;
+  const auto& results = reply.at("results");
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    Measurement m = blank(key_, candidates[i]);
+    m.verified = results.at(i).value("verified", false);
+    m.rel_err = results.at(i).value("rel_err", -1.0);
+    m.error = results.at(i).value("error", "");
+    m.us = results.at(i).value("us", 0.0);
+    out.push_back(std::move(m));
+  }
+  return out;
 }
 
 }  // namespace gf::tune

@@ -2,6 +2,7 @@
 // Measures candidates of one problem in a worker process, restarting the worker (and setting the
 // problem up again) whenever a candidate crashes it or hangs.
 #include <string>
+#include <vector>
 
 #include "gemmforge/backend.hpp"
 #include "gemmforge/tuning_db.hpp"
@@ -18,6 +19,10 @@ class MeasureSession {
   // Measurement carries the error. Its rate is left for the caller, who knows the problem.
   // graph: also time it back to back in a CUDA graph (Measurement::graph_us).
   Measurement measure(const Candidate& candidate, bool time = true, bool graph = false);
+  // Times candidates that measure() verified against each other in one race (Timer::race): their
+  // Measurements in order, or, when the race itself fails (a kernel faulted or hung the worker),
+  // nothing, so that the caller measures them one by one.
+  std::vector<Measurement> race(const std::vector<Candidate>& candidates, int rounds);
 
  private:
   void ensure_problem();

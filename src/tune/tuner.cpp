@@ -17,17 +17,17 @@
 namespace gf {
 namespace {
 
-// A decision's and a contender's closeness: the close contenders of a run, within this much of
-// their backend's best, are timed again; at most kContenders of them a backend.
+// Every verified candidate is timed in one race of kScreenRounds; the close contenders, within
+// kContenderBand of their backend's best (at most kContenders a backend), in a second race of
+// kFinalRounds whose medians decide.
+constexpr int kScreenRounds = 7;
+constexpr int kFinalRounds = 21;
 constexpr double kContenderBand = 1.10;
 constexpr size_t kContenders = 3;
-constexpr int kRetimeRounds = 2;  // more timings of each contender, interleaved
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
-
-double median3(double a, double b, double c) { return std::max(std::min(a, b), std::min(std::max(a, b), c)); }
 
 const Measurement* best_of(const std::vector<Measurement>& ms, const std::string& backend = "") {
   const Measurement* best = nullptr;
@@ -118,26 +118,24 @@ struct Tuner::Impl {
   BenchResult bench(const Problem& problem);
 };
 
-// GPU clocks drift with temperature and power over a tuning run, so one timing per candidate,
-// taken in sequence, favours whichever ran first. The close contenders are timed twice more,
-// interleaved, and keep the median of their three timings.
+// Times the measurements at `which` against each other in one race, or, when the race fails (a
+// kernel faulted or hung the worker in it), one by one.
 template <class Problem>
-void retime_contenders(tune::MeasureSession& session, std::vector<Measurement*> contenders, const Problem& problem) {
-  if (contenders.size() < 2) return;
-  std::vector<std::vector<double>> times(contenders.size());
-  for (int round = 0; round < kRetimeRounds; ++round)
-    for (size_t i = 0; i < contenders.size(); ++i) {
-      Measurement again = session.measure(candidate_of(*contenders[i]));
-      times[i].push_back(again.verified ? again.us : 0.0);
-    }
-  for (size_t i = 0; i < contenders.size(); ++i) {
-    Measurement& m = *contenders[i];
-    if (times[i][0] <= 0 || times[i][1] <= 0) {
-      m.verified = false;
-      m.error = "failed when timed again";
-      continue;
-    }
-    m.us = median3(m.us, times[i][0], times[i][1]);
+void time_together(tune::MeasureSession& session, const std::vector<Measurement*>& which, int rounds,
+                   const Problem& problem) {
+  if (which.empty()) return;
+  std::vector<Candidate> cands;
+  for (const Measurement* m : which) cands.push_back(candidate_of(*m));
+  std::vector<Measurement> timed = session.race(cands, rounds);
+  if (timed.empty()) {
+    log().warn("{}: a race of {} kernels failed; timing them one by one", problem.key(), cands.size());
+    for (const Candidate& c : cands) timed.push_back(session.measure(c));
+  }
+  for (size_t i = 0; i < which.size(); ++i) {
+    Measurement& m = *which[i];
+    m.verified = timed[i].verified;
+    m.error = timed[i].error;
+    m.us = timed[i].us;
     m.rate = problem.rate(m.us);
   }
 }
@@ -194,7 +192,11 @@ TuneResult Tuner::Impl::tune(const Problem& problem) {
     progress(key + " compile", ++done, int(cands.size()));
   });
 
+  // Each candidate verified on its own (one that crashes or hangs the worker costs a restart, and
+  // only its own result), then the verified ones timed against each other.
   tune::MeasureSession session(worker_exe(), Problem::kFamily, key, seed(), opt.candidate_timeout_s);
+  std::vector<Measurement*> verified;
+  result.measurements.reserve(cands.size());
   for (size_t i = 0; i < cands.size(); ++i) {
     const Candidate& cand = cands[i].second;
     Measurement m;
@@ -202,19 +204,20 @@ TuneResult Tuner::Impl::tune(const Problem& problem) {
       m = {key, cand.backend, cand.name, cand.config};
       m.error = "compile failed: " + compiled[i].log.substr(0, 2000);
     } else {
-      m = session.measure(cand);
-      m.rate = problem.rate(m.us);
+      m = session.measure(cand, /*time=*/false);
     }
     m.compile_seconds = compiled[i].seconds;
     if (!m.error.empty()) log().debug("{} {}: {}", key, cand.id(), m.error);
     result.measurements.push_back(std::move(m));
-    progress(key + " measure", int(i + 1), int(cands.size()));
+    if (result.measurements.back().verified) verified.push_back(&result.measurements.back());
+    progress(key + " verify", int(i + 1), int(cands.size()));
   }
+  time_together(session, verified, kScreenRounds, problem);
 
-  // Each backend's fastest within the band of its best: the pick of the problem and each
-  // backend's own best (which bench reports) both come from medians, not from one timing. A
-  // backend's default pick (rank 0: cuBLASLt's heuristic) within the band is timed again too:
-  // benches found it faster than the tuned pick in 9 of 20 large GEMMs.
+  // Each backend's fastest within the band of its best, timed again in a longer race: the pick of
+  // the problem and each backend's own best (which bench reports) come from that race. A
+  // backend's default pick (rank 0: cuBLASLt's heuristic) within the band races too: benches
+  // found it faster than the tuned pick in 9 of 20 large GEMMs.
   std::vector<Measurement*> contenders;
   for (const auto& b : family)
     if (const Measurement* first = best_of(result.measurements, b->name())) {
@@ -230,7 +233,7 @@ TuneResult Tuner::Impl::tune(const Problem& problem) {
       if (default_pick && std::find(mine.begin(), mine.end(), default_pick) == mine.end()) mine.push_back(default_pick);
       contenders.insert(contenders.end(), mine.begin(), mine.end());
     }
-  retime_contenders(session, contenders, problem);
+  if (contenders.size() > 1) time_together(session, contenders, kFinalRounds, problem);
   const Measurement* best = best_of(result.measurements);
   GF_CHECK(best, "no candidate passed verification for {} ({} tried; first error: {})", key, cands.size(),
            result.measurements.front().error);

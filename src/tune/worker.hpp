@@ -7,6 +7,8 @@
 //   {"op":"problem","family":"gemm"|"rowop","problem":KEY,"seed":N}  -> {"ok":true,"sets":N}
 //   {"op":"measure","backend":B,"candidate":{...},"time":true,"timing":{...}}
 //                                                            -> {"ok":true,"verified":..,"us":..,...}
+//   {"op":"race","candidates":[{...},...],"rounds":N,"warmup_ms":X,"seed":N}
+//                                   -> {"ok":true,"results":[{"verified":..,"us":..,"error":..},...]}
 //   {"op":"copy_bandwidth"}                                 -> {"ok":true,"tbps":X}
 //   {"op":"quit"}
 //

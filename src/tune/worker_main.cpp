@@ -61,6 +61,17 @@ int worker_main() {
                                                   timing_from(req.value("timing", nlohmann::json::object())));
         reply = {{"ok", true}, {"verified", r.verified}, {"rel_err", r.rel_err}, {"us", r.us},
                  {"graph_us", r.graph_us}, {"reps", r.reps}, {"error", r.error}};
+      } else if (op == "race") {
+        GF_CHECK(bench, "race before problem");
+        harness::RaceOptions o;
+        o.rounds = req.value("rounds", o.rounds);
+        o.warmup_ms = req.value("warmup_ms", o.warmup_ms);
+        o.seed = req.value("seed", o.seed);
+        auto results = bench->race(req.at("candidates").get<std::vector<Candidate>>(), o);
+        nlohmann::json rs = nlohmann::json::array();
+        for (const auto& r : results)
+          rs.push_back({{"verified", r.verified}, {"rel_err", r.rel_err}, {"us", r.us}, {"error", r.error}});
+        reply = {{"ok", true}, {"results", rs}};
       } else if (op == "copy_bandwidth") {
         reply = {{"ok", true}, {"tbps", harness::copy_bandwidth_tbps(device)}};
       } else {

@@ -13,12 +13,13 @@
 
 using namespace gf;
 
-namespace {
-
-struct Case {
+// Outside the anonymous namespace: the test classes gtest derives from CutlassTest are not in it.
+struct CutlassCase {
   const char* spec;
   Search level;
 };
+
+namespace {
 
 std::shared_ptr<Backend> cutlass_or_skip() {
   auto b = find_backend<GemmProblem>("cutlass");
@@ -28,7 +29,7 @@ std::shared_ptr<Backend> cutlass_or_skip() {
 
 }  // namespace
 
-class CutlassTest : public ::testing::TestWithParam<Case> {};
+class CutlassTest : public ::testing::TestWithParam<CutlassCase> {};
 
 TEST_P(CutlassTest, EveryCandidateVerifies) {
   auto cutlass = cutlass_or_skip();
@@ -53,15 +54,15 @@ TEST_P(CutlassTest, EveryCandidateVerifies) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CutlassTest,
-                         ::testing::Values(Case{"77x1000x1008:bf16", Search::exhaustive},  // every kernel
-                                           Case{"4096x4096x4096:bf16", Search::fast},
-                                           Case{"16x4096x4096:bf16", Search::fast},
-                                           Case{"256x512x128x3:bf16", Search::fast},  // batched
-                                           Case{"130x384x512:bf16:bias+gelu", Search::fast},
-                                           Case{"200x256x72:f16:nn", Search::fast},
-                                           Case{"96x128x64:bf16:alpha=2+residual+silu", Search::fast},
-                                           Case{"136x264x128:bf16->f32:bias+gelu_tanh", Search::fast},
-                                           Case{"64x128x256:f16:bias+relu", Search::fast}));
+                         ::testing::Values(CutlassCase{"77x1000x1008:bf16", Search::exhaustive},  // every kernel
+                                           CutlassCase{"4096x4096x4096:bf16", Search::fast},
+                                           CutlassCase{"16x4096x4096:bf16", Search::fast},
+                                           CutlassCase{"256x512x128x3:bf16", Search::fast},  // batched
+                                           CutlassCase{"130x384x512:bf16:bias+gelu", Search::fast},
+                                           CutlassCase{"200x256x72:f16:nn", Search::fast},
+                                           CutlassCase{"96x128x64:bf16:alpha=2+residual+silu", Search::fast},
+                                           CutlassCase{"136x264x128:bf16->f32:bias+gelu_tanh", Search::fast},
+                                           CutlassCase{"64x128x256:f16:bias+relu", Search::fast}));
 
 TEST(Cutlass, CanImplementRefusalIsTheCandidatesError) {
   auto cutlass = cutlass_or_skip();
