@@ -12,7 +12,8 @@
 #   with planted faulty row-op configs; epilogue: fused vs cuBLASLt fused vs eager; ops: bench-ops
 #   beside torch; triton: the Triton backend beside torch.compile max-autotune; search: --search fast
 #   against the exhaustive best in one run (SEARCH_PROBLEMS); python: the Python package's GPU tests and
-#   the decoder-layer benchmark beside torch (the package staged by scripts/stage-python.sh in .carry/py);
+#   the decoder-layer benchmark and fp8 quantization beside torch (the package staged by
+#   scripts/stage-python.sh in .carry/py);
 #   cute: the CuTe DSL GPU tests and bench from kernels compiled by scripts/precompile-cute.sh.
 #   cutlass: the CUTLASS backend's units compiled (nothing, where the carried kernel cache holds them:
 #   CUTLASS_CACHE, default .carry/cutlass-kernels, is copied into $GEMMFORGE_HOME/kernels first; the
@@ -126,6 +127,10 @@ if [ "$what" = python ]; then
   timeout "${T_LAYER:-330}" python3 -m examples.bench_decoder_layer --tokens "${LAYER_TOKENS:-128,4096}" \
     --json "$out/decoder-layer.json" > "$out/decoder-layer.txt" 2>&1 || status=1
   tail -20 "$out/decoder-layer.txt"
+  step "fp8 quantization (tensor, row, 1x128, 128x128) beside torch"
+  timeout "${T_QUANT:-150}" python3 bench/quantize_vs_torch.py --json "$out/quantize.json" > "$out/quantize.txt" 2>&1 \
+    || status=1
+  tail -18 "$out/quantize.txt"
 fi
 
 if [ "$what" = fleet ]; then

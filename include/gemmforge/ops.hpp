@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gemmforge/rowop.hpp"
@@ -33,11 +34,23 @@ namespace ops {
 void swiglu(const void* gate, const void* up, void* out, int64_t count, DType t, cudaStream_t stream = nullptr);
 // out = gelu(x): erf form, or the tanh approximation.
 void gelu(const void* x, void* out, int64_t count, DType t, bool tanh_approx, cudaStream_t stream = nullptr);
-// x (rows x cols of dtype in) to fp8 (out: e4m3 or e5m2): q = saturate(x / scale) with scale =
-// amax / the fp8 type's largest value (1 where amax is 0), so q * scale is x again. rowwise: one
-// scale per row (rows floats); else one for the tensor (one float).
-void quantize_fp8(const void* x, void* q, float* scales, int64_t rows, int64_t cols, bool rowwise, DType in, DType out,
-                  cudaStream_t stream = nullptr);
+// The elements quantize_fp8 gives one scale, each written where the fp8 GEMM reads it (GemmArgs):
+//   tensor: one float;
+//   row: one per row (rows floats): activations' rows, or a weight's (B's columns), for rowcol;
+//   group1x128: one per 1x128 group along a row, activations for block128: ceil(cols/128) x rows,
+//     (g, r) at g*rows + r;
+//   block128x128: one per 128x128 block, weights for block128: ceil(rows/128) x ceil(cols/128)
+//     row-major.
+enum class QuantScaling { tensor, row, group1x128, block128x128 };
+// Parses "tensor", "row", "1x128", "128x128". Throws gf::Error.
+QuantScaling parse_quant_scaling(std::string_view s);
+
+// x (rows x cols of dtype in, row-major) to fp8 (out: e4m3 or e5m2): q = saturate(x / scale) with
+// scale = amax of the group / the fp8 type's largest value (1 where amax is 0), so q * scale is x
+// again. One pass over x for the grouped scalings (a group's second read hits the cache); two
+// for tensor.
+void quantize_fp8(const void* x, void* q, float* scales, int64_t rows, int64_t cols, QuantScaling scaling, DType in,
+                  DType out, cudaStream_t stream = nullptr);
 }  // namespace ops
 
 }  // namespace gf

@@ -91,14 +91,14 @@ void bind_runtime(nb::module_& m) {
       nb::arg("stream") = 0, Release(), "out = gelu(x): the erf form, or the tanh approximation");
   m.def(
       "quantize_fp8",
-      [](uintptr_t x, uintptr_t q, uintptr_t scales, int64_t rows, int64_t cols, bool rowwise, const std::string& in,
-         const std::string& out, uintptr_t stream) {
-        ops::quantize_fp8(ptr(x), ptr(q), ptr<float>(scales), rows, cols, rowwise, dtype_of(in), dtype_of(out),
-                          stream_of(stream));
+      [](uintptr_t x, uintptr_t q, uintptr_t scales, int64_t rows, int64_t cols, const std::string& scaling,
+         const std::string& in, const std::string& out, uintptr_t stream) {
+        ops::quantize_fp8(ptr(x), ptr(q), ptr<float>(scales), rows, cols, ops::parse_quant_scaling(scaling),
+                          dtype_of(in), dtype_of(out), stream_of(stream));
       },
-      nb::arg("x"), nb::arg("q"), nb::arg("scales"), nb::arg("rows"), nb::arg("cols"), nb::arg("rowwise"),
+      nb::arg("x"), nb::arg("q"), nb::arg("scales"), nb::arg("rows"), nb::arg("cols"), nb::arg("scaling"),
       nb::arg("dtype"), nb::arg("out_dtype"), nb::arg("stream") = 0, Release(),
-      "q = saturate(x / scale), scale = amax / fp8 max, per row or for the tensor");
+      "q = saturate(x / scale), scale = amax / fp8 max, per group: tensor, row, 1x128 or 128x128");
 }
 
 }  // namespace gf::python

@@ -107,9 +107,13 @@ def test_fake_kernels():
         one = torch.empty((), dtype=torch.float32, device="meta")
         y = torch.ops.gemmforge.scaled_mm(q, wq.t(), one, one, None, torch.float16)
         assert y.shape == (77, 512) and y.dtype == torch.float16
-        qx, sx = torch.ops.gemmforge.quantize_fp8(x, True, torch.float8_e4m3fn)
+        qx, sx = torch.ops.gemmforge.quantize_fp8(x, "row", torch.float8_e4m3fn)
         assert qx.shape == x.shape and qx.dtype == torch.float8_e4m3fn and sx.shape == (3 * 77, 1)
-        assert torch.ops.gemmforge.quantize_fp8(x, False, torch.float8_e5m2)[1].shape == ()
+        assert torch.ops.gemmforge.quantize_fp8(x, "tensor", torch.float8_e5m2)[1].shape == ()
+        # Block scales as scaled_mm takes them: 1x128 groups M-major, 128x128 blocks row-major.
+        _, groups = torch.ops.gemmforge.quantize_fp8(x, "1x128")
+        assert groups.shape == (3 * 77, -(-x.shape[-1] // 128)) and groups.stride() == (1, 3 * 77)
+        assert torch.ops.gemmforge.quantize_fp8(x, "128x128")[1].shape == (2, -(-x.shape[-1] // 128))
 
 
 class TinyMLP(nn.Module):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import math
 import threading
 from typing import Optional
 
@@ -313,31 +314,52 @@ def _(a, b, scale_a, scale_b, bias=None, out_dtype=None):
     return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype or torch.bfloat16)
 
 
-def _quantize_fp8(x: Tensor, rowwise: bool = False, dtype: torch.dtype = torch.float8_e4m3fn) -> tuple[Tensor, Tensor]:
-    """(q, scale) with q = saturate(x / scale) in fp8 and scale = amax / the type's largest value:
-    one float (shape ()) or, rowwise, one per row of x viewed as rows x last dim (shape rows x 1),
-    as scaled_mm takes them."""
+_SCALINGS = ("tensor", "row", "1x128", "128x128")
+
+
+def _scale_shape(x_shape, scaling: str) -> tuple[tuple[int, ...], bool]:
+    """The scale tensor's shape for x viewed as rows x last dim, and whether it is stored
+    transposed (1x128 groups: scaled_mm takes them M-major, as gemmforge's kernels read them)."""
+    cols = x_shape[-1] if len(x_shape) else 1
+    rows = math.prod(x_shape) // cols if cols else 0
+    groups, blocks = -(-cols // 128), -(-rows // 128)
+    return {"tensor": ((), False), "row": ((rows, 1), False), "1x128": ((groups, rows), True),
+            "128x128": ((blocks, groups), False)}[scaling]
+
+
+def _quantize_fp8(x: Tensor, scaling: str = "tensor", dtype: torch.dtype = torch.float8_e4m3fn) -> tuple[Tensor, Tensor]:
+    """(q, scale) with q = saturate(x / scale) in fp8 and scale = amax / the type's largest value,
+    per group of x viewed as rows x last dim, shaped as scaled_mm takes it:
+      "tensor": one float, shape (); "row": one a row, (rows, 1);
+      "1x128": one per 128 elements along a row (activations for block scales), (rows, ceil(cols/128)),
+        M-major (stride (1, rows));
+      "128x128": one per 128x128 block (a weight for block scales), (ceil(rows/128), ceil(cols/128)).
+    A weight w (N x K) quantized by row or 128x128 goes to scaled_mm as b = q.t(), scale_b = scale.t()."""
     device = _cuda("quantize_fp8", ("x", x))
     dt = _dtype("quantize_fp8", x)
     _check(dtype in _FP8, lambda: f"gemmforge.quantize_fp8: dtype must be an fp8 type, not {dtype}")
+    _check(scaling in _SCALINGS, lambda: f"gemmforge.quantize_fp8: scaling must be one of {_SCALINGS}, not {scaling!r}")
     cols = x.shape[-1] if x.dim() else 1
     rows = x.numel() // cols if cols else 0
     q = torch.empty(x.shape, dtype=dtype, device=device)
-    scale = torch.ones((rows, 1) if rowwise else (), dtype=torch.float32, device=device)
+    shape, transposed = _scale_shape(tuple(x.shape), scaling)
+    # The kernels write every scale; an empty x keeps scale 1.
+    scale = (torch.empty if x.numel() else torch.ones)(shape, dtype=torch.float32, device=device)
     if x.numel():
         x = x.contiguous()
-        _C.quantize_fp8(x.data_ptr(), q.data_ptr(), scale.data_ptr(), rows, cols, rowwise, dt, _FP8[dtype],
+        _C.quantize_fp8(x.data_ptr(), q.data_ptr(), scale.data_ptr(), rows, cols, scaling, dt, _FP8[dtype],
                         _stream(device))
-    return q, scale
+    return q, scale.t() if transposed else scale
 
 
 quantize_fp8 = torch.library.custom_op("gemmforge::quantize_fp8", _quantize_fp8, mutates_args=())
 
 
 @quantize_fp8.register_fake
-def _(x, rowwise=False, dtype=torch.float8_e4m3fn):
-    rows = x.numel() // x.shape[-1] if x.dim() and x.shape[-1] else 0
-    return x.new_empty(x.shape, dtype=dtype), x.new_empty((rows, 1) if rowwise else (), dtype=torch.float32)
+def _(x, scaling="tensor", dtype=torch.float8_e4m3fn):
+    shape, transposed = _scale_shape(tuple(x.shape), scaling)
+    scale = x.new_empty(shape, dtype=torch.float32)
+    return x.new_empty(x.shape, dtype=dtype), scale.t() if transposed else scale
 
 
 # ---- row ops -----------------------------------------------------------------------------------

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""bf16 -> e4m3 quantization with each scaling (per tensor, per row, 1x128 groups, 128x128 blocks):
+gemmforge's op beside torch eager and torch.compile of the same computation, against the copy
+bandwidth, in one run.
+
+Runs on the GPU machine (the package on PYTHONPATH):  python3 bench/quantize_vs_torch.py [--json out.json]
+Bandwidth counts x read once and q and the scales written once (bytes / time).
+"""
+import argparse
+import json
+
+import torch
+
+import gemmforge.torch  # noqa: F401  (registers torch.ops.gemmforge)
+from common import bench_us
+
+SHAPES = [(4096, 4096), (4096, 14336), (16384, 4096), (8192, 28672)]
+SCALINGS = ("tensor", "row", "1x128", "128x128")
+FP8 = torch.float8_e4m3fn
+FMAX = torch.finfo(FP8).max
+
+
+def torch_quantize(x, scaling):
+    """The reference computation in plain torch (scales as gemmforge lays them out)."""
+    a = x.float()
+    rows, cols = a.shape
+    if scaling == "tensor":
+        amax = a.abs().amax()
+        scale = torch.where(amax > 0, amax / FMAX, 1.0)
+        return (a / scale).clamp(-FMAX, FMAX).to(FP8), scale
+    if scaling == "row":
+        amax = a.abs().amax(dim=1, keepdim=True)
+        scale = torch.where(amax > 0, amax / FMAX, 1.0)
+        return (a / scale).clamp(-FMAX, FMAX).to(FP8), scale
+    if scaling == "1x128":
+        g = a.view(rows, cols // 128, 128)
+        amax = g.abs().amax(dim=2, keepdim=True)
+        scale = torch.where(amax > 0, amax / FMAX, 1.0)
+        return (g / scale).clamp(-FMAX, FMAX).to(FP8).view(rows, cols), scale.view(rows, -1)
+    b = a.view(rows // 128, 128, cols // 128, 128)
+    amax = b.abs().amax(dim=(1, 3), keepdim=True)
+    scale = torch.where(amax > 0, amax / FMAX, 1.0)
+    return (b / scale).clamp(-FMAX, FMAX).to(FP8).view(rows, cols), scale.view(rows // 128, cols // 128)
+
+
+def copy_tbps():
+    src = torch.empty(1 << 31, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    return 2 * src.numel() / (bench_us(dst.copy_, src) * 1e-6) / 1e12
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    copy = copy_tbps()
+    compiled = torch.compile(torch_quantize)
+    rows = []
+    for r, c in SHAPES:
+        x = torch.randn(r, c, device="cuda", dtype=torch.bfloat16)
+        for scaling in SCALINGS:
+            q, s = torch.ops.gemmforge.quantize_fp8(x, scaling, FP8)
+            want_q, want_s = torch_quantize(x, scaling)
+            # The scales as the reference lays them (1x128: rows x groups, as the op returns them).
+            agree = (q.float() == want_q.float()).float().mean().item()
+            nbytes = x.numel() * 2 + q.numel() + s.numel() * 4
+            tb = lambda us: nbytes / (us * 1e-6) / 1e12
+            row = {"scaling": scaling, "shape": f"{r}x{c}", "agree": agree,
+                   "gemmforge": tb(bench_us(torch.ops.gemmforge.quantize_fp8, x, scaling, FP8)),
+                   "eager": tb(bench_us(torch_quantize, x, scaling)),
+                   "compile": tb(bench_us(compiled, x, scaling))}
+            rows.append(row)
+        del x
+    print(f"copy bandwidth {copy:.2f} TB/s (torch copy_ of 2 GiB, same run)")
+    print(f"{'scaling':8} {'rows x cols':13} {'eager':>7} {'compile':>8} {'gemmforge':>10} {'% copy':>7} {'q agrees':>9}")
+    for row in rows:
+        print(f"{row['scaling']:8} {row['shape']:13} {row['eager']:7.2f} {row['compile']:8.2f} {row['gemmforge']:10.2f} "
+              f"{100 * row['gemmforge'] / copy:7.1f} {row['agree']:9.4f}")
+    if args.json:
+        json.dump({"copy_tbps": copy, "rows": rows}, open(args.json, "w"), indent=2)
+
+
+if __name__ == "__main__":
+    main()
