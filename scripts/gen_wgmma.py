@@ -5,6 +5,7 @@ A wgmma instruction names every accumulator register of the thread (N/2 of them 
 and m64nNk32 with f32 accumulators), so each N needs its own operand list; this script writes them out
 rather than hiding them behind macros. Run it again after changing SHAPES.
 """
+import itertools
 import pathlib
 
 SHAPES = [16, 32, 64, 96, 112, 128, 144, 160, 176, 192, 208, 240, 256]
@@ -45,22 +46,24 @@ template <int kTransB> struct Wgmma<{n}, {f16}, kTransB> {{
   }}
 }};""")
 
-# FP8: m64nNk32 with A and B of the same fp8 type, both K-major (wgmma takes no transpose for
-# 8-bit operands).
+# FP8: m64nNk32 over e4m3 and e5m2 operands in any pairing, both K-major (wgmma takes no transpose
+# for 8-bit operands).
 out.append("")
-out.append("// wgmma.mma_async m64nNk32 over fp8 (e4m3 or e5m2) operands, both K-major, f32 accumulators.")
-out.append("template <int N, bool kE5m2> struct WgmmaF8;")
+out.append("// wgmma.mma_async m64nNk32 over fp8 operands (A and B each e4m3 or e5m2), both K-major, f32")
+out.append("// accumulators.")
+out.append("template <int N, bool kAE5m2, bool kBE5m2> struct WgmmaF8;")
+FP8 = (("e4m3", "false"), ("e5m2", "true"))
 for n in SHAPES:
     regs = n // 2
-    for name, e5m2 in (("e4m3", "false"), ("e5m2", "true")):
+    for (a_name, a_e5m2), (b_name, b_e5m2) in itertools.product(FP8, FP8):
         placeholders, operands = accumulator_lists(regs)
         out.append(f"""
-template <> struct WgmmaF8<{n}, {e5m2}> {{
+template <> struct WgmmaF8<{n}, {a_e5m2}, {b_e5m2}> {{
   __device__ __forceinline__ static void mma(float (&d)[{regs}], unsigned long long desc_a,
                                              unsigned long long desc_b, bool scale_d) {{
     asm volatile(
         "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 2}, 0;\\n"
-        "wgmma.mma_async.sync.aligned.m64n{n}k32.f32.{name}.{name} "
+        "wgmma.mma_async.sync.aligned.m64n{n}k32.f32.{a_name}.{b_name} "
         "{{{placeholders}}}, %{regs}, %{regs + 1}, p, 1, 1;\\n}}\\n"
         : {operands}
         : "l"(desc_a), "l"(desc_b), "r"(int(scale_d)));

@@ -54,7 +54,7 @@ struct GemmArgs {
   void* d = nullptr;
   const void* c = nullptr;
   const void* bias = nullptr;
-  size_t bias_len = 0;             // elements of bias, where the caller knows it (0: unknown); checked
+  size_t bias_len = 0;  // elements of bias, where the caller knows it (0: unknown); checked
   // fp8 scales, fp32 (ScaleKind): tensor, one float each; rowcol, M floats for A's rows and N for
   // B's; block128, A per 1x128 group along K: ceil(K/128) x M, (kb, m) at kb*M + m (a k-block's
   // rows together, as the kernel reads them), and B per 128x128 block: ceil(N/128) x ceil(K/128)
@@ -73,7 +73,8 @@ size_t pointer_alignment(const GemmArgs& args);
 struct GemmProblem {
   int64_t m = 0, n = 0, k = 0;
   int64_t batch = 1;
-  DType a = DType::bf16;  // A and B share one input dtype
+  DType a = DType::bf16;
+  DType b = DType::bf16;  // A's dtype, except that fp8 inputs may mix e4m3 and e5m2
   DType out = DType::bf16;
   Layout layout = Layout::tn;
   Epilogue epilogue;
@@ -88,23 +89,24 @@ struct GemmProblem {
   int64_t scale_b_count() const;
 
   // Stable key, also the compact text form: "4096x6144x4096:bf16", "77x1000x1000:f16->f32:nn",
-  // "4096x28672x4096:bf16:swiglu". Batch appears as a fourth size when it is not 1.
+  // "4096x28672x4096:bf16:swiglu", "4096x4096x4096:e5m2xe4m3:scale=rowcol" (A e5m2, B e4m3).
+  // Batch appears as a fourth size when it is not 1.
   std::string key() const;
   // "" when the problem is valid, else a one-line reason.
   std::string invalid_reason() const;
   // Throws gf::Error naming the problem when invalid.
   void validate() const;
 
-  // Parses the text form: "MxNxK[xBATCH][:DTYPE[->OUT]][:tn|nn][:EPILOGUE]". Fields after the
-  // sizes may come in any order. Throws gf::Error with a one-line message on bad input.
+  // Parses the text form: "MxNxK[xBATCH][:DTYPE[xDTYPE_B][->OUT]][:tn|nn][:EPILOGUE]". Fields after
+  // the sizes may come in any order. Throws gf::Error with a one-line message on bad input.
   static GemmProblem parse(std::string_view spec);
   // The tuner's view of the family: launch arguments, family name, rate (TFLOP/s).
   using Args = GemmArgs;
   static constexpr std::string_view kFamily = "gemm", kRateUnit = "TFLOP/s";
   double rate(double us) const { return us > 0 ? flops() / (us * 1e6) : 0.0; }
   bool operator==(const GemmProblem& o) const {
-    return m == o.m && n == o.n && k == o.k && batch == o.batch && a == o.a && out == o.out && layout == o.layout &&
-           epilogue == o.epilogue;
+    return m == o.m && n == o.n && k == o.k && batch == o.batch && a == o.a && b == o.b && out == o.out &&
+           layout == o.layout && epilogue == o.epilogue;
   }
 };
 

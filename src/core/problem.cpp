@@ -111,7 +111,7 @@ Epilogue parse_epilogue(std::string_view text) {
 int64_t GemmProblem::out_cols() const { return epilogue.gate == GateKind::none ? n : n / 2; }
 
 double GemmProblem::min_bytes() const {
-  double in = double(dtype_bytes(a)) * (double(m) * k + double(n) * k);
+  double in = double(dtype_bytes(a)) * double(m) * k + double(dtype_bytes(b)) * double(n) * k;
   double d = double(dtype_bytes(out)) * double(m) * out_cols();
   double c = epilogue.has_c() ? d : 0.0;
   return double(batch) * (in + d + c) + 4.0 * double(scale_a_count() + scale_b_count());
@@ -119,20 +119,28 @@ double GemmProblem::min_bytes() const {
 
 int64_t GemmProblem::scale_a_count() const {
   switch (epilogue.scale) {
-    case ScaleKind::none: return 0;
-    case ScaleKind::tensor: return 1;
-    case ScaleKind::rowcol: return m;
-    case ScaleKind::block128: return (k + 127) / 128 * m;
+    case ScaleKind::none:
+      return 0;
+    case ScaleKind::tensor:
+      return 1;
+    case ScaleKind::rowcol:
+      return m;
+    case ScaleKind::block128:
+      return (k + 127) / 128 * m;
   }
   return 0;
 }
 
 int64_t GemmProblem::scale_b_count() const {
   switch (epilogue.scale) {
-    case ScaleKind::none: return 0;
-    case ScaleKind::tensor: return 1;
-    case ScaleKind::rowcol: return n;
-    case ScaleKind::block128: return (n + 127) / 128 * ((k + 127) / 128);
+    case ScaleKind::none:
+      return 0;
+    case ScaleKind::tensor:
+      return 1;
+    case ScaleKind::rowcol:
+      return n;
+    case ScaleKind::block128:
+      return (n + 127) / 128 * ((k + 127) / 128);
   }
   return 0;
 }
@@ -141,6 +149,7 @@ std::string GemmProblem::key() const {
   std::string s = fmt::format("{}x{}x{}", m, n, k);
   if (batch != 1) s += fmt::format("x{}", batch);
   s += fmt::format(":{}", gf::to_string(a));
+  if (b != a) s += fmt::format("x{}", gf::to_string(b));
   bool default_out = is_fp8(a) ? out == DType::bf16 : out == a;
   if (!default_out) s += fmt::format("->{}", gf::to_string(out));
   if (layout != Layout::tn) s += fmt::format(":{}", gf::to_string(layout));
@@ -162,6 +171,9 @@ std::string GemmProblem::invalid_reason() const {
       return fmt::format("an operand of {}x{} (batch {}) overflows 64-bit byte offsets", rows, cols, batch);
   }
   if (a == DType::f32) return "f32 inputs are not supported (use bf16 or f16, or fp8 e4m3/e5m2)";
+  if (b != a && !(is_fp8(a) && is_fp8(b)))
+    return fmt::format("A and B differ ({} x {}): only fp8 inputs may mix (e4m3 and e5m2)", gf::to_string(a),
+                       gf::to_string(b));
   if (is_fp8(out)) return "fp8 outputs are not supported (use bf16, f16 or f32)";
   if (is_fp8(a) && layout != Layout::tn) return "fp8 inputs need layout tn (W row-major N x K)";
   if (epilogue.scale != ScaleKind::none && !is_fp8(a)) return "scales apply only to fp8 inputs";
@@ -212,7 +224,7 @@ GemmProblem GemmProblem::parse(std::string_view spec) {
   const std::vector<std::string_view> fields = split(spec, ':');
   const std::vector<std::string_view> dims = split(fields[0], 'x');
   GF_CHECK(dims.size() == 3 || dims.size() == 4,
-           "bad problem {}: expected MxNxK[xBATCH][:dtype[->out]][:tn|nn][:epilogue]", q);
+           "bad problem {}: expected MxNxK[xBATCH][:dtype[xdtype_b][->out]][:tn|nn][:epilogue]", q);
   int64_t* slots[] = {&p.m, &p.n, &p.k, &p.batch};
   for (size_t i = 0; i < dims.size(); ++i) {
     auto v = parse_int(dims[i]);
@@ -224,10 +236,17 @@ GemmProblem GemmProblem::parse(std::string_view spec) {
     const std::string_view f = fields[i];
     GF_CHECK(!f.empty(), "bad problem {}: field {} is empty", q, i + 1);
     const size_t arrow = f.find("->");
-    if (auto in = parse_dtype(f.substr(0, arrow))) {
+    const std::string_view inputs = f.substr(0, arrow);
+    const size_t times = inputs.find('x');
+    if (auto in = parse_dtype(inputs.substr(0, times))) {
       GF_CHECK(!have_dtype, "bad problem {}: two dtype fields", q);
       have_dtype = true;
-      p.a = *in;
+      p.a = p.b = *in;
+      if (times != std::string_view::npos) {
+        auto b = parse_dtype(inputs.substr(times + 1));
+        GF_CHECK(b, "bad problem {}: unknown dtype of B {}", q, quote(inputs.substr(times + 1)));
+        p.b = *b;
+      }
       p.out = is_fp8(*in) ? DType::bf16 : *in;
       if (arrow != std::string_view::npos) {
         auto out = parse_dtype(f.substr(arrow + 2));

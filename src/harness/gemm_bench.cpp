@@ -22,19 +22,20 @@ GemmBench::GemmBench(const GemmProblem& p, const DeviceInfo& device, uint64_t se
     : Bench(device.l2_bytes), problem_(p) {
   p.validate();
   const Epilogue& e = p.epilogue;
-  const int in = dtype_bytes(p.a), out = dtype_bytes(p.out);
+  const int in_a = dtype_bytes(p.a), in_b = dtype_bytes(p.b), out = dtype_bytes(p.out);
   const int64_t bias_len = e.bias == BiasKind::row ? p.m : p.n;
-  double set_bytes = double(elems_a(p) + elems_b(p)) * in + (e.has_c() ? double(elems_d(p)) * out : 0.0);
+  double set_bytes =
+      double(elems_a(p)) * in_a + double(elems_b(p)) * in_b + (e.has_c() ? double(elems_d(p)) * out : 0.0);
   // Enough input sets that one rotation overflows the L2 three times, within a memory budget.
   int count = int(std::clamp(std::ceil(3.0 * double(device.l2_bytes) / set_bytes), 1.0, 16.0));
   count = std::max(1, std::min(count, int(0.25 * double(device.global_mem_bytes) / set_bytes)));
   for (int s = 0; s < count; ++s) {
     InputSet set;
     uint64_t sd = seed * 1000003 + uint64_t(s) * 16;
-    set.a = cuda::DeviceBuffer(size_t(elems_a(p)) * in);
-    set.b = cuda::DeviceBuffer(size_t(elems_b(p)) * in);
+    set.a = cuda::DeviceBuffer(size_t(elems_a(p)) * in_a);
+    set.b = cuda::DeviceBuffer(size_t(elems_b(p)) * in_b);
     fill_uniform(set.a.get(), p.a, elems_a(p), sd + 1, -1.0f, 1.0f, stream());
-    fill_uniform(set.b.get(), p.a, elems_b(p), sd + 2, -1.0f, 1.0f, stream());
+    fill_uniform(set.b.get(), p.b, elems_b(p), sd + 2, -1.0f, 1.0f, stream());
     if (e.has_c()) {
       set.c = cuda::DeviceBuffer(size_t(elems_d(p)) * out);
       fill_uniform(set.c.get(), p.out, elems_d(p), sd + 3, -1.0f, 1.0f, stream());

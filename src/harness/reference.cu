@@ -18,8 +18,8 @@ struct RefParams {
 constexpr int kTile = 64, kTileK = 16;
 
 // One 64 x 64 tile of G per block of 16 x 16 threads, each thread 4 x 4 outputs; batch in z.
-template <class TIn, class TOut>
-__global__ void reference_gemm_kernel(RefParams p, const TIn* a, const TIn* b, const TOut* c, const TOut* bias,
+template <class TA, class TB, class TOut>
+__global__ void reference_gemm_kernel(RefParams p, const TA* a, const TB* b, const TOut* c, const TOut* bias,
                                       const float* scale_a, const float* scale_b, float* g) {
   __shared__ float as[kTileK][kTile + 1], bs[kTileK][kTile + 1];
   const int64_t batch = blockIdx.z;
@@ -42,7 +42,8 @@ __global__ void reference_gemm_kernel(RefParams p, const TIn* a, const TIn* b, c
       int64_t gn = n0 + cc, gkb = k0 + kb;
       float bv = 0.0f;
       if (gn < p.n && gkb < p.k) bv = to_float(p.nn ? b[gkb * p.n + gn] : b[gn * p.k + gkb]);
-      if (p.scale == ScaleKind::block128 && gn < p.n && gkb < p.k) bv *= scale_b[gn / 128 * ((p.k + 127) / 128) + gkb / 128];
+      if (p.scale == ScaleKind::block128 && gn < p.n && gkb < p.k)
+        bv *= scale_b[gn / 128 * ((p.k + 127) / 128) + gkb / 128];
       bs[kb][cc] = bv;
     }
     __syncthreads();
@@ -101,19 +102,30 @@ void reference_gemm(const GemmProblem& p, const GemmArgs& args, float* g, cudaSt
   rp.scale = e.scale;
   dim3 grid(unsigned((p.n + kTile - 1) / kTile), unsigned((p.m + kTile - 1) / kTile), unsigned(p.batch));
   GF_CHECK(grid.y <= 65535 && grid.z <= 65535, "reference GEMM grid too large for {}", p.key());
-  dispatch(p.a, [&](auto* in_tag) {
-    using TIn = std::remove_pointer_t<decltype(in_tag)>;
+  auto run = [&](auto* a_tag, auto* b_tag) {
+    using TA = std::remove_pointer_t<decltype(a_tag)>;
+    using TB = std::remove_pointer_t<decltype(b_tag)>;
     dispatch(p.out, [&](auto* out_tag) {
       using TOut = std::remove_pointer_t<decltype(out_tag)>;
       if constexpr (std::is_same_v<TOut, float> || std::is_same_v<TOut, __half> ||
                     std::is_same_v<TOut, __nv_bfloat16>) {
-        reference_gemm_kernel<TIn, TOut><<<grid, dim3(16, 16), 0, s>>>(
-            rp, static_cast<const TIn*>(args.a), static_cast<const TIn*>(args.b), static_cast<const TOut*>(args.c),
+        reference_gemm_kernel<TA, TB, TOut><<<grid, dim3(16, 16), 0, s>>>(
+            rp, static_cast<const TA*>(args.a), static_cast<const TB*>(args.b), static_cast<const TOut*>(args.c),
             static_cast<const TOut*>(args.bias), args.scale_a, args.scale_b, g);
       } else {
         GF_FAIL("no reference for output dtype {}", to_string(p.out));
       }
     });
+  };
+  dispatch(p.a, [&](auto* a_tag) {
+    using TA = std::remove_pointer_t<decltype(a_tag)>;
+    if (p.b == p.a) return run(a_tag, a_tag);
+    // Mixed inputs are fp8 only (GemmProblem::invalid_reason).
+    if constexpr (std::is_same_v<TA, __nv_fp8_e4m3> || std::is_same_v<TA, __nv_fp8_e5m2>)
+      dispatch(p.b, [&](auto* b_tag) {
+        using TB = std::remove_pointer_t<decltype(b_tag)>;
+        if constexpr (std::is_same_v<TB, __nv_fp8_e4m3> || std::is_same_v<TB, __nv_fp8_e5m2>) run(a_tag, b_tag);
+      });
   });
   GF_CUDA_CHECK(cudaGetLastError());
 }

@@ -10,8 +10,7 @@
 
 namespace gf::harness {
 
-RowOpBench::RowOpBench(const RowOpSpec& s, const DeviceInfo& device, uint64_t seed)
-    : Bench(device.l2_bytes), spec_(s) {
+RowOpBench::RowOpBench(const RowOpSpec& s, const DeviceInfo& device, uint64_t seed) : Bench(device.l2_bytes), spec_(s) {
   GF_CHECK(s.invalid_reason().empty(), "invalid op {}: {}", s.key(), s.invalid_reason());
   const int64_t n = s.rows * s.cols;
   const size_t in_bytes = size_t(n) * size_t(dtype_bytes(s.in));

@@ -35,10 +35,10 @@ struct TimingOptions {
 };
 
 struct RaceOptions {
-  int rounds = 7;           // launches of each kernel timed, one a round; each keeps its median
-  double warmup_ms = 100;   // kernel time, round-robin, before the first round (see warmup_ms above)
+  int rounds = 7;          // launches of each kernel timed, one a round; each keeps its median
+  double warmup_ms = 100;  // kernel time, round-robin, before the first round (see warmup_ms above)
   bool flush_l2 = true;
-  uint64_t seed = 1;        // each round's order
+  uint64_t seed = 1;  // each round's order
 };
 
 struct Timing {

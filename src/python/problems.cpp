@@ -40,12 +40,13 @@ void bind_keyed(nb::class_<Problem>& c, std::string maker) {
 void bind_problems(nb::module_& m) {
   auto gemm = nb::class_<GemmProblem>(m, "GemmProblem", "One GEMM with its epilogue: D = epilogue(A B^T)");
   gemm.def_static("parse", &GemmProblem::parse, nb::arg("spec"),
-                  "Parses 'MxNxK[xBATCH][:dtype[->out]][:tn|nn][:epilogue]'; raises gemmforge.Error")
+                  "Parses 'MxNxK[xBATCH][:dtype[xdtype_b][->out]][:tn|nn][:epilogue]'; raises gemmforge.Error")
       .def_ro("m", &GemmProblem::m)
       .def_ro("n", &GemmProblem::n)
       .def_ro("k", &GemmProblem::k)
       .def_ro("batch", &GemmProblem::batch)
       .def_prop_ro("dtype", [](const GemmProblem& p) { return std::string(to_string(p.a)); })
+      .def_prop_ro("dtype_b", [](const GemmProblem& p) { return std::string(to_string(p.b)); })
       .def_prop_ro("out_dtype", [](const GemmProblem& p) { return std::string(to_string(p.out)); })
       .def_prop_ro("layout", [](const GemmProblem& p) { return std::string(to_string(p.layout)); })
       .def_prop_ro("epilogue", [](const GemmProblem& p) { return p.epilogue.to_string(); })
@@ -54,7 +55,8 @@ void bind_problems(nb::module_& m) {
   bind_keyed(gemm, "gemmforge.problem");
 
   auto rowop = nb::class_<RowOpSpec>(m, "RowOpSpec", "One row op: softmax, RMSNorm or LayerNorm over rows x cols");
-  rowop.def_static("parse", &RowOpSpec::parse, nb::arg("spec"),
+  rowop
+      .def_static("parse", &RowOpSpec::parse, nb::arg("spec"),
                   "Parses 'OP[+residual|+valid]:ROWSxCOLS[:dtype[->out]]'; raises gemmforge.Error")
       .def_ro("rows", &RowOpSpec::rows)
       .def_ro("cols", &RowOpSpec::cols)

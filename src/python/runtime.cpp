@@ -1,3 +1,5 @@
+#include "gemmforge/runtime.hpp"
+
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -5,7 +7,6 @@
 
 #include "gemmforge/error.hpp"
 #include "gemmforge/ops.hpp"
-#include "gemmforge/runtime.hpp"
 #include "python/bindings.hpp"
 
 namespace nb = nanobind;
@@ -37,8 +38,14 @@ void bind_runtime(nb::module_& m) {
           "gemm",
           [](Runtime& r, const GemmProblem& p, uintptr_t a, uintptr_t b, uintptr_t d, uintptr_t c, uintptr_t bias,
              size_t bias_len, uintptr_t stream, uintptr_t scale_a, uintptr_t scale_b) {
-            GemmArgs args{.a = ptr(a), .b = ptr(b), .d = ptr(d), .c = ptr(c), .bias = ptr(bias), .bias_len = bias_len,
-                          .scale_a = ptr<const float>(scale_a), .scale_b = ptr<const float>(scale_b)};
+            GemmArgs args{.a = ptr(a),
+                          .b = ptr(b),
+                          .d = ptr(d),
+                          .c = ptr(c),
+                          .bias = ptr(bias),
+                          .bias_len = bias_len,
+                          .scale_a = ptr<const float>(scale_a),
+                          .scale_b = ptr<const float>(scale_b)};
             r.gemm(p, args, stream_of(stream));
           },
           nb::arg("problem"), nb::arg("a"), nb::arg("b"), nb::arg("d"), nb::arg("c") = 0, nb::arg("bias") = 0,
@@ -64,9 +71,15 @@ void bind_runtime(nb::module_& m) {
           [](OpsRuntime& o, const RowOpSpec& spec, uintptr_t x, uintptr_t y, uintptr_t weight, uintptr_t bias,
              uintptr_t residual, uintptr_t residual_out, uintptr_t valid_len, float scale, float eps,
              uintptr_t stream) {
-            RowOpArgs args{.x = ptr(x), .y = ptr(y), .weight = ptr(weight), .bias = ptr(bias),
-                           .residual = ptr(residual), .residual_out = ptr(residual_out),
-                           .valid_len = ptr<const int>(valid_len), .scale = scale, .eps = eps};
+            RowOpArgs args{.x = ptr(x),
+                           .y = ptr(y),
+                           .weight = ptr(weight),
+                           .bias = ptr(bias),
+                           .residual = ptr(residual),
+                           .residual_out = ptr(residual_out),
+                           .valid_len = ptr<const int>(valid_len),
+                           .scale = scale,
+                           .eps = eps};
             o.run(spec, args, stream_of(stream));
           },
           nb::arg("spec"), nb::arg("x"), nb::arg("y"), nb::arg("weight") = 0, nb::arg("bias") = 0,
@@ -87,8 +100,8 @@ void bind_runtime(nb::module_& m) {
       [](uintptr_t x, uintptr_t out, int64_t count, const std::string& dtype, bool tanh, uintptr_t stream) {
         ops::gelu(ptr(x), ptr(out), count, dtype_of(dtype), tanh, stream_of(stream));
       },
-      nb::arg("x"), nb::arg("out"), nb::arg("count"), nb::arg("dtype"), nb::arg("tanh") = false,
-      nb::arg("stream") = 0, Release(), "out = gelu(x): the erf form, or the tanh approximation");
+      nb::arg("x"), nb::arg("out"), nb::arg("count"), nb::arg("dtype"), nb::arg("tanh") = false, nb::arg("stream") = 0,
+      Release(), "out = gelu(x): the erf form, or the tanh approximation");
   m.def(
       "quantize_fp8",
       [](uintptr_t x, uintptr_t q, uintptr_t scales, int64_t rows, int64_t cols, const std::string& scaling,

@@ -50,7 +50,8 @@ __device__ float scale_of(float amax) {
 // One block per row (grid-stride): the row's amax, then the row quantized (its second read is
 // served by L1/L2).
 template <class T, class Q>
-__global__ void __launch_bounds__(kThreads) rowwise_kernel(const T* x, Q* q, float* scales, int64_t rows, int64_t cols) {
+__global__ void __launch_bounds__(kThreads)
+    rowwise_kernel(const T* x, Q* q, float* scales, int64_t rows, int64_t cols) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* row = x + r * cols;
     float amax = 0.0f;
@@ -67,7 +68,9 @@ __global__ void __launch_bounds__(kThreads) rowwise_kernel(const T* x, Q* q, flo
 template <bool kVec, class T>
 __device__ __forceinline__ void load4(const T* row, int64_t c, int64_t cols, float (&v)[4]) {
   if (kVec && c + 4 <= cols) {
-    struct alignas(4 * sizeof(T)) Four { T e[4]; };
+    struct alignas(4 * sizeof(T)) Four {
+      T e[4];
+    };
     const Four f = *reinterpret_cast<const Four*>(row + c);
 #pragma unroll
     for (int j = 0; j < 4; ++j) v[j] = to_float(f.e[j]);
@@ -80,7 +83,9 @@ __device__ __forceinline__ void load4(const T* row, int64_t c, int64_t cols, flo
 template <bool kVec, class Q>
 __device__ __forceinline__ void store4(Q* row, int64_t c, int64_t cols, const float (&v)[4], float inv) {
   if (kVec && c + 4 <= cols) {
-    struct alignas(4) Four { Q e[4]; } f;
+    struct alignas(4) Four {
+      Q e[4];
+    } f;
 #pragma unroll
     for (int j = 0; j < 4; ++j) f.e[j] = Q(v[j] * inv);
     *reinterpret_cast<Four*>(row + c) = f;
@@ -177,8 +182,8 @@ void quantize(const void* x, void* q, float* scale, int64_t rows, int64_t cols, 
   auto X = static_cast<const T*>(x);
   auto Qp = static_cast<Q*>(q);
   // Rows of whole, aligned fours: one load and one store a lane.
-  const bool vec = cols % 4 == 0 && reinterpret_cast<uintptr_t>(x) % (4 * sizeof(T)) == 0 &&
-                   reinterpret_cast<uintptr_t>(q) % 4 == 0;
+  const bool vec =
+      cols % 4 == 0 && reinterpret_cast<uintptr_t>(x) % (4 * sizeof(T)) == 0 && reinterpret_cast<uintptr_t>(q) % 4 == 0;
   switch (scaling) {
     case QuantScaling::row:
       rowwise_kernel<T, Q><<<grid_for(rows), kThreads, 0, s>>>(X, Qp, scale, rows, cols);

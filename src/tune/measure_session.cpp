@@ -46,8 +46,8 @@ std::vector<Measurement> MeasureSession::race(const std::vector<Candidate>& cand
   // The kernels were built and verified in this worker: the race is their launches, with a few
   // seconds' allowance for each kernel that is rebuilt after a restart.
   const double timeout_s = timeout_s_ + 2.0 * double(candidates.size());
-  auto reply = worker_.call(
-      {{"op", "race"}, {"candidates", candidates}, {"rounds", rounds}, {"seed", seed_}}, timeout_s);
+  auto reply =
+      worker_.call({{"op", "race"}, {"candidates", candidates}, {"rounds", rounds}, {"seed", seed_}}, timeout_s);
   if (reply.value("crashed", false) || reply.value("fatal", false)) problem_ready_ = false;
   if (!reply.value("ok", false)) return {};
   std::vector<Measurement> out;

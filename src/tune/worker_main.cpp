@@ -59,8 +59,9 @@ int worker_main() {
         GF_CHECK(bench, "measure before problem");
         harness::MeasureResult r = bench->measure(req.at("candidate").get<Candidate>(), req.value("time", true),
                                                   timing_from(req.value("timing", nlohmann::json::object())));
-        reply = {{"ok", true}, {"verified", r.verified}, {"rel_err", r.rel_err}, {"us", r.us},
-                 {"graph_us", r.graph_us}, {"reps", r.reps}, {"error", r.error}};
+        reply = {{"ok", true},      {"verified", r.verified}, {"rel_err", r.rel_err},
+                 {"us", r.us},      {"graph_us", r.graph_us}, {"reps", r.reps},
+                 {"error", r.error}};
       } else if (op == "race") {
         GF_CHECK(bench, "race before problem");
         harness::RaceOptions o;

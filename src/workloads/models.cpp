@@ -20,8 +20,8 @@ constexpr int64_t kMaxModelSize = int64_t(1) << 24;
 int64_t positive_field(const nlohmann::json& config, const std::string& model, const char* field) {
   GF_CHECK(config.contains(field), "model config {} lacks \"{}\"", quote(model), field);
   const auto& v = config[field];
-  GF_CHECK(v.is_number_integer() && !v.is_number_float(),
-           "model config {}: \"{}\" must be a positive integer, not {}", quote(model), field, quote(v.dump()));
+  GF_CHECK(v.is_number_integer() && !v.is_number_float(), "model config {}: \"{}\" must be a positive integer, not {}",
+           quote(model), field, quote(v.dump()));
   const int64_t n = v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(kMaxModelSize) ? -1 : v.get<int64_t>();
   GF_CHECK(n > 0 && n <= kMaxModelSize, "model config {}: \"{}\" must be a positive integer up to {}, not {}",
            quote(model), field, kMaxModelSize, quote(v.dump()));
@@ -112,7 +112,7 @@ std::vector<ModelGemm> model_gemms(const ModelShape& s, const std::vector<int64_
     for (const Row& r : rows) {
       GemmProblem p;
       p.m = m, p.n = r.n, p.k = r.k;
-      p.a = dtype;
+      p.a = p.b = dtype;
       p.out = is_fp8(dtype) ? DType::bf16 : dtype;
       if (fuse == Fuse::natural) p.epilogue = parse_epilogue(r.natural_epilogue);
       p.validate();

@@ -26,15 +26,15 @@ TEST_P(CublasLtTest, EveryCandidateVerifies) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, CublasLtTest,
-                         ::testing::Values("1x1x8:bf16", "77x1000x1000:bf16", "1000x77x1000:f16", "4097x256x72:bf16",
-                                           "128x6144x4096:bf16", "64x96x40:bf16:nn", "256x512x128x4:bf16",
-                                           "200x384x256:bf16->f32", "128x256x64:bf16:bias+gelu_tanh",
-                                           "128x256x64:f16:bias+relu", "96x128x64:bf16:alpha=2+residual",
-                                           // fp8, both accumulation modes (K kept small enough for fast accumulation)
-                                           "77x1000x1008:e4m3->bf16", "256x512x1024:e4m3->bf16:scale=tensor",
-                                           "130x384x512:e4m3->bf16:scale=rowcol", "64x256x256:e4m3->f16:scale=tensor+bias",
-                                           "96x128x64:e4m3->bf16:scale=rowcol+bias+relu"));
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, CublasLtTest,
+    ::testing::Values("1x1x8:bf16", "77x1000x1000:bf16", "1000x77x1000:f16", "4097x256x72:bf16", "128x6144x4096:bf16",
+                      "64x96x40:bf16:nn", "256x512x128x4:bf16", "200x384x256:bf16->f32",
+                      "128x256x64:bf16:bias+gelu_tanh", "128x256x64:f16:bias+relu", "96x128x64:bf16:alpha=2+residual",
+                      // fp8, both accumulation modes (K kept small enough for fast accumulation)
+                      "77x1000x1008:e4m3->bf16", "256x512x1024:e4m3->bf16:scale=tensor",
+                      "130x384x512:e4m3->bf16:scale=rowcol", "64x256x256:e4m3->f16:scale=tensor+bias",
+                      "96x128x64:e4m3->bf16:scale=rowcol+bias+relu", "130x384x512:e5m2xe4m3->bf16:scale=rowcol"));
 
 // Block scales (1x128 groups of X, 128x128 blocks of W, partial last ones): verified where this
 // cuBLASLt has them, else refused in one line naming them (cuBLASLt 13.x on an H200, 2026-12-02).

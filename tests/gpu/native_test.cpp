@@ -119,7 +119,7 @@ INSTANTIATE_TEST_SUITE_P(
                       "2000x4096x256:bf16:bias+gelu_tanh", "1500x3000x192:f16:alpha=0.5+rowbias+silu"));
 
 // fp8 with each scale kind: K not a multiple of the 128-element k-block (a partial last block,
-// and block scales over it), rows and columns past the tiles, every epilogue, e5m2.
+// and block scales over it), rows and columns past the tiles, every epilogue, e5m2, mixed inputs.
 INSTANTIATE_TEST_SUITE_P(
     Fp8, NativeShapes,
     ::testing::Values("77x1000x1008:e4m3:scale=tensor", "1x4096x4096:e4m3:scale=rowcol", "5x1000x1040:e4m3",
@@ -127,7 +127,9 @@ INSTANTIATE_TEST_SUITE_P(
                       "1000x1000x1040:e4m3->f32:scale=rowcol+bias", "130x512x256:e4m3:scale=block128+swiglu",
                       "130x512x256:e4m3:scale=rowcol+bias+swiglu_split", "4097x256x528:e5m2:scale=tensor",
                       "200x384x8192:e4m3:scale=tensor+bias+gelu_tanh", "129x1000x512:e4m3:scale=rowcol+residual",
-                      "1000x1000x1040:e4m3->f16:scale=block128+rowbias+silu"));
+                      "1000x1000x1040:e4m3->f16:scale=block128+rowbias+silu",
+                      // Mixed inputs: gradients (e5m2) by weights (e4m3), and the other way round.
+                      "300x640x1040:e5m2xe4m3:scale=rowcol", "77x1000x4096:e4m3xe5m2:scale=block128+bias"));
 
 TEST(Native, DeclinesWhatTmaCannotAddress) {
   EXPECT_NE(native::unsupported_reason(GemmProblem::parse("64x64x77:bf16")), "");

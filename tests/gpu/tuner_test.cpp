@@ -167,8 +167,9 @@ TEST(Runtime, FallsBackWhenTheDbCannotBeUsed) {
     args.workspace_bytes = 0;
     rt.gemm(p, args, bench.stream());
     GF_CUDA_CHECK(cudaStreamSynchronize(bench.stream()));
-    EXPECT_LT(test::rel_err(test::to_host(args.d, p.out, p.m * p.n), test::to_host(bench.reference(), DType::f32, p.m * p.n)),
-              1e-2)
+    EXPECT_LT(
+        test::rel_err(test::to_host(args.d, p.out, p.m * p.n), test::to_host(bench.reference(), DType::f32, p.m * p.n)),
+        1e-2)
         << what;
   };
   const auto damaged = fresh_db("damaged");
@@ -181,8 +182,12 @@ TEST(Runtime, FallsBackWhenTheDbCannotBeUsed) {
   const auto foreign = fresh_db("foreign");
   {
     TuningDb db(foreign, DeviceInfo::query().fingerprint());
-    db.store({.problem = p.key(), .family = "gemm", .backend = "native", .backend_version = "0.0.0+other",
-              .candidate = "x", .config = {{"bm", 128}}},
+    db.store({.problem = p.key(),
+              .family = "gemm",
+              .backend = "native",
+              .backend_version = "0.0.0+other",
+              .candidate = "x",
+              .config = {{"bm", 128}}},
              {});
   }
   Runtime on_foreign({.db_path = foreign});

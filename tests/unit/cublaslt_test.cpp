@@ -11,6 +11,8 @@ TEST(CublasLtRules, Fp8NeedsAlignedKAndNoE5m2Pair) {
   EXPECT_EQ(why("4096x4096x4096:e4m3->bf16:scale=tensor"), "");
   EXPECT_EQ(why("128x4096x4096:e4m3->bf16:scale=rowcol+bias"), "");
   EXPECT_NE(why("64x64x64:e5m2->bf16"), "");
+  EXPECT_EQ(why("64x64x64:e5m2xe4m3->bf16"), "");  // gradients (e5m2) by weights (e4m3)
+  EXPECT_EQ(why("64x64x64:e4m3xe5m2->bf16"), "");
   EXPECT_NE(why("64x64x72:e4m3->bf16"), "");
   EXPECT_EQ(why("64x64x72:bf16"), "");  // the rule is fp8's alone
 }

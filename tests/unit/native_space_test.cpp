@@ -98,7 +98,7 @@ TEST(NativeSpace, Fp8PromotesWhereBlockScalesNeedIt) {
     EXPECT_TRUE(c.promote) << c.name(block);
     EXPECT_EQ(128 % c.bn, 0) << c.name(block);
   }
-  EXPECT_NE(native::illegal_reason({.bm = 128, .bn = 128}, block, d), "");  // not promoted
+  EXPECT_NE(native::illegal_reason({.bm = 128, .bn = 128}, block, d), "");                   // not promoted
   EXPECT_NE(native::illegal_reason({.bm = 128, .bn = 192, .promote = true}, block, d), "");  // two blocks of B
   // Per-tensor scales: both accumulations are candidates; promotion doubles the accumulators.
   GemmProblem tensor = GemmProblem::parse("4096x4096x4096:e4m3:scale=tensor");
@@ -146,7 +146,8 @@ TEST(NativeSpace, DefaultSpaceCompilesWithoutSpills) {
                            "4096x28672x4096:bf16:bias+swiglu_split", "128x4096x4096:bf16:bias+gelu_tanh+residual",
                            "8192x8192x4096:bf16:bias+gelu_tanh+residual",
                            // fp8: the promoted and plain variants, block scales
-                           "4096x6144x4096:e4m3:scale=rowcol+bias+gelu_tanh", "16x6144x4096:e4m3:scale=block128"}) {
+                           "4096x6144x4096:e4m3:scale=rowcol+bias+gelu_tanh", "16x6144x4096:e4m3:scale=block128",
+                           "4096x4096x4096:e5m2xe4m3:scale=tensor"}) {
     GemmProblem p = GemmProblem::parse(spec);
     auto configs = native::ranked_configs(p, d, Search::normal);
     std::vector<native::Compiled> out(configs.size());

@@ -42,10 +42,11 @@ TEST(Problem, ScaleCountsFollowTheScaleKind) {
 }
 
 TEST(Problem, KeyRoundTripsAndIsCanonical) {
-  for (const char* spec : {"1x1x1:bf16", "16x6144x4096:bf16:residual", "4096x28672x4096:bf16:swiglu",
-                           "8x8x8:e4m3:scale=tensor", "4096x7168x16384:e4m3:scale=block128+bias+swiglu",
-                           "128x256x64:f16:alpha=0.5+bias+beta=0.25+relu",
-                           "64x64x64:bf16:swiglu_split", "10x20x30:bf16->f32:rowbias+silu"}) {
+  for (const char* spec :
+       {"1x1x1:bf16", "16x6144x4096:bf16:residual", "4096x28672x4096:bf16:swiglu", "8x8x8:e4m3:scale=tensor",
+        "4096x7168x16384:e4m3:scale=block128+bias+swiglu", "128x256x64:f16:alpha=0.5+bias+beta=0.25+relu",
+        "64x64x64:bf16:swiglu_split", "10x20x30:bf16->f32:rowbias+silu", "4096x4096x4096:e5m2xe4m3:scale=rowcol",
+        "64x64x64:e4m3xe5m2->f16"}) {
     GemmProblem p = GemmProblem::parse(spec);
     EXPECT_EQ(GemmProblem::parse(p.key()), p) << spec;
     EXPECT_EQ(GemmProblem::parse(p.key()).key(), p.key()) << spec;
@@ -54,6 +55,13 @@ TEST(Problem, KeyRoundTripsAndIsCanonical) {
   EXPECT_EQ(GemmProblem::parse("32x32x32:bias+relu:bfloat16").key(), "32x32x32:bf16:bias+relu");
   EXPECT_EQ(GemmProblem::parse("32x32x32").key(), "32x32x32:bf16");
   EXPECT_EQ(GemmProblem::parse("32x32x32:bf16:tn").key(), "32x32x32:bf16");
+  // Mixed fp8 inputs: B's dtype after an x, dropped from the key when it is A's.
+  const GemmProblem mixed = GemmProblem::parse("64x64x64:e5m2xe4m3");
+  EXPECT_EQ(mixed.a, DType::e5m2);
+  EXPECT_EQ(mixed.b, DType::e4m3);
+  EXPECT_EQ(mixed.out, DType::bf16);
+  EXPECT_EQ(GemmProblem::parse("64x64x64:e4m3xe4m3").key(), "64x64x64:e4m3");
+  EXPECT_FALSE(GemmProblem::parse("64x64x64:e4m3xe5m2") == GemmProblem::parse("64x64x64:e4m3"));
 }
 
 TEST(Problem, FlopsAndOutputColumns) {
@@ -89,6 +97,9 @@ TEST(Problem, RejectsBadSpecsWithOneLineMessages) {
   expect_error("16x16x16:bf16:swiglu+relu", "drop the activation");
   expect_error("16x16x16:bf16:relu+gelu", "gives the activation twice");
   expect_error("16x16x16:f32", "f32 inputs");
+  expect_error("16x16x16:bf16xf16", "only fp8 inputs may mix");
+  expect_error("16x16x16:e4m3xbf16", "only fp8 inputs may mix");
+  expect_error("16x16x16:e4m3xe6m2", "unknown dtype of B");
   expect_error("16x16x16:bf16->e4m3", "fp8 outputs");
   expect_error("16x16x16:bf16:scale=tensor", "only to fp8");
   expect_error("16x16x16x2:e4m3:scale=block128", "batch 1");

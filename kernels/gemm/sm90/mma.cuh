@@ -30,7 +30,8 @@ struct Mma : Traits<Cfg> {
         const u64 a = ptx::desc_advance(da, mm * 64 * 128 + step * 32);
         const u64 b = ptx::desc_advance(db, Cfg::kNN ? step * 16 * 128 : step * 32);
         if constexpr (T::kFp8)
-          ptx::WgmmaF8<BN, Cfg::kIn == DType::e5m2>::mma(acc[mm], a, b, accumulate || step > 0);
+          ptx::WgmmaF8<BN, Cfg::kIn == DType::e5m2, Cfg::kInB == DType::e5m2>::mma(acc[mm], a, b,
+                                                                                   accumulate || step > 0);
         else
           ptx::Wgmma<BN, Cfg::kIn == DType::f16, Cfg::kNN ? 1 : 0>::mma(acc[mm], a, b, accumulate || step > 0);
       }

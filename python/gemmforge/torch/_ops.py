@@ -274,8 +274,9 @@ def _scaled_mm(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, bias: Opt
     _check(a.dim() == 2 and b.dim() == 2 and a.shape[1] == b.shape[0],
            lambda: f"gemmforge.scaled_mm: shapes {tuple(a.shape)} and {tuple(b.shape)} do not multiply")
     device = _cuda("scaled_mm", ("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("bias", bias))
-    _check(a.dtype in _FP8 and b.dtype == a.dtype,
-           lambda: f"gemmforge.scaled_mm: a and b must share an fp8 dtype, not {a.dtype} and {b.dtype}")
+    _check(a.dtype in _FP8 and b.dtype in _FP8,
+           lambda: f"gemmforge.scaled_mm: a and b must be fp8 (e4m3 or e5m2, mixed or not), not {a.dtype} and "
+                   f"{b.dtype}")
     out_dtype = out_dtype or torch.bfloat16
     _check(out_dtype in _DTYPES, lambda: f"gemmforge.scaled_mm: out_dtype {out_dtype} is not supported")
     out_name = _DTYPES[out_dtype]
@@ -301,7 +302,8 @@ def _scaled_mm(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, bias: Opt
     else:
         sa, sb = scale_a.contiguous(), scale_b.contiguous()
     a = a.contiguous()
-    spec = f"{m}x{n}x{k}:{_FP8[a.dtype]}->{out_name}:scale={kind}" + ("+bias" if bias is not None else "")
+    inputs = _FP8[a.dtype] if b.dtype == a.dtype else f"{_FP8[a.dtype]}x{_FP8[b.dtype]}"
+    spec = f"{m}x{n}x{k}:{inputs}->{out_name}:scale={kind}" + ("+bias" if bias is not None else "")
     _gemm(spec, a, b, out, device, bias=bias, scale_a=sa, scale_b=sb)
     return out
 
@@ -327,7 +329,8 @@ def _scale_shape(x_shape, scaling: str) -> tuple[tuple[int, ...], bool]:
             "128x128": ((blocks, groups), False)}[scaling]
 
 
-def _quantize_fp8(x: Tensor, scaling: str = "tensor", dtype: torch.dtype = torch.float8_e4m3fn) -> tuple[Tensor, Tensor]:
+def _quantize_fp8(x: Tensor, scaling: str = "tensor",
+                  dtype: torch.dtype = torch.float8_e4m3fn) -> tuple[Tensor, Tensor]:
     """(q, scale) with q = saturate(x / scale) in fp8 and scale = amax / the type's largest value,
     per group of x viewed as rows x last dim, shaped as scaled_mm takes it:
       "tensor": one float, shape (); "row": one a row, (rows, 1);

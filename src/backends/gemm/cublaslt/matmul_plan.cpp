@@ -80,7 +80,7 @@ std::string unsupported_reason(const GemmProblem& p) {
   if (is_fp8(p.a)) {
     // Hopper's FP8 GEMMs take K-major operands only (the problem model's rule) and 16-byte rows,
     // and no e5m2 x e5m2 product.
-    if (p.a == DType::e5m2) return "cuBLASLt has no e5m2 x e5m2 GEMM";
+    if (p.a == DType::e5m2 && p.b == DType::e5m2) return "cuBLASLt has no e5m2 x e5m2 GEMM";
     if (p.k % 16 != 0) return "fp8 needs K a multiple of 16 (16-byte rows)";
     if (is_fp8(p.out)) return "fp8 output (with an output scale) is not wired up yet";
   }
@@ -104,8 +104,9 @@ MatmulPlan::MatmulPlan(const GemmProblem& p, bool fast_accum) {
     // scales: W's per 128x128 block, X's per 128 elements of K.
     if (scale == ScaleKind::rowcol || scale == ScaleKind::block128) {
       const bool rowcol = scale == ScaleKind::rowcol;
-      set_desc(desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE,
-               int32_t(rowcol ? CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F : CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F));
+      set_desc(
+          desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE,
+          int32_t(rowcol ? CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F : CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F));
       set_desc(desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE,
                int32_t(rowcol ? CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F : CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F));
       // cuBLASLt 13.1 refuses vector scales without scale pointers, at the heuristic already
@@ -121,8 +122,9 @@ MatmulPlan::MatmulPlan(const GemmProblem& p, bool fast_accum) {
   set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSB, op_b);
   set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, *epilogue_of(p.epilogue));
   if (has_bias) set_desc(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, cuda_type(p.out));
-  // cuBLASLt's A is W: K x N column-major (ld K) read transposed for TN; N x K (ld N) for NN.
-  a = tn ? make_layout(p.a, p.k, p.n, p.k, p.batch) : make_layout(p.a, p.n, p.k, p.n, p.batch);
+  // cuBLASLt's A is our B, W: K x N column-major (ld K) read transposed for TN; N x K (ld N) for
+  // NN. Its B is our A.
+  a = tn ? make_layout(p.b, p.k, p.n, p.k, p.batch) : make_layout(p.b, p.n, p.k, p.n, p.batch);
   b = make_layout(p.a, p.k, p.m, p.k, p.batch);
   c = make_layout(p.out, p.n, p.m, p.n, p.batch);
   d = make_layout(p.out, p.n, p.m, p.n, p.batch);

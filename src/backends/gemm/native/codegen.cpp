@@ -17,7 +17,7 @@ struct Cfg {{
   static constexpr bool kPingpong = {pingpong}, kClusterAlongM = {cluster_m}, kRasterN = {raster_n};
   static constexpr bool kNN = {nn}, kHasC = {has_c};
   static constexpr int kStoreBoxes = {store_boxes};
-  static constexpr gf::DType kIn = gf::DType::{in}, kOut = gf::DType::{out};
+  static constexpr gf::DType kIn = gf::DType::{in}, kInB = gf::DType::{in_b}, kOut = gf::DType::{out};
   static constexpr gf::Activation kAct = gf::Activation::{act};
   static constexpr gf::BiasKind kBias = gf::BiasKind::{bias};
   static constexpr gf::GateKind kGate = gf::GateKind::{gate};
@@ -33,9 +33,9 @@ extern "C" __global__ void __launch_bounds__({threads}, 1) {symbol}(const __grid
       fmt::arg("split", c.split_k), fmt::arg("group", c.group), fmt::arg("cluster", c.cluster),
       fmt::arg("cluster_m", c.cluster_m), fmt::arg("store_boxes", c.store_boxes), fmt::arg("pingpong", c.pingpong),
       fmt::arg("raster_n", c.raster_n), fmt::arg("nn", p.layout == Layout::nn), fmt::arg("has_c", e.has_c()),
-      fmt::arg("in", to_string(p.a)), fmt::arg("out", to_string(p.out)), fmt::arg("act", to_string(e.act)),
-      fmt::arg("bias", to_string(e.bias)), fmt::arg("gate", to_string(e.gate)), fmt::arg("scale", to_string(e.scale)),
-      fmt::arg("promote", c.promote), fmt::arg("threads", c.threads()),
+      fmt::arg("in", to_string(p.a)), fmt::arg("in_b", to_string(p.b)), fmt::arg("out", to_string(p.out)),
+      fmt::arg("act", to_string(e.act)), fmt::arg("bias", to_string(e.bias)), fmt::arg("gate", to_string(e.gate)),
+      fmt::arg("scale", to_string(e.scale)), fmt::arg("promote", c.promote), fmt::arg("threads", c.threads()),
       fmt::arg("symbol", kernel_symbol(c, p)));
 }
 

@@ -24,11 +24,15 @@ static_assert(sizeof(CUtensorMap) == sizeof(TmaDesc), "A tensor map travels in t
 // The tensor-map element type: fp8 moves as bytes.
 CUtensorMapDataType map_type(DType t) {
   switch (t) {
-    case DType::f16: return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-    case DType::bf16: return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    case DType::f16:
+      return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    case DType::bf16:
+      return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
     case DType::e4m3:
-    case DType::e5m2: return CU_TENSOR_MAP_DATA_TYPE_UINT8;
-    case DType::f32: break;
+    case DType::e5m2:
+      return CU_TENSOR_MAP_DATA_TYPE_UINT8;
+    case DType::f32:
+      break;
   }
   GF_FAIL("no tensor map for {} elements in the native kernels", to_string(t));
 }
@@ -102,11 +106,11 @@ class NativeKernel final : public Kernel {
       }
       if (args.b != last_b_) {
         if (p.layout == Layout::nn)
-          maps_.b = tensor_map(args.b, p.a, p.n, p.k, p.batch, 64, 64);
+          maps_.b = tensor_map(args.b, p.b, p.n, p.k, p.batch, 64, 64);
         else {
           // Half-height boxes when the tile's B comes in halves (a split gate, or a pair sharing B).
           uint32_t rows = uint32_t(e.gate == GateKind::split || cfg_.pair_m() > 1 ? cfg_.bn / 2 : cfg_.bn);
-          maps_.b = tensor_map(args.b, p.a, p.k, p.n, p.batch, uint32_t(block_k(p)), rows);
+          maps_.b = tensor_map(args.b, p.b, p.k, p.n, p.batch, uint32_t(block_k(p)), rows);
         }
         last_b_ = args.b;
       }

@@ -14,9 +14,11 @@ std::string NativeConfig::name(const GemmProblem& p) const {
   std::string epi;
   for (char ch : p.epilogue.is_identity() ? std::string("plain") : p.epilogue.to_string())
     if (ch != '=') epi += ch == '+' ? '_' : ch;
-  return fmt::format("sm90_{}_{}_{}_{}x{}x{}_{}_s{}_c{}_k{}_x{}{}_g{}{}_{}", to_string(p.a), to_string(p.out),
-                     to_string(p.layout), bm, bn, block_k(p), pingpong ? "pp" : "co", stages, consumers, split_k,
-                     cluster, cluster > 1 ? (cluster_m ? "m" : "n") : "", group, raster_n ? "n" : "m", epi) +
+  const std::string in =
+      p.b == p.a ? std::string(to_string(p.a)) : fmt::format("{}x{}", to_string(p.a), to_string(p.b));
+  return fmt::format("sm90_{}_{}_{}_{}x{}x{}_{}_s{}_c{}_k{}_x{}{}_g{}{}_{}", in, to_string(p.out), to_string(p.layout),
+                     bm, bn, block_k(p), pingpong ? "pp" : "co", stages, consumers, split_k, cluster,
+                     cluster > 1 ? (cluster_m ? "m" : "n") : "", group, raster_n ? "n" : "m", epi) +
          (store_tma() ? fmt::format("_tma{}", store_boxes) : "") + (promote ? "_promote" : "");
 }
 
@@ -141,54 +143,54 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   std::vector<std::pair<double, NativeConfig>> scored;
   for (const Family& f : families)
     for (bool promote : promotions)
-    for (int bn : widths)
-      for (int split : {1, 2, 3, 4, 6, 8})
-        for (int pairing : {0, 1, 2})  // no cluster, a pair along N (shares A), a pair along M (shares B)
-          for (bool store_tma : {false, true})
-            for (int group : groups)
-              for (bool raster_n : {false, true}) {
-                NativeConfig c{.bm = f.bm,
-                               .bn = bn,
-                               .stages = 2,
-                               .consumers = f.consumers,
-                               .pingpong = f.pingpong,
-                               .split_k = split,
-                               .cluster = pairing ? 2 : 1,
-                               .cluster_m = pairing == 2,
-                               .group = group,
-                               .raster_n = raster_n,
-                               .promote = promote};
-                // The deepest pipeline that fits (capped at 8) beside one staging box, then as
-                // many staging boxes as still fit.
-                c.store_boxes = store_tma ? 1 : 0;
-                c.stages = 8;
-                deepest_pipeline(c);
-                const int out_boxes = tile_out_boxes(bn, p);
-                if (store_tma)
-                  for (int boxes = out_boxes; boxes > 1; --boxes) {
-                    NativeConfig wider = c;
-                    wider.store_boxes = boxes;
-                    if (out_boxes % boxes == 0 && wider.smem_bytes() <= d.smem_per_block_optin) {
-                      c = wider;
-                      break;
+      for (int bn : widths)
+        for (int split : {1, 2, 3, 4, 6, 8})
+          for (int pairing : {0, 1, 2})  // no cluster, a pair along N (shares A), a pair along M (shares B)
+            for (bool store_tma : {false, true})
+              for (int group : groups)
+                for (bool raster_n : {false, true}) {
+                  NativeConfig c{.bm = f.bm,
+                                 .bn = bn,
+                                 .stages = 2,
+                                 .consumers = f.consumers,
+                                 .pingpong = f.pingpong,
+                                 .split_k = split,
+                                 .cluster = pairing ? 2 : 1,
+                                 .cluster_m = pairing == 2,
+                                 .group = group,
+                                 .raster_n = raster_n,
+                                 .promote = promote};
+                  // The deepest pipeline that fits (capped at 8) beside one staging box, then as
+                  // many staging boxes as still fit.
+                  c.store_boxes = store_tma ? 1 : 0;
+                  c.stages = 8;
+                  deepest_pipeline(c);
+                  const int out_boxes = tile_out_boxes(bn, p);
+                  if (store_tma)
+                    for (int boxes = out_boxes; boxes > 1; --boxes) {
+                      NativeConfig wider = c;
+                      wider.store_boxes = boxes;
+                      if (out_boxes % boxes == 0 && wider.smem_bytes() <= d.smem_per_block_optin) {
+                        c = wider;
+                        break;
+                      }
                     }
+                  // Split-K only where whole tiles leave SMs idle.
+                  int64_t tiles = p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, bn);
+                  if (split > 1 && tiles >= sms) continue;
+                  // With a C input, staging the whole tile (C then lands during the main loop) is
+                  // offered beside the deepest pipeline. The large-M model charges nothing for the
+                  // stage it gives up, so there it ranks first; the two measured alike at 4096^3
+                  // The small-M model charges for it.
+                  if (store_tma && p.epilogue.has_c() && c.store_boxes < out_boxes) {
+                    NativeConfig whole = c;
+                    whole.store_boxes = out_boxes;
+                    deepest_pipeline(whole);
+                    if (illegal_reason(whole, p, d).empty()) scored.emplace_back(estimate_us(whole, p, d), whole);
                   }
-                // Split-K only where whole tiles leave SMs idle.
-                int64_t tiles = p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, bn);
-                if (split > 1 && tiles >= sms) continue;
-                // With a C input, staging the whole tile (C then lands during the main loop) is
-                // offered beside the deepest pipeline. The large-M model charges nothing for the
-                // stage it gives up, so there it ranks first; the two measured alike at 4096^3
-                // The small-M model charges for it.
-                if (store_tma && p.epilogue.has_c() && c.store_boxes < out_boxes) {
-                  NativeConfig whole = c;
-                  whole.store_boxes = out_boxes;
-                  deepest_pipeline(whole);
-                  if (illegal_reason(whole, p, d).empty()) scored.emplace_back(estimate_us(whole, p, d), whole);
+                  if (!illegal_reason(c, p, d).empty()) continue;
+                  scored.emplace_back(estimate_us(c, p, d), c);
                 }
-                if (!illegal_reason(c, p, d).empty()) continue;
-                scored.emplace_back(estimate_us(c, p, d), c);
-              }
   if (scored.empty()) return {};
   const size_t keep = level == Search::fast ? 8 : level == Search::normal ? 30 : scored.size();
   // Four distinct tiles first, then variants (pairs, TMA store) of the best ones, so that each

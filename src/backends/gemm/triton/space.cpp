@@ -66,6 +66,7 @@ std::string unsupported_reason(const GemmProblem& p) {
   if (p.a == DType::f32) return "f32 inputs are not in the Triton templates";
   if (p.batch != 1) return "batched GEMMs are not in the Triton templates";
   if (is_fp8(p.a)) {
+    if (p.b != p.a) return "the Triton templates take one fp8 dtype for A and B";
     if (is_fp8(p.out)) return "fp8 outputs are not in the Triton templates";
     if (p.k % 16 != 0) return "fp8 needs K a multiple of 16 (16-byte rows)";
     if (p.epilogue.gate != GateKind::none) return "fp8 with SwiGLU is not in the Triton templates";
@@ -144,11 +145,17 @@ std::vector<TritonConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
 nlohmann::json compile_request(const TritonConfig& c, const GemmProblem& p) {
   const Epilogue& e = p.epilogue;
   // The epilogue's kinds go by their names (gemmforge/codes.hpp), which the templates compare.
-  nlohmann::json ce = {
-      {"ACT", to_string(e.act)},      {"BIAS", to_string(e.bias)}, {"HAS_C", e.has_c()}, {"GATE", to_string(e.gate)},
-      {"SCALE", to_string(e.scale)},
-      {"NN", p.layout == Layout::nn}, {"BLOCK_M", c.bm},           {"BLOCK_N", c.bn},    {"BLOCK_K", c.bk},
-      {"GROUP_M", c.group},           {"NUM_STAGES", c.stages}};
+  nlohmann::json ce = {{"ACT", to_string(e.act)},
+                       {"BIAS", to_string(e.bias)},
+                       {"HAS_C", e.has_c()},
+                       {"GATE", to_string(e.gate)},
+                       {"SCALE", to_string(e.scale)},
+                       {"NN", p.layout == Layout::nn},
+                       {"BLOCK_M", c.bm},
+                       {"BLOCK_N", c.bn},
+                       {"BLOCK_K", c.bk},
+                       {"GROUP_M", c.group},
+                       {"NUM_STAGES", c.stages}};
   if (c.tmpl == "mm_persistent_tma") ce["NUM_SMS"] = c.num_sms;
   // Pointers are checked 16-byte aligned at launch; sizes get the hint where the problem has it.
   nlohmann::json divisible = {0, 1, 2, 3, 4};
