@@ -1,7 +1,8 @@
 #pragma once
 // The tuner, one for every kernel family (GEMMs, row ops): candidates from the family's enabled
-// backends -> compile in parallel (no GPU needed) -> verify against the reference and time, in a
-// worker process -> time the close contenders again -> choose -> store.
+// backends -> compile in parallel (no GPU needed) -> verify each against the reference, in a worker
+// process -> time them against each other in a race, then the close contenders in a longer one
+// -> choose -> store.
 #include <filesystem>
 #include <functional>
 #include <map>
