@@ -2,6 +2,7 @@
 // The problem model: one GEMM with its epilogue, a stable text key, and validation.
 //
 //   D = act(alpha * scale_a * scale_b * (A B^T) + beta * C + bias)     (TN, nn.Linear)
+//   D = saturate(scale_d * the above), when D is fp8 (fp8 inputs only)
 //   D = silu(gate) * up  of the above, when the epilogue is gated (D has N/2 columns)
 //
 // A is row-major M x K. B ("W") is row-major N x K for layout TN (y = x W^T, the nn.Linear case)
@@ -47,7 +48,8 @@ enum class Layout : uint8_t { tn, nn };
 std::string_view to_string(Layout l);
 
 // Device pointers for one launch. All matrices are dense and row-major as GemmProblem describes.
-// bias has D's dtype (length N, or M for a per-row bias); C has D's shape and dtype.
+// bias (length N, or M for a per-row bias) and C (D's shape) have D's dtype, or bf16 when D is fp8
+// (GemmProblem::epilogue_dtype).
 struct GemmArgs {
   const void* a = nullptr;
   const void* b = nullptr;
@@ -61,6 +63,9 @@ struct GemmArgs {
   // row-major, (nb, kb) at nb*ceil(K/128) + kb (gf::ops::quantize_fp8 writes both layouts).
   const float* scale_a = nullptr;
   const float* scale_b = nullptr;
+  // An fp8 D's scale, one float: D = saturate(scale_d * result), the convention of cuBLASLt and of
+  // torch._scaled_mm's scale_result (the inverse of the inputs' dequantizing scales).
+  const float* scale_d = nullptr;
   // Scratch for the kernel (Kernel::workspace_bytes): zero before its first launch on it, never
   // shared by launches that may run at once. gf::Runtime provides one per stream when null.
   void* workspace = nullptr;
@@ -81,6 +86,8 @@ struct GemmProblem {
 
   // Columns of D: N, or N/2 when the epilogue is a gate.
   int64_t out_cols() const;
+  // The dtype of C and the bias: D's, or bf16 when D is fp8.
+  DType epilogue_dtype() const { return is_fp8(out) ? DType::bf16 : out; }
   double flops() const { return 2.0 * double(m) * double(n) * double(k) * double(batch); }
   // Bytes the GEMM must move at least: A, B, D (and C, bias, the scales) once each.
   double min_bytes() const;

@@ -113,7 +113,7 @@ int64_t GemmProblem::out_cols() const { return epilogue.gate == GateKind::none ?
 double GemmProblem::min_bytes() const {
   double in = double(dtype_bytes(a)) * double(m) * k + double(dtype_bytes(b)) * double(n) * k;
   double d = double(dtype_bytes(out)) * double(m) * out_cols();
-  double c = epilogue.has_c() ? d : 0.0;
+  double c = epilogue.has_c() ? double(dtype_bytes(epilogue_dtype())) * double(m) * out_cols() : 0.0;
   return double(batch) * (in + d + c) + 4.0 * double(scale_a_count() + scale_b_count());
 }
 
@@ -174,7 +174,8 @@ std::string GemmProblem::invalid_reason() const {
   if (b != a && !(is_fp8(a) && is_fp8(b)))
     return fmt::format("A and B differ ({} x {}): only fp8 inputs may mix (e4m3 and e5m2)", gf::to_string(a),
                        gf::to_string(b));
-  if (is_fp8(out)) return "fp8 outputs are not supported (use bf16, f16 or f32)";
+  if (is_fp8(out) && !is_fp8(a)) return "fp8 outputs need fp8 inputs (use bf16, f16 or f32)";
+  if (is_fp8(out) && epilogue.gate != GateKind::none) return "fp8 outputs with a SwiGLU gate are not supported";
   if (is_fp8(a) && layout != Layout::tn) return "fp8 inputs need layout tn (W row-major N x K)";
   if (epilogue.scale != ScaleKind::none && !is_fp8(a)) return "scales apply only to fp8 inputs";
   if (epilogue.scale == ScaleKind::block128 && batch != 1) return "block128 scales are for batch 1";
@@ -215,6 +216,8 @@ void check_gemm_args(const GemmProblem& problem, const GemmArgs& args) {
   GF_CHECK(args.a && args.b && args.d, "gemm {}: A, B and D must be non-null", problem.key());
   GF_CHECK(problem.epilogue.scale == ScaleKind::none || (args.scale_a && args.scale_b),
            "gemm {}: the fp8 scales scale_a and scale_b must be non-null", problem.key());
+  GF_CHECK(!is_fp8(problem.out) || args.scale_d, "gemm {}: D is fp8, so its scale scale_d must be non-null",
+           problem.key());
   check_epilogue_args(problem, args, "gemm");
 }
 

@@ -22,10 +22,10 @@ GemmBench::GemmBench(const GemmProblem& p, const DeviceInfo& device, uint64_t se
     : Bench(device.l2_bytes), problem_(p) {
   p.validate();
   const Epilogue& e = p.epilogue;
-  const int in_a = dtype_bytes(p.a), in_b = dtype_bytes(p.b), out = dtype_bytes(p.out);
+  const int in_a = dtype_bytes(p.a), in_b = dtype_bytes(p.b), epi = dtype_bytes(p.epilogue_dtype());
   const int64_t bias_len = e.bias == BiasKind::row ? p.m : p.n;
   double set_bytes =
-      double(elems_a(p)) * in_a + double(elems_b(p)) * in_b + (e.has_c() ? double(elems_d(p)) * out : 0.0);
+      double(elems_a(p)) * in_a + double(elems_b(p)) * in_b + (e.has_c() ? double(elems_d(p)) * epi : 0.0);
   // Enough input sets that one rotation overflows the L2 three times, within a memory budget.
   int count = int(std::clamp(std::ceil(3.0 * double(device.l2_bytes) / set_bytes), 1.0, 16.0));
   count = std::max(1, std::min(count, int(0.25 * double(device.global_mem_bytes) / set_bytes)));
@@ -37,12 +37,12 @@ GemmBench::GemmBench(const GemmProblem& p, const DeviceInfo& device, uint64_t se
     fill_uniform(set.a.get(), p.a, elems_a(p), sd + 1, -1.0f, 1.0f, stream());
     fill_uniform(set.b.get(), p.b, elems_b(p), sd + 2, -1.0f, 1.0f, stream());
     if (e.has_c()) {
-      set.c = cuda::DeviceBuffer(size_t(elems_d(p)) * out);
-      fill_uniform(set.c.get(), p.out, elems_d(p), sd + 3, -1.0f, 1.0f, stream());
+      set.c = cuda::DeviceBuffer(size_t(elems_d(p)) * epi);
+      fill_uniform(set.c.get(), p.epilogue_dtype(), elems_d(p), sd + 3, -1.0f, 1.0f, stream());
     }
     if (e.bias != BiasKind::none) {
-      set.bias = cuda::DeviceBuffer(size_t(bias_len) * out);
-      fill_uniform(set.bias.get(), p.out, bias_len, sd + 4, -1.0f, 1.0f, stream());
+      set.bias = cuda::DeviceBuffer(size_t(bias_len) * epi);
+      fill_uniform(set.bias.get(), p.epilogue_dtype(), bias_len, sd + 4, -1.0f, 1.0f, stream());
     }
     if (e.scale != ScaleKind::none) {
       const int64_t na = p.scale_a_count(), nb = p.scale_b_count();
@@ -65,6 +65,10 @@ GemmBench::GemmBench(const GemmProblem& p, const DeviceInfo& device, uint64_t se
     ref_ = cuda::DeviceBuffer(size_t(elems_d(p)) * 4);
     reference_epilogue(p, g.as<float>(), ref_.as<float>(), stream());
   }
+  if (is_fp8(p.out)) {
+    scale_d_ = cuda::DeviceBuffer(sizeof(float));
+    reference_fp8_output(p, ref_.as<float>(), scale_d_.as<float>(), stream());
+  }
   stream_.sync();
 }
 
@@ -79,6 +83,7 @@ GemmArgs GemmBench::args(int set) const {
   a.bias = s.bias.get();
   a.scale_a = s.scale_a.as<float>();
   a.scale_b = s.scale_b.as<float>();
+  a.scale_d = scale_d_.as<float>();
   a.d = d_.get();
   a.workspace = workspace_.get();
   a.workspace_bytes = workspace_.bytes();

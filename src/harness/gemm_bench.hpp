@@ -35,6 +35,7 @@ class GemmBench final : public Bench {
   cuda::Stream stream_;
   std::vector<InputSet> sets_;
   cuda::DeviceBuffer d_, ref_, workspace_;  // d_: D, then its guard band
+  cuda::DeviceBuffer scale_d_;                // an fp8 D's scale (reference_fp8_output)
 };
 
 }  // namespace gf::harness

@@ -90,7 +90,39 @@ __global__ void reference_epilogue_kernel(const float* g, float* out, int64_t ro
   }
 }
 
+// An fp8 D's reference: the largest |ref| mapped to half the format's range (room for the
+// kernels' own rounding), scale_d = that factor, and ref scaled by it.
+__global__ void amax_kernel(const float* ref, int64_t n, unsigned* amax_bits) {
+  float v = 0.0f;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    v = fmaxf(v, fabsf(ref[i]));
+  for (int off = 16; off > 0; off /= 2) v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, off));
+  if (threadIdx.x % 32 == 0) atomicMax(amax_bits, __float_as_uint(v));  // non-negative floats order like bits
+}
+
+__global__ void apply_scale_kernel(float* ref, int64_t n, const unsigned* amax_bits, float half_range,
+                                   float* scale_d) {
+  const float amax = __uint_as_float(*amax_bits);
+  const float s = amax > 0.0f ? half_range / amax : 1.0f;
+  if (blockIdx.x == 0 && threadIdx.x == 0) *scale_d = s;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    ref[i] *= s;
+}
+
 }  // namespace
+
+void reference_fp8_output(const GemmProblem& p, float* ref, float* scale_d, cudaStream_t s) {
+  GF_CHECK(is_fp8(p.out), "reference_fp8_output: {} does not write fp8", p.key());
+  const int64_t n = p.batch * p.m * p.out_cols();
+  unsigned* amax_bits = nullptr;
+  GF_CUDA_CHECK(cudaMallocAsync(&amax_bits, sizeof *amax_bits, s));
+  GF_CUDA_CHECK(cudaMemsetAsync(amax_bits, 0, sizeof *amax_bits, s));
+  amax_kernel<<<grid_for(n, 256), 256, 0, s>>>(ref, n, amax_bits);
+  const float half_range = p.out == DType::e4m3 ? 224.0f : 28672.0f;
+  apply_scale_kernel<<<grid_for(n, 256), 256, 0, s>>>(ref, n, amax_bits, half_range, scale_d);
+  GF_CUDA_CHECK(cudaFreeAsync(amax_bits, s));
+  GF_CUDA_CHECK(cudaGetLastError());
+}
 
 void reference_gemm(const GemmProblem& p, const GemmArgs& args, float* g, cudaStream_t s) {
   const Epilogue& e = p.epilogue;
@@ -105,7 +137,7 @@ void reference_gemm(const GemmProblem& p, const GemmArgs& args, float* g, cudaSt
   auto run = [&](auto* a_tag, auto* b_tag) {
     using TA = std::remove_pointer_t<decltype(a_tag)>;
     using TB = std::remove_pointer_t<decltype(b_tag)>;
-    dispatch(p.out, [&](auto* out_tag) {
+    dispatch(p.epilogue_dtype(), [&](auto* out_tag) {  // C's and the bias's
       using TOut = std::remove_pointer_t<decltype(out_tag)>;
       if constexpr (std::is_same_v<TOut, float> || std::is_same_v<TOut, __half> ||
                     std::is_same_v<TOut, __nv_bfloat16>) {
@@ -113,7 +145,7 @@ void reference_gemm(const GemmProblem& p, const GemmArgs& args, float* g, cudaSt
             rp, static_cast<const TA*>(args.a), static_cast<const TB*>(args.b), static_cast<const TOut*>(args.c),
             static_cast<const TOut*>(args.bias), args.scale_a, args.scale_b, g);
       } else {
-        GF_FAIL("no reference for output dtype {}", to_string(p.out));
+        GF_FAIL("no reference for C and bias of dtype {}", to_string(p.epilogue_dtype()));
       }
     });
   };

@@ -81,6 +81,11 @@ double tolerance(DType out) {
       return 1e-3;
     case DType::f16:
       return 5e-3;
+    // fp8 outputs round to 3 (e4m3) or 2 (e5m2) mantissa bits: up to 2^-4 or 2^-3 of each value.
+    case DType::e4m3:
+      return 4e-2;
+    case DType::e5m2:
+      return 8e-2;
     default:
       return 1e-2;
   }

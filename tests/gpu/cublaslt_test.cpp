@@ -34,7 +34,9 @@ INSTANTIATE_TEST_SUITE_P(
                       // fp8, both accumulation modes (K kept small enough for fast accumulation)
                       "77x1000x1008:e4m3->bf16", "256x512x1024:e4m3->bf16:scale=tensor",
                       "130x384x512:e4m3->bf16:scale=rowcol", "64x256x256:e4m3->f16:scale=tensor+bias",
-                      "96x128x64:e4m3->bf16:scale=rowcol+bias+relu", "130x384x512:e5m2xe4m3->bf16:scale=rowcol"));
+                      "96x128x64:e4m3->bf16:scale=rowcol+bias+relu", "130x384x512:e5m2xe4m3->bf16:scale=rowcol",
+                      // an fp8 D (the harness picks its scale_d) with a bf16 bias
+                      "256x512x1024:e4m3->e4m3:scale=tensor+bias"));
 
 // Block scales (1x128 groups of X, 128x128 blocks of W, partial last ones): verified where this
 // cuBLASLt has them, else refused in one line naming them (cuBLASLt 13.x on an H200, 2026-12-02).

@@ -248,6 +248,29 @@ def test_quantized_linear_end_to_end():
     close(y, x.float() @ w.float().t(), tol=0.05)
 
 
+def test_scaled_mm_fp8_output():
+    # torch._scaled_mm's contract: an e4m3 result of saturate(scale_result * (scale_a * scale_b * a @ b)).
+    x, w = rand(200, 512), rand(256, 512)
+    qx, sx = torch.ops.gemmforge.quantize_fp8(x, "tensor")
+    qw, sw = torch.ops.gemmforge.quantize_fp8(w, "tensor")
+    want = x.float() @ w.float().t()
+    scale_result = (224.0 / want.abs().amax()).reshape(())
+    y = torch.ops.gemmforge.scaled_mm(qx, qw.t(), sx, sw, None, torch.float8_e4m3fn, scale_result)
+    assert y.dtype == torch.float8_e4m3fn
+    close(y.float() / scale_result, want, tol=0.08)
+    with pytest.raises(gemmforge.Error, match="scale_result"):
+        torch.ops.gemmforge.scaled_mm(qx, qw.t(), sx, sw, None, torch.float8_e4m3fn)
+
+
+def test_scaled_mm_mixed_fp8_inputs():
+    # Gradients in e5m2 by weights in e4m3 (a backward pass's dX).
+    g, w = rand(128, 512), rand(256, 512)
+    qg, sg = torch.ops.gemmforge.quantize_fp8(g, "row", torch.float8_e5m2)
+    qw, sw = torch.ops.gemmforge.quantize_fp8(w, "row")
+    y = torch.ops.gemmforge.scaled_mm(qg, qw.t(), sg, sw.t(), None, BF16)
+    close(y, g.float() @ w.float().t(), tol=0.1)
+
+
 def test_block_quantized_linear_end_to_end():
     # DeepSeek-V3's recipe: activations in 1x128 groups, the weight in 128x128 blocks; K = 4096,
     # where a kernel that does not promote its partial sums drifts past the bound.

@@ -13,6 +13,7 @@ TEST(CublasLtRules, Fp8NeedsAlignedKAndNoE5m2Pair) {
   EXPECT_NE(why("64x64x64:e5m2->bf16"), "");
   EXPECT_EQ(why("64x64x64:e5m2xe4m3->bf16"), "");  // gradients (e5m2) by weights (e4m3)
   EXPECT_EQ(why("64x64x64:e4m3xe5m2->bf16"), "");
+  EXPECT_EQ(why("64x64x64:e4m3->e4m3:scale=tensor+bias"), "");  // fp8 D with its scale, bf16 bias
   EXPECT_NE(why("64x64x72:e4m3->bf16"), "");
   EXPECT_EQ(why("64x64x72:bf16"), "");  // the rule is fp8's alone
 }

@@ -100,7 +100,8 @@ TEST(Problem, RejectsBadSpecsWithOneLineMessages) {
   expect_error("16x16x16:bf16xf16", "only fp8 inputs may mix");
   expect_error("16x16x16:e4m3xbf16", "only fp8 inputs may mix");
   expect_error("16x16x16:e4m3xe6m2", "unknown dtype of B");
-  expect_error("16x16x16:bf16->e4m3", "fp8 outputs");
+  expect_error("16x16x16:bf16->e4m3", "fp8 outputs need fp8 inputs");
+  expect_error("16x16x16:e4m3->e4m3:swiglu", "fp8 outputs with a SwiGLU gate");
   expect_error("16x16x16:bf16:scale=tensor", "only to fp8");
   expect_error("16x16x16x2:e4m3:scale=block128", "batch 1");
   expect_error("16x16x16:e4m3:scale=block", "unknown epilogue term");

@@ -138,11 +138,13 @@ def _ptr(t: Optional[Tensor]) -> int:
 
 
 def _gemm(spec: str, a: Tensor, b: Tensor, out: Tensor, device: int, c: Optional[Tensor] = None,
-          bias: Optional[Tensor] = None, scale_a: Optional[Tensor] = None, scale_b: Optional[Tensor] = None) -> None:
+          bias: Optional[Tensor] = None, scale_a: Optional[Tensor] = None, scale_b: Optional[Tensor] = None,
+          scale_d: Optional[Tensor] = None) -> None:
     """out = the GEMM `spec` of contiguous a and b (and the epilogue's c, bias, fp8 scales) by the
     runtime, on the device's current stream."""
     _runtime("gemm").gemm(_problem(spec), a.data_ptr(), b.data_ptr(), out.data_ptr(), _ptr(c), _ptr(bias),
-                          0 if bias is None else bias.numel(), _stream(device), _ptr(scale_a), _ptr(scale_b))
+                          0 if bias is None else bias.numel(), _stream(device), _ptr(scale_a), _ptr(scale_b),
+                          _ptr(scale_d))
 
 
 def _gated(epilogue: str) -> bool:  # swiglu (interleaved) or swiglu_split: N/2 output columns
@@ -264,22 +266,29 @@ _FP8 = {torch.float8_e4m3fn: "e4m3", torch.float8_e5m2: "e5m2"}
 
 
 def _scaled_mm(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, bias: Optional[Tensor] = None,
-               out_dtype: Optional[torch.dtype] = None) -> Tensor:
+               out_dtype: Optional[torch.dtype] = None, scale_result: Optional[Tensor] = None) -> Tensor:
     """torch._scaled_mm's contract through gemmforge: a (M x K, row-major) and b (K x N,
     column-major: a weight's transpose) in fp8, scale_a one float or one per row of a (M x 1),
     scale_b one float or one per column of b (1 x N); out = (scale_a * scale_b * a @ b + bias) in
     out_dtype (default bf16). Block scales as torch takes them: scale_a (M, ceil(K/128)) for 1x128
     groups of a, M-major (stride (1, M)); scale_b (ceil(K/128), ceil(N/128)) for 128x128 blocks
-    of b, its transpose contiguous."""
+    of b, its transpose contiguous. An fp8 out_dtype takes scale_result (one float32), as torch
+    does: out = saturate(scale_result * result), the bias then bf16."""
     _check(a.dim() == 2 and b.dim() == 2 and a.shape[1] == b.shape[0],
            lambda: f"gemmforge.scaled_mm: shapes {tuple(a.shape)} and {tuple(b.shape)} do not multiply")
-    device = _cuda("scaled_mm", ("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("bias", bias))
+    device = _cuda("scaled_mm", ("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("bias", bias),
+                   ("scale_result", scale_result))
     _check(a.dtype in _FP8 and b.dtype in _FP8,
            lambda: f"gemmforge.scaled_mm: a and b must be fp8 (e4m3 or e5m2, mixed or not), not {a.dtype} and "
                    f"{b.dtype}")
     out_dtype = out_dtype or torch.bfloat16
-    _check(out_dtype in _DTYPES, lambda: f"gemmforge.scaled_mm: out_dtype {out_dtype} is not supported")
-    out_name = _DTYPES[out_dtype]
+    _check(out_dtype in _DTYPES or out_dtype in _FP8,
+           lambda: f"gemmforge.scaled_mm: out_dtype {out_dtype} is not supported")
+    out_name = _DTYPES.get(out_dtype) or _FP8[out_dtype]
+    fp8_out = out_dtype in _FP8
+    _check(not fp8_out or (scale_result is not None and scale_result.dtype == torch.float32
+                           and scale_result.numel() == 1),
+           lambda: "gemmforge.scaled_mm: an fp8 out_dtype needs scale_result, one float32")
     (m, k), n = a.shape, b.shape[1]
     _check(b.t().is_contiguous(), lambda: "gemmforge.scaled_mm: b must be column-major (a row-major weight's .t())")
     _check(scale_a.dtype == scale_b.dtype == torch.float32, lambda: "gemmforge.scaled_mm: scales must be float32")
@@ -293,7 +302,7 @@ def _scaled_mm(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, bias: Opt
                lambda: f"gemmforge.scaled_mm: scales of shapes {tuple(scale_a.shape)} and {tuple(scale_b.shape)} are "
                        f"neither per tensor, rowwise ({m} and {n} values) nor blocks ({(m, kb)} and {(kb, nb)})")
         kind = "block128"
-    bias = _same("scaled_mm", "bias", bias, out_dtype, (n,))
+    bias = _same("scaled_mm", "bias", bias, torch.bfloat16 if fp8_out else out_dtype, (n,))
     out = torch.empty((m, n), dtype=out_dtype, device=device)
     if m == 0 or n == 0:
         return out
@@ -304,7 +313,7 @@ def _scaled_mm(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, bias: Opt
     a = a.contiguous()
     inputs = _FP8[a.dtype] if b.dtype == a.dtype else f"{_FP8[a.dtype]}x{_FP8[b.dtype]}"
     spec = f"{m}x{n}x{k}:{inputs}->{out_name}:scale={kind}" + ("+bias" if bias is not None else "")
-    _gemm(spec, a, b, out, device, bias=bias, scale_a=sa, scale_b=sb)
+    _gemm(spec, a, b, out, device, bias=bias, scale_a=sa, scale_b=sb, scale_d=scale_result if fp8_out else None)
     return out
 
 
@@ -312,7 +321,7 @@ scaled_mm = torch.library.custom_op("gemmforge::scaled_mm", _scaled_mm, mutates_
 
 
 @scaled_mm.register_fake
-def _(a, b, scale_a, scale_b, bias=None, out_dtype=None):
+def _(a, b, scale_a, scale_b, bias=None, out_dtype=None, scale_result=None):
     return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype or torch.bfloat16)
 
 

@@ -46,11 +46,13 @@ class CublasLtKernel final : public Kernel {
     GF_CHECK(!plan_.has_bias || args.bias, "problem has a bias epilogue but no bias pointer was given");
     GF_CHECK(args.workspace_bytes >= workspace_, "cuBLASLt kernel needs {} bytes of workspace, got {}", workspace_,
              args.workspace_bytes);
-    const void* c = plan_.beta != 0.0f ? args.c : args.d;
-    GF_CHECK(c, "problem has a residual (beta != 0) but no C pointer was given");
+    // Without a residual C is D (never read), except that an fp8 D has no C of its type: none.
+    const void* c = plan_.beta != 0.0f ? args.c : plan_.fp8_out ? nullptr : args.d;
+    GF_CHECK(c || plan_.beta == 0.0f, "problem has a residual (beta != 0) but no C pointer was given");
     if (!plan_.has_pointers()) return matmul(plan_, args, c, stream);
     GF_CHECK(plan_.scale == ScaleKind::none || (args.scale_a && args.scale_b),
              "problem has fp8 scales but scale_a or scale_b is missing");
+    GF_CHECK(!plan_.fp8_out || args.scale_d, "D is fp8 but its scale scale_d is missing");
     // The bias and scale pointers live in the descriptor: each launch the host has under way takes
     // a plan of its own, so that concurrent launches never share one.
     std::unique_ptr<MatmulPlan> plan = take_plan();
@@ -62,6 +64,7 @@ class CublasLtKernel final : public Kernel {
       set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, args.scale_b);
       set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, args.scale_a);
     }
+    if (plan->fp8_out) set(CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, args.scale_d);
     matmul(*plan, args, c, stream);
     std::lock_guard lock(pool_mu_);
     pool_.push_back(std::move(plan));

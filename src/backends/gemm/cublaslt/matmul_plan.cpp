@@ -82,7 +82,6 @@ std::string unsupported_reason(const GemmProblem& p) {
     // and no e5m2 x e5m2 product.
     if (p.a == DType::e5m2 && p.b == DType::e5m2) return "cuBLASLt has no e5m2 x e5m2 GEMM";
     if (p.k % 16 != 0) return "fp8 needs K a multiple of 16 (16-byte rows)";
-    if (is_fp8(p.out)) return "fp8 output (with an output scale) is not wired up yet";
   }
   if (e.gate != GateKind::none) return "cuBLASLt has no SwiGLU epilogue";
   if (e.bias == BiasKind::row) return "cuBLASLt's bias runs along N only (no per-row bias)";
@@ -97,6 +96,7 @@ MatmulPlan::MatmulPlan(const GemmProblem& p, bool fast_accum) {
   beta = p.epilogue.beta;
   has_bias = p.epilogue.bias == BiasKind::col;
   scale = p.epilogue.scale;
+  fp8_out = is_fp8(p.out);
   GF_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   if (is_fp8(p.a)) {
     set_desc(desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, int8_t(fast_accum));
@@ -121,12 +121,13 @@ MatmulPlan::MatmulPlan(const GemmProblem& p, bool fast_accum) {
   set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSA, op_a);
   set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSB, op_b);
   set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, *epilogue_of(p.epilogue));
-  if (has_bias) set_desc(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, cuda_type(p.out));
+  // C and the bias are bf16 when D is fp8 (GemmProblem::epilogue_dtype), as cuBLASLt wants them.
+  if (has_bias) set_desc(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, cuda_type(p.epilogue_dtype()));
   // cuBLASLt's A is our B, W: K x N column-major (ld K) read transposed for TN; N x K (ld N) for
   // NN. Its B is our A.
   a = tn ? make_layout(p.b, p.k, p.n, p.k, p.batch) : make_layout(p.b, p.n, p.k, p.n, p.batch);
   b = make_layout(p.a, p.k, p.m, p.k, p.batch);
-  c = make_layout(p.out, p.n, p.m, p.n, p.batch);
+  c = make_layout(p.epilogue_dtype(), p.n, p.m, p.n, p.batch);
   d = make_layout(p.out, p.n, p.m, p.n, p.batch);
 }
 

@@ -38,7 +38,8 @@ class MatmulPlan {
   float alpha = 1.0f, beta = 0.0f;
   bool has_bias = false;
   ScaleKind scale = ScaleKind::none;  // fp8: the scale pointers, like the bias, are set per launch
-  bool has_pointers() const { return has_bias || scale != ScaleKind::none; }
+  bool fp8_out = false;               // D is fp8: its scale pointer too
+  bool has_pointers() const { return has_bias || scale != ScaleKind::none || fp8_out; }
 };
 
 // The workspace every candidate may use: cuBLAS's own default on Hopper.
