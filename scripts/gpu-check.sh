@@ -2,7 +2,7 @@
 # Runs on the GPU machine: the GPU tests, tuning of the llama3-8b set (twice: the second run must
 # hit the DB for all 15 GEMMs), and the side-by-side benchmarks. Every step has a time limit;
 # full logs go to $OUT; a short table comes last. Uses build/ as carried (or builds it).
-#   scripts/gpu-check.sh [tests|tune|bench|heldout|runtime|python|cute|ab|rowops|faults|sass|epilogue|ops|triton|search|cutlass|all]
+#   scripts/gpu-check.sh [tests|tune|bench|heldout|runtime|python|cute|ab|rowops|faults|sass|epilogue|ops|triton|search|cutlass|fp8|chain|fleet|all]
 #   (default: all)
 #   tests: GPU tests; tune: llama3-8b tuned twice; bench: backends side by side (llama3-8b, BENCH_EXTRA);
 #   heldout: the same for shapes no cost-model constant was fitted on (qwen2.5-7b, phi3-mini at odd
@@ -21,6 +21,8 @@
 #   GPU tests, then the llama3-8b bench with -b cutlass,cublaslt,native.
 #   fp8: the fp8 GPU tests (native, cuBLASLt), then llama3-8b in e4m3 with each scale kind of
 #   FP8_SCALES (default "rowcol block128 tensor") at FP8_TOKENS (default 128,4096), -b cublaslt,native.
+#   chain: bench-chain (a layer's GEMMs back to back, with and without programmatic dependent
+#   launch, beside cuBLASLt) for CHAIN_MODELS at CHAIN_TOKENS.
 #   fleet: two tuners sharing GPU 0 (--gpus 0,0) store the llama3-8b set in a Redis store (redis-server
 #   from PATH or staged by scripts/stage-redis.sh), then `gemmforge prepare` times a serving start on
 #   that host, on a fresh host reading the store, and on a fresh host with no decisions.
@@ -131,6 +133,17 @@ if [ "$what" = python ]; then
   timeout "${T_QUANT:-150}" python3 bench/quantize_vs_torch.py --json "$out/quantize.json" > "$out/quantize.txt" 2>&1 \
     || status=1
   tail -18 "$out/quantize.txt"
+fi
+
+if [ "$what" = chain ]; then
+  step "a decoder layer's GEMMs back to back: cuBLASLt, native, native + PDL (CHAIN_MODELS at CHAIN_TOKENS)"
+  for model in ${CHAIN_MODELS:-llama3-8b llama3-70b}; do
+    for t in ${CHAIN_TOKENS:-1 16 128}; do
+      timeout "${T_CHAIN:-60}" "$gf" bench-chain -m "$model" --tokens "$t" --json "$out/chain-$model-$t.json" \
+        > "$out/chain-$model-$t.txt" 2>&1 || status=1
+      tail -5 "$out/chain-$model-$t.txt"
+    done
+  done
 fi
 
 if [ "$what" = fleet ]; then

@@ -70,6 +70,10 @@ struct GemmArgs {
   // shared by launches that may run at once. gf::Runtime provides one per stream when null.
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+  // Programmatic dependent launch: the kernel may start while the stream's previous kernel still
+  // runs. Native kernels then prefetch their first weight tiles into L2 and wait for that kernel
+  // before touching anything else; other backends launch as usual.
+  bool pdl = false;
 };
 
 // The alignment in bytes every non-null operand pointer has (a power of two, at most 256).

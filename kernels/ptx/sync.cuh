@@ -65,4 +65,11 @@ __device__ __forceinline__ u32 opaque_bits(float v) {
   return bits;
 }
 
+// Programmatic dependent launch; both are no-ops in a kernel launched without it. The wait
+// returns once the stream's previous kernel has finished and its writes are visible: each thread
+// runs it before touching what that kernel may write.
+__device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+// Lets the stream's next kernel start launching; its CTAs take SMs as this grid's leave them.
+__device__ __forceinline__ void launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+
 }  // namespace gf::ptx

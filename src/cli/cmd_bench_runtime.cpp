@@ -28,11 +28,6 @@ struct Options {
   std::string json_path;
 };
 
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v[size_t(q * double(v.size() - 1) + 0.5)];
-}
-
 void run_bench_runtime(const Options& o) {
   const DeviceInfo device = DeviceInfo::query();
   GF_CHECK(device.present, "bench-runtime needs a GPU: {}", device.absent_reason);

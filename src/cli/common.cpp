@@ -225,4 +225,10 @@ void write_json(const std::string& path, const nlohmann::json& j) {
 
 std::string fixed(double v, int digits) { return fmt::format("{:.{}f}", v, digits); }
 
+double quantile(std::vector<double> v, double q) {
+  GF_CHECK(!v.empty(), "quantile of no values");
+  std::sort(v.begin(), v.end());
+  return v[size_t(q * double(v.size() - 1) + 0.5)];
+}
+
 }  // namespace gf::cli

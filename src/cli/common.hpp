@@ -103,4 +103,7 @@ void tune_on_gpus(const TuneArgs& a, const std::vector<std::string>& keys);
 void write_json(const std::string& path, const nlohmann::json& j);
 std::string fixed(double v, int digits);
 
+// The q-quantile (0..1) of the values, nearest rank; for the benches' spreads.
+double quantile(std::vector<double> v, double q);
+
 }  // namespace gf::cli

@@ -44,20 +44,26 @@ void allow_large_clusters(CUfunction fn) {
 }
 
 namespace {
-CUlaunchConfig to_driver(const LaunchConfig& cfg, CUlaunchAttribute* attr, CUstream stream) {
+// attrs: room for two attributes.
+CUlaunchConfig to_driver(const LaunchConfig& cfg, CUlaunchAttribute* attrs, CUstream stream) {
   CUlaunchConfig lc{};
   lc.gridDimX = cfg.grid.x, lc.gridDimY = cfg.grid.y, lc.gridDimZ = cfg.grid.z;
   lc.blockDimX = cfg.block.x, lc.blockDimY = cfg.block.y, lc.blockDimZ = cfg.block.z;
   lc.sharedMemBytes = cfg.smem_bytes;
   lc.hStream = stream;
-  lc.attrs = attr;
+  lc.attrs = attrs;
   lc.numAttrs = 0;
   if (cfg.cluster.x * cfg.cluster.y * cfg.cluster.z > 1) {
-    attr->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr->value.clusterDim.x = cfg.cluster.x;
-    attr->value.clusterDim.y = cfg.cluster.y;
-    attr->value.clusterDim.z = cfg.cluster.z;
-    lc.numAttrs = 1;
+    CUlaunchAttribute& a = attrs[lc.numAttrs++];
+    a.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    a.value.clusterDim.x = cfg.cluster.x;
+    a.value.clusterDim.y = cfg.cluster.y;
+    a.value.clusterDim.z = cfg.cluster.z;
+  }
+  if (cfg.pdl) {
+    CUlaunchAttribute& a = attrs[lc.numAttrs++];
+    a.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    a.value.programmaticStreamSerializationAllowed = 1;
   }
   return lc;
 }
@@ -72,8 +78,8 @@ int max_active_clusters(CUfunction fn, const LaunchConfig& cfg) {
     GF_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     return per_sm * sms;
   }
-  CUlaunchAttribute attr;
-  CUlaunchConfig lc = to_driver(cfg, &attr, nullptr);
+  CUlaunchAttribute attrs[2];
+  CUlaunchConfig lc = to_driver(cfg, attrs, nullptr);
   int n = 0;
   GF_CU_CHECK(driver().cuOccupancyMaxActiveClusters(&n, fn, &lc));
   return n;
@@ -87,8 +93,8 @@ int64_t l2_bytes() {
 }
 
 void launch(CUfunction fn, const LaunchConfig& cfg, void** args, CUstream stream) {
-  CUlaunchAttribute attr;
-  CUlaunchConfig lc = to_driver(cfg, &attr, stream);
+  CUlaunchAttribute attrs[2];
+  CUlaunchConfig lc = to_driver(cfg, attrs, stream);
   GF_CU_CHECK(driver().cuLaunchKernelEx(&lc, fn, args, nullptr));
 }
 

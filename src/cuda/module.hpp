@@ -26,6 +26,9 @@ struct LaunchConfig {
   dim3 block{1, 1, 1};
   unsigned smem_bytes = 0;
   dim3 cluster{1, 1, 1};
+  // Programmatic dependent launch: the kernel may start while the stream's previous kernel still
+  // runs, and must execute griddepcontrol.wait before touching what that kernel writes.
+  bool pdl = false;
 };
 
 // Lets fn use more than 48 KiB of dynamic shared memory. Call once, when the kernel is loaded.

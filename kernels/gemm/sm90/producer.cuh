@@ -6,6 +6,7 @@
 // operand for both (multicast).
 #include "gemm/sm90/scheduler.cuh"
 #include "ptx/mbarrier.cuh"
+#include "ptx/sync.cuh"
 #include "ptx/tma.cuh"
 
 namespace gf {
@@ -36,6 +37,28 @@ struct Producer : Traits<Cfg> {
           ptx::tma_load_3d(a, &p.a, &full[s], kb * BK, u.m0, u.b);
         }
         load_b(p, b, &full[s], kb, u, rank);
+      }
+    }
+    // Every load issued: the stream's next kernel may start launching (programmatic dependent
+    // launch), its prologue and weight prefetch overlapping this grid's last tiles.
+    ptx::launch_dependents();
+  }
+
+  // Before the stream's previous kernel is done (programmatic dependent launch): the first
+  // k-blocks of B of this CTA's first unit, the weights, into L2. L2 is coherent, so even a B
+  // that kernel writes is read right later; the prefetch only saves DRAM latency.
+  static __device__ __forceinline__ void prefetch_b(const GemmParams& p, int units, int rank) {
+    const int unit = blockIdx.x / kCluster;
+    if (Cfg::kNN || unit >= units) return;
+    const Unit u = Scheduler<Cfg>::unit_at(p, unit, rank);
+    const int first = Cfg::kGate == GateKind::split ? u.n0 / 2 : u.n0;
+    const int second = Cfg::kGate == GateKind::split ? p.n / 2 + u.n0 / 2 : u.n0 + BN / 2;
+    for (int kb = u.kb_begin; kb < min(u.kb_end, u.kb_begin + kStages); ++kb) {
+      if (kPairM) {
+        ptx::tma_prefetch_l2(&p.b, kb * BK, rank ? second : first, u.b);
+      } else {
+        ptx::tma_prefetch_l2(&p.b, kb * BK, first, u.b);
+        if (Cfg::kGate == GateKind::split) ptx::tma_prefetch_l2(&p.b, kb * BK, second, u.b);
       }
     }
   }

@@ -138,7 +138,9 @@ class NativeKernel final : public Kernel {
     const unsigned pair_bytes = 2u * unsigned(dtype_bytes(p.out));
     params.pairs_aligned = p.out_cols() % 2 == 0 && reinterpret_cast<uintptr_t>(args.d) % pair_bytes == 0;
     void* kernel_args[] = {&params};
-    cuda::launch(fn_, launch_config(grid_), kernel_args, stream);
+    cuda::LaunchConfig launch = launch_config(grid_);
+    launch.pdl = args.pdl;
+    cuda::launch(fn_, launch, kernel_args, stream);
   }
 
   cuda::LaunchConfig launch_config(unsigned grid) const {
