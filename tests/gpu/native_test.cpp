@@ -74,8 +74,9 @@ void check_problem(const std::string& spec) {
   ASSERT_EQ(native::unsupported_reason(p), "") << spec;
   std::vector<NativeConfig> configs;
   for (NativeConfig c : covering_configs())
-    for (bool promote : {false, true}) {  // fp8: promoted and not (block scales: promoted only)
-      c.promote = promote;
+    for (int promote : {0, 1, 2}) {  // fp8: plain, promoted, promoted overlapped (block scales: promoted)
+      c.promote = promote > 0;
+      c.overlap = promote == 2;
       if (native::illegal_reason(c, p, dev).empty()) configs.push_back(c);
     }
   ASSERT_FALSE(configs.empty()) << spec;

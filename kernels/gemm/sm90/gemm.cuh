@@ -42,7 +42,8 @@ namespace gf {
 template <class Cfg>
 struct Gemm : Traits<Cfg> {
   using T = Traits<Cfg>;
-  using T::kAcc, T::kCluster, T::kConsumers, T::kMmaM, T::kPingpong, T::kPrefetchC, T::kPromote, T::kSplitK, T::kStageA,
+  using T::kAcc, T::kCluster, T::kConsumers, T::kMmaM, T::kOverlap, T::kPingpong, T::kPrefetchC, T::kPromote, T::kSplitK,
+      T::kStageA,
       T::kStageB, T::kStageReaders, T::kStages, T::kStaging, T::kStoreTma;
   using Unit = typename Scheduler<Cfg>::Unit;
 
@@ -63,6 +64,16 @@ struct Gemm : Traits<Cfg> {
       for (int r = 0; r < kCluster; ++r) ptx::mbar_arrive_cluster(empty, r);
   }
 
+  // acc += a finished k-block's products times its factors (Scales::promote), the products read
+  // only after their wgmma completed.
+  template <class Factors>
+  static __device__ __forceinline__ void promote_part(float (&acc)[kMmaM][kAcc], float (&part)[kMmaM][kAcc],
+                                                      const Factors& f) {
+#pragma unroll
+    for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(part[mm]);
+    Scales<Cfg>::promote(acc, part, f);
+  }
+
   static __device__ __forceinline__ void consume(const GemmParams& p, const u8* sa, const u8* sb, u64* full, u64* empty,
                                                  int units, volatile int* last_flags, u8* staging, u64* c_full) {
     // Read through a shuffle from lane 0 the compiler knows it is warp-uniform and keeps it, and the
@@ -73,6 +84,8 @@ struct Gemm : Traits<Cfg> {
     const u64 da = Mma<Cfg>::desc_a(sa, consumer), db = Mma<Cfg>::desc_b(sb);
     float acc[kMmaM][kAcc];
     float part_acc[kPromote ? kMmaM : 1][kPromote ? kAcc : 1];  // one k-block's products, to promote
+    float part_odd[kOverlap ? kMmaM : 1][kOverlap ? kAcc : 1];  // overlapped: the odd k-blocks'
+    typename Scales<Cfg>::BlockFactors prev_factors;            // overlapped: the k-block before's
     const int rank = kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0;
     const int first = blockIdx.x / kCluster, stride = gridDim.x / kCluster;
     const int local_units = first < units ? (units - first + stride - 1) / stride : 0;
@@ -101,6 +114,28 @@ struct Gemm : Traits<Cfg> {
           if (kb == u.kb_begin) zero(acc);
           ptx::mbar_wait(&full[s], (it / kStages) & 1);
           ptx::wgmma_fence();
+          if constexpr (kOverlap) {
+            // Even k-blocks into part_acc, odd ones into part_odd: the k-block before is promoted
+            // while this one's wgmma runs, and its stage released once that wgmma is done.
+            const u64 a = ptx::desc_advance(da, s * kStageA), b = ptx::desc_advance(db, s * kStageB);
+            const bool odd = (kb - u.kb_begin) % 2;
+            if (odd)
+              Mma<Cfg>::mma_stage(part_odd, a, b, false);
+            else
+              Mma<Cfg>::mma_stage(part_acc, a, b, false);
+            ptx::wgmma_commit();
+            if (prev >= 0) {
+              ptx::wgmma_wait<1>();
+              if (leader) release(&empty[prev]);
+              if (odd)
+                promote_part(acc, part_acc, prev_factors);
+              else
+                promote_part(acc, part_odd, prev_factors);
+            }
+            prev = s;
+            prev_factors = factors;
+            continue;
+          }
           Mma<Cfg>::mma_stage(part_acc, ptx::desc_advance(da, s * kStageA), ptx::desc_advance(db, s * kStageB), false);
           ptx::wgmma_commit();
           ptx::wgmma_wait<0>();
@@ -122,6 +157,12 @@ struct Gemm : Traits<Cfg> {
       }
       ptx::wgmma_wait<0>();
       if (prev >= 0 && leader) release(&empty[prev]);
+      if constexpr (kOverlap) {  // the last k-block's products
+        if ((u.kb_end - 1 - u.kb_begin) % 2)
+          promote_part(acc, part_odd, prev_factors);
+        else
+          promote_part(acc, part_acc, prev_factors);
+      }
       if (kPingpong && local + 1 < local_units) ptx::named_barrier_arrive(kBarTurn + (1 - consumer), 256);
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(acc[mm]);

@@ -32,8 +32,10 @@ struct Model {
   // fp8 runs the tensor cores at twice the 16-bit rate.
   static constexpr double kFp8Speedup = 2.0;
   // Promotion waits for each k-block's wgmma before adding it up: the share of the peak left
-  // (a first estimate, not fitted yet).
+  // (a first estimate, not fitted yet); overlapped, it waits for the k-block before (predicted,
+  // not measured yet).
   static constexpr double kPromoteShare = 0.85;
+  static constexpr double kOverlapPromoteShare = 0.95;
 
   // Small M. Each k-block waits about a DRAM round trip under load, `stages` of them in flight.
   static constexpr double kRoundTripS = 2e-6;
@@ -69,7 +71,7 @@ double unit_compute_s(const NativeConfig& c, const GemmProblem& p, double k) {
   const double intensity = double(c.bm) * c.bn / (c.bm + c.bn);
   const double efficiency = intensity / (intensity + Model::kHalfPeakIntensity) *
                             (c.consumers == 2 ? 1.0 : Model::kOneConsumerShare) *
-                            (c.promote ? Model::kPromoteShare : 1.0);
+                            (c.promote ? (c.overlap ? Model::kOverlapPromoteShare : Model::kPromoteShare) : 1.0);
   const double peak = Model::kPeakPerSm * (is_fp8(p.a) ? Model::kFp8Speedup : 1.0);
   return 2.0 * c.bm * c.bn * k / (peak * efficiency);
 }

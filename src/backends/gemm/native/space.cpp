@@ -19,7 +19,7 @@ std::string NativeConfig::name(const GemmProblem& p) const {
   return fmt::format("sm90_{}_{}_{}_{}x{}x{}_{}_s{}_c{}_k{}_x{}{}_g{}{}_{}", in, to_string(p.out), to_string(p.layout),
                      bm, bn, block_k(p), pingpong ? "pp" : "co", stages, consumers, split_k, cluster,
                      cluster > 1 ? (cluster_m ? "m" : "n") : "", group, raster_n ? "n" : "m", epi) +
-         (store_tma() ? fmt::format("_tma{}", store_boxes) : "") + (promote ? "_promote" : "");
+         (store_tma() ? fmt::format("_tma{}", store_boxes) : "") + (promote ? (overlap ? "_promote2" : "_promote") : "");
 }
 
 nlohmann::json NativeConfig::to_json() const {
@@ -34,7 +34,8 @@ nlohmann::json NativeConfig::to_json() const {
           {"group", group},
           {"raster_n", raster_n},
           {"store_boxes", store_boxes},
-          {"promote", promote}};
+          {"promote", promote},
+          {"overlap", overlap}};
 }
 
 NativeConfig NativeConfig::from_json(const nlohmann::json& j) {
@@ -49,6 +50,7 @@ NativeConfig NativeConfig::from_json(const nlohmann::json& j) {
   c.cluster_m = j.value("cluster_m", false);
   c.store_boxes = j.value("store_boxes", 0);
   c.promote = j.value("promote", false);
+  c.overlap = j.value("overlap", false);
   c.group = j.at("group");
   c.raster_n = j.at("raster_n");
   return c;
@@ -75,8 +77,10 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   if (c.bn % 16 != 0 || c.bn < 16 || c.bn > 256) return "BN must be a multiple of 16 in [16, 256]";
   if (c.acc_per_thread() > c.max_acc_per_thread())
     return fmt::format("more than {} accumulators per thread{}", c.max_acc_per_thread(),
-                       c.promote ? " (promotion doubles them)" : "");
+                       c.promote ? (c.overlap ? " (overlapped promotion triples them)" : " (promotion doubles them)")
+                                 : "");
   if (c.promote && !is_fp8(p.a)) return "promotion is for fp8 inputs";
+  if (c.overlap && !c.promote) return "overlap is a way of promoting";
   // The column scales (BN/4 a thread) beside more than 128 accumulators spill (ptxas, CUDA 13.0).
   if (p.epilogue.scale == ScaleKind::rowcol && c.acc_per_thread() > 128)
     return "per-column scales past 128 accumulators spill";
@@ -138,11 +142,12 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   // a candidate beside the plain accumulation.
   const bool block_scaled = p.epilogue.scale == ScaleKind::block128;
   if (block_scaled) widths = {32, 64, 128};
-  std::vector<bool> promotions = {false};
-  if (is_fp8(p.a)) promotions = block_scaled ? std::vector<bool>{true} : std::vector<bool>{false, true};
+  // 0: plain accumulation, 1: promoted after each k-block's wgmma, 2: promoted overlapped.
+  std::vector<int> promotions = {0};
+  if (is_fp8(p.a)) promotions = block_scaled ? std::vector<int>{1, 2} : std::vector<int>{0, 1, 2};
   std::vector<std::pair<double, NativeConfig>> scored;
   for (const Family& f : families)
-    for (bool promote : promotions)
+    for (int promote : promotions)
       for (int bn : widths)
         for (int split : {1, 2, 3, 4, 6, 8})
           for (int pairing : {0, 1, 2})  // no cluster, a pair along N (shares A), a pair along M (shares B)
@@ -159,7 +164,8 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                                  .cluster_m = pairing == 2,
                                  .group = group,
                                  .raster_n = raster_n,
-                                 .promote = promote};
+                                 .promote = promote > 0,
+                                 .overlap = promote == 2};
                   // The deepest pipeline that fits (capped at 8) beside one staging box, then as
                   // many staging boxes as still fit.
                   c.store_boxes = store_tma ? 1 : 0;
