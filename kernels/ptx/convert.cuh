@@ -15,6 +15,17 @@ __device__ __forceinline__ u32 pack_f16x2(float lo, float hi) {
   asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
+// Two floats to a packed fp8 pair (lo in the low byte): round to nearest even, saturated to the
+// largest finite value (NaN stays NaN).
+template <bool kE5m2>
+__device__ __forceinline__ u16 pack_fp8x2(float lo, float hi) {
+  u16 r;
+  if constexpr (kE5m2)
+    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  else
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r;
+}
 // Lane-wise max of two bf16 pairs; a NaN lane gives the other operand's (as fmaxf).
 __device__ __forceinline__ u32 max_bf16x2(u32 a, u32 b) {
   u32 r;

@@ -132,7 +132,10 @@ INSTANTIATE_TEST_SUITE_P(
                       "200x384x8192:e4m3:scale=tensor+bias+gelu_tanh", "129x1000x512:e4m3:scale=rowcol+residual",
                       "1000x1000x1040:e4m3->f16:scale=block128+rowbias+silu",
                       // Mixed inputs: gradients (e5m2) by weights (e4m3), and the other way round.
-                      "300x640x1040:e5m2xe4m3:scale=rowcol", "77x1000x4096:e4m3xe5m2:scale=block128+bias"));
+                      "300x640x1040:e5m2xe4m3:scale=rowcol", "77x1000x4096:e4m3xe5m2:scale=block128+bias",
+                      // fp8 D (the harness picks its scale_d), C and bias then bf16.
+                      "300x640x1040:e4m3->e4m3:scale=rowcol+bias", "129x1000x4096:e4m3->e5m2:scale=block128+residual+gelu",
+                      "16x4096x4096:e4m3->e4m3:scale=tensor"));
 
 TEST(Native, DeclinesWhatTmaCannotAddress) {
   EXPECT_NE(native::unsupported_reason(GemmProblem::parse("64x64x77:bf16")), "");

@@ -117,6 +117,11 @@ TEST(NativeSpace, Fp8PromotesWhereBlockScalesNeedIt) {
   EXPECT_EQ(native::illegal_reason({.bm = 128, .bn = 128, .stages = 4, .consumers = 2, .promote = true, .overlap = true},
                                    block, d),
             "");
+  // An fp8 D: stored from registers.
+  const GemmProblem fp8_out = GemmProblem::parse("4096x4096x4096:e4m3->e4m3:scale=tensor");
+  EXPECT_EQ(native::unsupported_reason(fp8_out), "");
+  EXPECT_NE(native::illegal_reason({.bm = 128, .bn = 128, .store_boxes = 2}, fp8_out, d), "");
+  EXPECT_EQ(native::illegal_reason({.bm = 128, .bn = 128}, fp8_out, d), "");
   const NativeConfig overlapped{.promote = true, .overlap = true};
   EXPECT_NE(overlapped.name(tensor).find("_promote2"), std::string::npos);
   const auto block_space = native::ranked_configs(block, d, Search::exhaustive);
@@ -157,7 +162,7 @@ TEST(NativeSpace, DefaultSpaceCompilesWithoutSpills) {
                            "8192x8192x4096:bf16:bias+gelu_tanh+residual",
                            // fp8: the promoted and plain variants, block scales
                            "4096x6144x4096:e4m3:scale=rowcol+bias+gelu_tanh", "16x6144x4096:e4m3:scale=block128",
-                           "4096x4096x4096:e5m2xe4m3:scale=tensor"}) {
+                           "4096x4096x4096:e5m2xe4m3:scale=tensor", "300x640x1040:e4m3->e4m3:scale=block128+bias"}) {
     GemmProblem p = GemmProblem::parse(spec);
     auto configs = native::ranked_configs(p, d, Search::normal);
     std::vector<native::Compiled> out(configs.size());

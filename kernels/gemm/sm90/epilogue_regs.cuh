@@ -10,16 +10,26 @@ struct RegisterEpilogue : Traits<Cfg> {
   using T = Traits<Cfg>;
   using T::BN, T::kAcc, T::kMmaM, T::kWgRows, T::activate, T::pack2, T::part, T::silu, T::to_float;
   using Out = typename T::Out;
+  using Epi = typename T::Epi;
   using Unit = typename Scheduler<Cfg>::Unit;
 
-  // Writes v0 at d[0] and, if `two`, v1 at d[1]: one 4- or 8-byte store when the pair is aligned.
-  static __device__ __forceinline__ void store2(Out* d, float v0, float v1, bool two, bool aligned) {
-    if (Cfg::kOut == DType::f32) {
+  // Writes v0 at d[0] and, if `two`, v1 at d[1]: one 2-, 4- or 8-byte store when the pair is
+  // aligned. An fp8 D takes scale_d * v (GemmArgs::scale_d).
+  static __device__ __forceinline__ void store2(Out* d, float v0, float v1, bool two, bool aligned, float scale_d) {
+    if constexpr (Cfg::kOut == DType::f32) {
       if (two && aligned)
         *reinterpret_cast<float2*>(d) = make_float2(v0, v1);
       else {
         d[0] = v0;
         if (two) d[1] = v1;
+      }
+    } else if constexpr (T::kFp8Out) {
+      const u16 packed = ptx::pack_fp8x2<Cfg::kOut == DType::e5m2>(scale_d * v0, scale_d * v1);
+      if (two && aligned)
+        *reinterpret_cast<u16*>(d) = packed;
+      else {
+        d[0] = u8(packed & 0xff);
+        if (two) d[1] = u8(packed >> 8);
       }
     } else {
       const u32 packed = pack2(v0, v1);
@@ -39,7 +49,8 @@ struct RegisterEpilogue : Traits<Cfg> {
                                                int consumer) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x % 128 / 32;
     const bool aligned = p.pairs_aligned != 0;
-    const Out* bias = static_cast<const Out*>(p.bias);
+    const Epi* bias = static_cast<const Epi*>(p.bias);
+    const float scale_d = T::kFp8Out ? __ldg(p.scale_d) : 1.0f;
 #pragma unroll
     for (int mm = 0; mm < kMmaM; ++mm) {
 #pragma unroll
@@ -48,7 +59,7 @@ struct RegisterEpilogue : Traits<Cfg> {
         if (row >= p.m) continue;
         const long long row_off = ((long long)u.b * p.m + row) * p.out_cols;
         Out* d = static_cast<Out*>(p.out) + row_off;
-        const Out* c = static_cast<const Out*>(p.c) + row_off;
+        const Epi* c = static_cast<const Epi*>(p.c) + row_off;
         const float row_add = Cfg::kBias == BiasKind::row ? to_float(bias[row]) : 0.0f;
         // The pre-activation value of accumulator a at GEMM column col (C only where D has it).
         auto pre = [&](float a, int col) {
@@ -67,7 +78,7 @@ struct RegisterEpilogue : Traits<Cfg> {
             const float* up = &acc[mm][4 * (i + BN / 16) + 2 * half];
             const int up_col = p.n / 2 + j;
             store2(d + j, silu(pre(g[0], j)) * pre(up[0], up_col), silu(pre(g[1], j + 1)) * pre(up[1], up_col + 1),
-                   j + 1 < p.out_cols, aligned);
+                   j + 1 < p.out_cols, aligned, scale_d);
           }
           continue;
         }
@@ -78,11 +89,11 @@ struct RegisterEpilogue : Traits<Cfg> {
           const float a0 = acc[mm][4 * i + 2 * half], a1 = acc[mm][4 * i + 2 * half + 1];
           if (Cfg::kGate == GateKind::interleaved) {
             // Columns 2j and 2j+1 of the GEMM are gate and up of output column j.
-            store2(d + col / 2, silu(pre(a0, col)) * pre(a1, col + 1), 0.0f, false, aligned);
+            store2(d + col / 2, silu(pre(a0, col)) * pre(a1, col + 1), 0.0f, false, aligned, scale_d);
             continue;
           }
           const bool two = col + 1 < p.n;
-          store2(d + col, activate(pre(a0, col)), two ? activate(pre(a1, col + 1)) : 0.0f, two, aligned);
+          store2(d + col, activate(pre(a0, col)), two ? activate(pre(a1, col + 1)) : 0.0f, two, aligned, scale_d);
         }
       }
     }

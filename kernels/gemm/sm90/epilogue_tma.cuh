@@ -16,6 +16,7 @@ struct TmaEpilogue : Traits<Cfg> {
   using T::BN, T::kAcc, T::kBoxBytes, T::kLoadC, T::kMmaM, T::kOutBoxes, T::kOutN, T::kPrefetchC, T::kStoreBoxes,
       T::kStoreTma, T::kWgRows, T::activate, T::pack2, T::part, T::silu, T::to_float;
   using Out = typename T::Out;
+  using Epi = typename T::Epi;
   using Unit = typename Scheduler<Cfg>::Unit;
 
   // This consumer's staging buffer.
@@ -46,7 +47,7 @@ struct TmaEpilogue : Traits<Cfg> {
   static __device__ __forceinline__ void load_col_bias(const GemmParams& p, const Unit& u, int box0,
                                                        float (&col_add)[kBoxGroups][2]) {
     const int lane = threadIdx.x % 32;
-    const Out* bias = static_cast<const Out*>(p.bias);
+    const Epi* bias = static_cast<const Epi*>(p.bias);
 #pragma unroll
     for (int g = 0; g < kBoxGroups; ++g)
 #pragma unroll
@@ -65,7 +66,7 @@ struct TmaEpilogue : Traits<Cfg> {
                                                      u8* st, int row0, int box0,
                                                      const float (&col_add)[kBoxGroups][2]) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x % 128 / 32;
-    const Out* bias = static_cast<const Out*>(p.bias);
+    const Epi* bias = static_cast<const Epi*>(p.bias);
 #pragma unroll
     for (int mm = 0; mm < kMmaM; ++mm) {
       float row_add[2];
@@ -110,7 +111,7 @@ struct TmaEpilogue : Traits<Cfg> {
     u8* st = staging_of(staging, consumer);
     const int row0 = u.m0 + part(consumer) * kWgRows;
     const int out0 = Cfg::kGate == GateKind::none ? u.n0 : u.n0 / 2;  // the tile's first column of D
-    const Out* bias = static_cast<const Out*>(p.bias);
+    const Epi* bias = static_cast<const Epi*>(p.bias);
 #pragma unroll
     for (int box0 = 0; box0 < kOutBoxes; box0 += kStoreBoxes) {
       float col_add[kBoxGroups][2];

@@ -18,6 +18,7 @@ struct GemmParams {
   const void* bias;
   const float* scale_a;  // fp8 scales (GemmArgs)
   const float* scale_b;
+  const float* scale_d;  // an fp8 D's scale
   float* partials;  // split-K: one fp32 tile per work unit
   int* counters;    // split-K: arrivals per tile, zero between launches
   int m, n, k, batch;

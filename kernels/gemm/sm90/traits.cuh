@@ -81,12 +81,17 @@ struct Traits {
       ptx::named_barrier(kBarTile, 128 * kConsumers);
   }
 
-  // D, C and the bias share the output dtype: float, or 16-bit bf16/f16 kept as raw bits.
-  using Out = typename Select<Cfg::kOut == DType::f32, float, u16>::type;
+  // D's elements: float, 16-bit bf16/f16 or 8-bit fp8 kept as raw bits. C and the bias share D's
+  // dtype, except that they are bf16 when D is fp8 (GemmProblem::epilogue_dtype).
+  static constexpr bool kFp8Out = Cfg::kOut == DType::e4m3 || Cfg::kOut == DType::e5m2;
+  static constexpr DType kEpiDType = kFp8Out ? DType::bf16 : Cfg::kOut;
+  using Out = typename Select<Cfg::kOut == DType::f32, float, typename Select<kFp8Out, u8, u16>::type>::type;
+  using Epi = typename Select<kEpiDType == DType::f32, float, u16>::type;
+  static_assert(!kFp8Out || (!kStoreTma && Cfg::kGate == GateKind::none), "An fp8 D is stored from registers.");
 
   static __device__ __forceinline__ float to_float(float v) { return v; }
   static __device__ __forceinline__ float to_float(u16 v) {
-    return Cfg::kOut == DType::bf16 ? ptx::bf16_to_float(v) : ptx::f16_to_float(v);
+    return kEpiDType == DType::bf16 ? ptx::bf16_to_float(v) : ptx::f16_to_float(v);
   }
 
   static __device__ __forceinline__ float activate(float x) { return epi::activate<true>(x, Cfg::kAct); }

@@ -129,6 +129,7 @@ class NativeKernel final : public Kernel {
     params.bias = args.bias;
     params.scale_a = args.scale_a;
     params.scale_b = args.scale_b;
+    params.scale_d = args.scale_d;
     params.counters = static_cast<int*>(args.workspace);
     params.partials = reinterpret_cast<float*>(static_cast<char*>(args.workspace) + counters_bytes_);
     params.m = int(p.m), params.n = int(p.n), params.k = int(p.k), params.batch = int(p.batch);

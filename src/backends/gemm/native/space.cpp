@@ -61,7 +61,6 @@ std::string unsupported_reason(const GemmProblem& p) {
   if (row_bytes % 16 != 0)
     return fmt::format("rows of A are K*{} = {} bytes; TMA needs a multiple of 16 (K % {} == 0)", es, row_bytes,
                        16 / es);
-  if (is_fp8(p.out)) return "fp8 outputs are not in the native templates yet";
   if (p.epilogue.scale == ScaleKind::block128 && p.epilogue.gate == GateKind::split)
     return "block scales with a split SwiGLU gate are not in the native templates (use the interleaved gate)";
   if (p.layout == Layout::nn && p.n % 8 != 0)
@@ -81,6 +80,7 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
                                  : "");
   if (c.promote && !is_fp8(p.a)) return "promotion is for fp8 inputs";
   if (c.overlap && !c.promote) return "overlap is a way of promoting";
+  if (c.store_tma() && is_fp8(p.out)) return "an fp8 D is stored from registers";
   // The column scales (BN/4 a thread) beside more than 128 accumulators spill (ptxas, CUDA 13.0).
   if (p.epilogue.scale == ScaleKind::rowcol && c.acc_per_thread() > 128)
     return "per-column scales past 128 accumulators spill";
