@@ -192,6 +192,36 @@ def prepare_section(specs):
     return lines
 
 
+def chain_section(paths):
+    """A layer's GEMMs back to back (`gemmforge bench-chain --json`, a file per model and token count):
+    each chain's median with the rounds' p10-p90, its speed against cuBLASLt's chain, and what
+    programmatic dependent launch saves, paired by round."""
+    lines = ["| model | tokens | chain | median us | [p10, p90] | vs cuBLASLt | PDL saves us | PDL output |",
+             "|---|---|---|---|---|---|---|---|"]
+    for path in paths:
+        d = json.load(open(path))
+        base = d["modes"][0]["median_us"]
+        for m in d["modes"]:
+            pdl = m["name"].endswith("PDL")
+            saves = f"{d['pdl_saving_us']:.2f}" if pdl else ""
+            same = ("the same bits" if d["pdl_matches"] else "DIFFERS") if pdl else ""
+            lines.append(f"| {d['model']} | {d['tokens']} | {m['name']} | {m['median_us']:.2f} | "
+                         f"[{m['p10_us']:.2f}, {m['p90_us']:.2f}] | {base / m['median_us']:.3f} | {saves} | {same} |")
+    return lines
+
+
+def quantize_section(q):
+    """bf16 -> e4m3 quantization (bench/quantize_vs_torch.py) against the copy bandwidth."""
+    lines = [f"TB/s of x read once and q and its scales written once, against the copy bandwidth of the same run "
+             f"({q['copy_tbps']:.2f} TB/s); \"q agrees\" is the share of elements equal to torch's.", "",
+             "| scaling | rows x cols | torch eager TB/s | torch.compile TB/s | gemmforge TB/s | % of copy | q agrees |",
+             "|---|---|---|---|---|---|---|"]
+    for r in q["rows"]:
+        lines.append(f"| {r['scaling']} | {r['shape']} | {r['eager']:.2f} | {r['compile']:.2f} | "
+                     f"{r['gemmforge']:.2f} | {100 * r['gemmforge'] / q['copy_tbps']:.1f} | {r['agree']:.4f} |")
+    return lines
+
+
 def compile_times(paths):
     """backend -> seconds of each cold (not cached) successful compile."""
     times = defaultdict(list)
@@ -343,6 +373,8 @@ def main():
     ap.add_argument("--ab", nargs=2)
     ap.add_argument("--prepare", nargs="*", default=[], metavar="TITLE=FILE",
                     help="`gemmforge prepare --json` files: serving starts, one row each")
+    ap.add_argument("--chain", nargs="*", default=[], help="bench-chain JSON files")
+    ap.add_argument("--quantize", help="JSON of bench/quantize_vs_torch.py")
     ap.add_argument("--out", default="docs/PERFORMANCE.md")
     ap.add_argument("--plots", default="docs/plots")
     ap.add_argument("--seed", type=int, default=1)
@@ -382,6 +414,10 @@ def main():
         out += ["", "## The llama3-8b decoder layer in PyTorch", ""] + torch_section(json.load(open(a.torch)))
     if a.prepare:
         out += ["", "## A serving start from the tuning stores", ""] + prepare_section(a.prepare)
+    if a.chain:
+        out += ["", "## A layer's GEMMs back to back, with programmatic dependent launch", ""] + chain_section(a.chain)
+    if a.quantize:
+        out += ["", "## fp8 quantization", ""] + quantize_section(json.load(open(a.quantize)))
     compile_s = compile_times(a.compile)
     if compile_s:
         out += ["", "## Compile time per candidate (cold)", ""] + compile_section(compile_s)
