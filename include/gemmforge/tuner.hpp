@@ -40,6 +40,9 @@ struct TuneResult {
   std::map<std::string, std::string> skipped;  // backend -> why it offered nothing
   bool from_db = false;
   double seconds = 0;
+  // Where the seconds went (wall time; 0 for a decision from the DB): listing and compiling the candidates,
+  // verifying each in the worker (with the worker's setup), and the races.
+  double compile_seconds = 0, verify_seconds = 0, race_seconds = 0;
 };
 
 // One row of a bench: a backend's best kernel timed again beside the others in one run.

@@ -30,7 +30,8 @@ nlohmann::json tune_json(const TuneResult& r) {
           {"candidate", d.candidate}, {"config", d.config}, {"us", d.us},
           {"rate", d.rate},         {"search", d.search},   {"backend_version", d.backend_version},
           {"from_db", r.from_db},   {"seconds", r.seconds}, {"skipped", r.skipped},
-          {"measurements", ms}};
+          {"compile_seconds", r.compile_seconds}, {"verify_seconds", r.verify_seconds},
+          {"race_seconds", r.race_seconds},     {"measurements", ms}};
 }
 
 nlohmann::json bench_json(const BenchResult& b) {

@@ -191,9 +191,11 @@ TuneResult Tuner::Impl::tune(const Problem& problem) {
     }
     progress(key + " compile", ++done, int(cands.size()));
   });
+  result.compile_seconds = seconds_since(start);
 
   // Each candidate verified on its own (one that crashes or hangs the worker costs a restart, and
   // only its own result), then the verified ones timed against each other.
+  const auto verify_start = std::chrono::steady_clock::now();
   tune::MeasureSession session(worker_exe(), Problem::kFamily, key, seed(), opt.candidate_timeout_s);
   std::vector<Measurement*> verified;
   result.measurements.reserve(cands.size());
@@ -212,6 +214,8 @@ TuneResult Tuner::Impl::tune(const Problem& problem) {
     if (result.measurements.back().verified) verified.push_back(&result.measurements.back());
     progress(key + " verify", int(i + 1), int(cands.size()));
   }
+  result.verify_seconds = seconds_since(verify_start);
+  const auto race_start = std::chrono::steady_clock::now();
   time_together(session, verified, kScreenRounds, problem);
 
   // Each backend's fastest within the band of its best, timed again in a longer race: the pick of
@@ -234,6 +238,7 @@ TuneResult Tuner::Impl::tune(const Problem& problem) {
       contenders.insert(contenders.end(), mine.begin(), mine.end());
     }
   if (contenders.size() > 1) time_together(session, contenders, kFinalRounds, problem);
+  result.race_seconds = seconds_since(race_start);
   const Measurement* best = best_of(result.measurements);
   GF_CHECK(best, "no candidate passed verification for {} ({} tried; first error: {})", key, cands.size(),
            result.measurements.front().error);
