@@ -204,7 +204,9 @@ def chain_section(paths):
         for m in d["modes"]:
             pdl = m["name"].endswith("PDL")
             saves = f"{d['pdl_saving_us']:.2f}" if pdl else ""
-            same = ("the same bits" if d["pdl_matches"] else "DIFFERS") if pdl else ""
+            same = ""
+            if pdl:
+                same = f"the same (rel err {d.get('pdl_rel_err', 0):.1e})" if d["pdl_matches"] else "DIFFERS"
             lines.append(f"| {d['model']} | {d['tokens']} | {m['name']} | {m['median_us']:.2f} | "
                          f"[{m['p10_us']:.2f}, {m['p90_us']:.2f}] | {base / m['median_us']:.3f} | {saves} | {same} |")
     return lines

@@ -16,6 +16,19 @@ Verdict run_once(const Trial& t, cudaStream_t stream) {
   return t.verify();
 }
 
+// Two launches on set 0, the second on the workspace as the first left it (a runtime zeroes a
+// kernel's workspace once, and split-K counters must be back at zero), the outputs poisoned
+// between them: a kernel that leaves state behind or stops writing fails.
+Verdict run_twice(const Trial& t, cudaStream_t stream) {
+  if (t.reset) t.reset();
+  t.launch(0);
+  t.poison();
+  t.launch(0);
+  GF_CUDA_CHECK(cudaGetLastError());
+  GF_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return t.verify();
+}
+
 }  // namespace
 
 std::unique_ptr<Bench> make_bench(std::string_view family, const std::string& key, const DeviceInfo& device,
@@ -32,7 +45,9 @@ Trial& Bench::built(const Candidate& candidate) {
 }
 
 MeasureResult Bench::measure(const Candidate& candidate, bool time, const TimingOptions& timing) {
-  return measure_trial(built(candidate), time, timing);
+  MeasureResult r = measure_trial(built(candidate), time, timing);
+  if (!r.verified) built_.erase(candidate.id());  // never raced: no need to keep it loaded
+  return r;
 }
 
 MeasureResult Bench::measure_trial(const Trial& t, bool time, const TimingOptions& timing) {
@@ -73,7 +88,7 @@ std::vector<MeasureResult> Bench::race(const std::vector<Candidate>& candidates,
   std::vector<MeasureResult> out(candidates.size());
   for (size_t i = 0; i < candidates.size(); ++i) {
     // Verified again after the race: a kernel whose later launches go wrong fails here.
-    Verdict after = run_once(*trials[i], stream());
+    Verdict after = run_twice(*trials[i], stream());
     MeasureResult& r = out[i];
     r.rel_err = after.rel_err;
     r.verified = after.error.empty();

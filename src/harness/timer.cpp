@@ -84,7 +84,13 @@ std::vector<Timing> Timer::race(const std::vector<std::function<void(int)>>& lau
   const int n_sets = std::max(sets, 1);
   size_t next = 0;
   int set = 0;
-  warm_up([&] { launches[next++ % n](set++ % n_sets); }, stream, {.warmup = int(n), .warmup_ms = o.warmup_ms});
+  warm_up(
+      [&] {
+        const size_t k = next++ % n;
+        if (before) before(k);
+        launches[k](set++ % n_sets);
+      },
+      stream, {.warmup = int(n), .warmup_ms = o.warmup_ms});
 
   const int rounds = std::max(o.rounds, 1);
   std::vector<cuda::Event> begins(n * size_t(rounds)), ends(n * size_t(rounds));

@@ -134,8 +134,8 @@ INSTANTIATE_TEST_SUITE_P(
                       // Mixed inputs: gradients (e5m2) by weights (e4m3), and the other way round.
                       "300x640x1040:e5m2xe4m3:scale=rowcol", "77x1000x4096:e4m3xe5m2:scale=block128+bias",
                       // fp8 D (the harness picks its scale_d), C and bias then bf16.
-                      "300x640x1040:e4m3->e4m3:scale=rowcol+bias", "129x1000x4096:e4m3->e5m2:scale=block128+residual+gelu",
-                      "16x4096x4096:e4m3->e4m3:scale=tensor"));
+                      "300x640x1040:e4m3->e4m3:scale=rowcol+bias",
+                      "129x1000x4096:e4m3->e5m2:scale=block128+residual+gelu", "16x4096x4096:e4m3->e4m3:scale=tensor"));
 
 TEST(Native, DeclinesWhatTmaCannotAddress) {
   EXPECT_NE(native::unsupported_reason(GemmProblem::parse("64x64x77:bf16")), "");
@@ -144,8 +144,9 @@ TEST(Native, DeclinesWhatTmaCannotAddress) {
 }
 
 // Programmatic dependent launch: a chain of GEMMs, each reading the one before's output, gives
-// the same bits launched with the attribute as without it. A kernel that read its input before
-// its dependency wait would read the previous GEMM's unfinished output.
+// the same values launched with the attribute as without it. A kernel that read its input before
+// its dependency wait would read the previous GEMM's unfinished output. (Not the same bits: a
+// split-K reduction of 3 or more slices adds them in the order they finish.)
 TEST(Native, PdlChainMatchesPlainLaunches) {
   const GemmProblem p = GemmProblem::parse("16x4096x4096:bf16");
   auto backend = find_backend<GemmProblem>("native");
@@ -172,7 +173,7 @@ TEST(Native, PdlChainMatchesPlainLaunches) {
       return test::to_host(x[kChain % 2].get(), DType::bf16, p.m * p.n);
     };
     const auto plain = chain(false), overlapped = chain(true);
-    EXPECT_EQ(plain, overlapped) << cand.name;
+    EXPECT_LT(test::rel_err(overlapped, plain), 1e-2) << cand.name;
     double rms = 0;
     for (double v : plain) rms += v * v;
     EXPECT_GT(rms / double(plain.size()), 0.01) << cand.name << ": the chain's values faded";

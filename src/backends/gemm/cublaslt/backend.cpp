@@ -39,16 +39,21 @@ class CublasLtKernel final : public Kernel {
  public:
   CublasLtKernel(const GemmProblem& p, const cublasLtMatmulAlgo_t& algo, size_t workspace, size_t alignment,
                  bool fast_accum)
-      : problem_(p), plan_(p, fast_accum), algo_(algo), workspace_(workspace), alignment_(alignment),
+      : problem_(p),
+        plan_(p, fast_accum),
+        algo_(algo),
+        workspace_(workspace),
+        alignment_(alignment),
         fast_accum_(fast_accum) {}
 
   void launch(const GemmArgs& args, cudaStream_t stream) override {
     GF_CHECK(!plan_.has_bias || args.bias, "problem has a bias epilogue but no bias pointer was given");
     GF_CHECK(args.workspace_bytes >= workspace_, "cuBLASLt kernel needs {} bytes of workspace, got {}", workspace_,
              args.workspace_bytes);
-    // Without a residual C is D (never read), except that an fp8 D has no C of its type: none.
-    const void* c = plan_.beta != 0.0f ? args.c : plan_.fp8_out ? nullptr : args.d;
-    GF_CHECK(c || plan_.beta == 0.0f, "problem has a residual (beta != 0) but no C pointer was given");
+    // Without a residual C is D, never read (for an fp8 D too, whose C descriptor is bf16: as
+    // PyTorch's scaled GEMM passes it).
+    const void* c = plan_.beta != 0.0f ? args.c : args.d;
+    GF_CHECK(c, "problem has a residual (beta != 0) but no C pointer was given");
     if (!plan_.has_pointers()) return matmul(plan_, args, c, stream);
     GF_CHECK(plan_.scale == ScaleKind::none || (args.scale_a && args.scale_b),
              "problem has fp8 scales but scale_a or scale_b is missing");
@@ -140,8 +145,8 @@ class CublasLtBackend final : public Backend {
     cublasLtMatmulPreferenceDestroy(pref);
     // cuBLASLt 13.x on the H200 answers "not supported" for the VEC128 / BLK128x128 scale modes.
     GF_CHECK(!(st == CUBLAS_STATUS_NOT_SUPPORTED && p.epilogue.scale == ScaleKind::block128),
-             "cuBLASLt {} has no block-scaled fp8 GEMM on this GPU (VEC128 / BLK128x128 scales): {}", cublasLtGetVersion(),
-             p.key());
+             "cuBLASLt {} has no block-scaled fp8 GEMM on this GPU (VEC128 / BLK128x128 scales): {}",
+             cublasLtGetVersion(), p.key());
     GF_CUBLAS_CHECK(st);
     for (int i = 0; i < found; ++i) {
       const auto& r = results[size_t(i)];
@@ -175,10 +180,9 @@ class CublasLtBackend final : public Backend {
   }
 
   std::unique_ptr<Kernel> build(const GemmProblem& p, const Candidate& c) const override {
-    return std::make_unique<CublasLtKernel>(p, from_hex(c.config.at("algo").get<std::string>()),
-                                            c.config.value("workspace", size_t(0)),
-                                            c.config.value("alignment", size_t(256)),
-                                            c.config.value("fast_accum", false));
+    return std::make_unique<CublasLtKernel>(
+        p, from_hex(c.config.at("algo").get<std::string>()), c.config.value("workspace", size_t(0)),
+        c.config.value("alignment", size_t(256)), c.config.value("fast_accum", false));
   }
 };
 
