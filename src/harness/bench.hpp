@@ -48,7 +48,8 @@ class Bench {
   // propagate as gf::Error; a wrong result is a MeasureResult with an error (measure_trial).
   MeasureResult measure(const Candidate& candidate, bool time, const TimingOptions& timing);
   // Times the candidates against each other in one race (Timer::race), then verifies each once
-  // more: the results in their order. Meant for candidates measure() verified just before.
+  // more, over two launches on an unreset workspace: the results in their order. Meant for
+  // candidates measure() verified just before.
   std::vector<MeasureResult> race(const std::vector<Candidate>& candidates, const RaceOptions& o);
   virtual int sets() const = 0;
   virtual cudaStream_t stream() const = 0;
