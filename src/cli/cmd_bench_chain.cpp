@@ -75,17 +75,19 @@ void run_bench_chain(const ChainOptions& o, const std::string& db_path) {
     GF_CHECK(p.epilogue.bias == BiasKind::none, "bench-chain: {} has a bias; the chain leaves biases out", p.key());
     l.a = cuda::DeviceBuffer(size_t(p.m * p.k) * 2);
     l.b = cuda::DeviceBuffer(size_t(p.n * p.k) * 2);
-    l.d = cuda::DeviceBuffer(size_t(p.m * p.out_cols()) * 2);
+    l.d = cuda::DeviceBuffer(size_t(p.m * p.n) * 2);  // cuBLASLt's plain gate_up writes all N columns
     harness::fill_uniform(l.a.get(), DType::bf16, p.m * p.k, seed++, -1.0f, 1.0f, stream.get());
     harness::fill_uniform(l.b.get(), DType::bf16, p.n * p.k, seed++, -0.05f, 0.05f, stream.get());
     if (p.epilogue.has_c()) {
       l.c = cuda::DeviceBuffer(size_t(p.m * p.out_cols()) * 2);
       harness::fill_uniform(l.c.get(), DType::bf16, p.m * p.out_cols(), seed++, -1.0f, 1.0f, stream.get());
     }
-    if (lt->supports(p).empty()) {
-      l.cublaslt = lt->build(p, lt->candidates(p, device, {.level = Search::fast, .top_k = 1}).front());
-      l.cublaslt_ws = cuda::DeviceBuffer(std::max<size_t>(l.cublaslt->workspace_bytes(), cublaslt::kWorkspaceBytes));
-    }
+    // cuBLASLt has no SwiGLU epilogue: its chain runs the plain gate_up GEMM there (no gate kernel),
+    // which favours it.
+    GemmProblem lt_problem = p;
+    if (!lt->supports(p).empty()) lt_problem.epilogue.gate = GateKind::none;
+    l.cublaslt = lt->build(lt_problem, lt->candidates(lt_problem, device, {.level = Search::fast, .top_k = 1}).front());
+    l.cublaslt_ws = cuda::DeviceBuffer(std::max<size_t>(l.cublaslt->workspace_bytes(), cublaslt::kWorkspaceBytes));
     const Candidate nc = native_choice(p, device, *db);
     l.native_name = nc.name;
     l.native = native->build(p, nc);
@@ -93,17 +95,6 @@ void run_bench_chain(const ChainOptions& o, const std::string& db_path) {
     GF_CUDA_CHECK(cudaMemsetAsync(l.native_ws.get(), 0, l.native_ws.bytes(), stream.get()));
     chain.push_back(std::move(link));
   }
-  // cuBLASLt has no SwiGLU epilogue: its chain runs the plain gate_up GEMM there (no gate kernel),
-  // which favours it.
-  for (auto& l : chain)
-    if (!l->cublaslt) {
-      GemmProblem plain = l->problem;
-      plain.epilogue.gate = GateKind::none;
-      l->cublaslt = lt->build(plain, lt->candidates(plain, device, {.level = Search::fast, .top_k = 1}).front());
-      l->cublaslt_ws = cuda::DeviceBuffer(std::max<size_t>(l->cublaslt->workspace_bytes(), cublaslt::kWorkspaceBytes));
-      l->d = cuda::DeviceBuffer(size_t(plain.m * plain.n) * 2);
-    }
-
   struct Mode {
     std::string name;
     bool native, pdl;
@@ -122,9 +113,9 @@ void run_bench_chain(const ChainOptions& o, const std::string& db_path) {
     run_chain(m);
     stream.sync();
     std::vector<float> out;
-    for (const auto& l : chain) {
-      std::vector<uint16_t> bits(l->d.bytes() / 2);
-      GF_CUDA_CHECK(cudaMemcpy(bits.data(), l->d.get(), l->d.bytes(), cudaMemcpyDeviceToHost));
+    for (const auto& l : chain) {  // the native kernels' D: M x out_cols (N/2 for gate_up)
+      std::vector<uint16_t> bits(size_t(l->problem.m * l->problem.out_cols()));
+      GF_CUDA_CHECK(cudaMemcpy(bits.data(), l->d.get(), bits.size() * 2, cudaMemcpyDeviceToHost));
       for (uint16_t b : bits) out.push_back(std::bit_cast<float>(uint32_t(b) << 16));
     }
     return out;

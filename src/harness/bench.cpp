@@ -6,10 +6,10 @@
 namespace gf::harness {
 namespace {
 
-// One launch on set 0 after the poison, verified.
-Verdict run_once(const Trial& t, cudaStream_t stream) {
+// One launch on set 0 after the poison (and the workspace's reset, unless told), verified.
+Verdict run_once(const Trial& t, cudaStream_t stream, bool reset = true) {
   t.poison();
-  if (t.reset) t.reset();
+  if (reset && t.reset) t.reset();
   t.launch(0);
   GF_CUDA_CHECK(cudaGetLastError());
   GF_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -22,11 +22,7 @@ Verdict run_once(const Trial& t, cudaStream_t stream) {
 Verdict run_twice(const Trial& t, cudaStream_t stream) {
   if (t.reset) t.reset();
   t.launch(0);
-  t.poison();
-  t.launch(0);
-  GF_CUDA_CHECK(cudaGetLastError());
-  GF_CUDA_CHECK(cudaStreamSynchronize(stream));
-  return t.verify();
+  return run_once(t, stream, /*reset=*/false);
 }
 
 }  // namespace

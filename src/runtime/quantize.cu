@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/arith.hpp"
 #include "cuda/check.hpp"
 #include "cuda/convert.cuh"
 #include "gemmforge/ops.hpp"
@@ -189,12 +190,12 @@ void quantize(const void* x, void* q, float* scale, int64_t rows, int64_t cols, 
       rowwise_kernel<T, Q><<<grid_for(rows), kThreads, 0, s>>>(X, Qp, scale, rows, cols);
       break;
     case QuantScaling::group1x128: {
-      const unsigned grid = grid_for((rows * ((cols + 127) / 128) + kThreads / 8 - 1) / (kThreads / 8));
+      const unsigned grid = grid_for(ceil_div(rows * ceil_div(cols, 128), kThreads / 8));  // 4 groups a warp
       (vec ? group_kernel<true, T, Q> : group_kernel<false, T, Q>)<<<grid, kThreads, 0, s>>>(X, Qp, scale, rows, cols);
       break;
     }
     case QuantScaling::block128x128: {
-      const unsigned grid = grid_for((rows + 127) / 128 * ((cols + 127) / 128));
+      const unsigned grid = grid_for(ceil_div(rows, 128) * ceil_div(cols, 128));
       (vec ? block_kernel<true, T, Q> : block_kernel<false, T, Q>)<<<grid, kThreads, 0, s>>>(X, Qp, scale, rows, cols);
       break;
     }

@@ -7,6 +7,17 @@ namespace {
 
 Measurement blank(const std::string& key, const Candidate& c) { return {key, c.backend, c.name, c.config}; }
 
+// The candidate's measurement from a worker's result (worker_main.cpp's result_json).
+Measurement from_result(const std::string& key, const Candidate& c, const nlohmann::json& r) {
+  Measurement m = blank(key, c);
+  m.verified = r.value("verified", false);
+  m.rel_err = r.value("rel_err", -1.0);
+  m.error = r.value("error", "");
+  m.us = r.value("us", 0.0);
+  m.graph_us = r.value("graph_us", 0.0);
+  return m;
+}
+
 }  // namespace
 
 MeasureSession::MeasureSession(const std::string& worker_exe, std::string_view family, std::string key, uint64_t seed,
@@ -24,20 +35,15 @@ void MeasureSession::ensure_problem() {
 
 Measurement MeasureSession::measure(const Candidate& candidate, bool time, bool graph) {
   ensure_problem();
-  Measurement m = blank(key_, candidate);
   auto reply = worker_.call(
       {{"op", "measure"}, {"candidate", candidate}, {"time", time}, {"timing", {{"graph", graph}}}}, timeout_s_);
   if (reply.value("crashed", false) || reply.value("fatal", false)) problem_ready_ = false;
   if (!reply.value("ok", false)) {
+    Measurement m = blank(key_, candidate);
     m.error = reply.value("error", "unknown worker error");
     return m;
   }
-  m.verified = reply.value("verified", false);
-  m.rel_err = reply.value("rel_err", -1.0);
-  m.error = reply.value("error", "");
-  m.us = reply.value("us", 0.0);
-  m.graph_us = reply.value("graph_us", 0.0);
-  return m;
+  return from_result(key_, candidate, reply);
 }
 
 std::vector<Measurement> MeasureSession::race(const std::vector<Candidate>& candidates, int rounds) {
@@ -52,14 +58,7 @@ std::vector<Measurement> MeasureSession::race(const std::vector<Candidate>& cand
   if (!reply.value("ok", false)) return {};
   std::vector<Measurement> out;
   const auto& results = reply.at("results");
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    Measurement m = blank(key_, candidates[i]);
-    m.verified = results.at(i).value("verified", false);
-    m.rel_err = results.at(i).value("rel_err", -1.0);
-    m.error = results.at(i).value("error", "");
-    m.us = results.at(i).value("us", 0.0);
-    out.push_back(std::move(m));
-  }
+  for (size_t i = 0; i < candidates.size(); ++i) out.push_back(from_result(key_, candidates[i], results.at(i)));
   return out;
 }
 

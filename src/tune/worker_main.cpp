@@ -24,6 +24,12 @@ harness::TimingOptions timing_from(const nlohmann::json& j) {
   return o;
 }
 
+// A measurement's fields, as the measure and race replies carry them.
+nlohmann::json result_json(const harness::MeasureResult& r) {
+  return {{"verified", r.verified}, {"rel_err", r.rel_err}, {"us", r.us},
+          {"graph_us", r.graph_us}, {"reps", r.reps},       {"error", r.error}};
+}
+
 // After a CUDA error: is the context still usable? Faults (illegal address, launch failure)
 // are sticky and poison every later call of this process.
 bool context_lost() {
@@ -59,9 +65,8 @@ int worker_main() {
         GF_CHECK(bench, "measure before problem");
         harness::MeasureResult r = bench->measure(req.at("candidate").get<Candidate>(), req.value("time", true),
                                                   timing_from(req.value("timing", nlohmann::json::object())));
-        reply = {{"ok", true},      {"verified", r.verified}, {"rel_err", r.rel_err},
-                 {"us", r.us},      {"graph_us", r.graph_us}, {"reps", r.reps},
-                 {"error", r.error}};
+        reply = result_json(r);
+        reply["ok"] = true;
       } else if (op == "race") {
         GF_CHECK(bench, "race before problem");
         harness::RaceOptions o;
@@ -70,8 +75,7 @@ int worker_main() {
         o.seed = req.value("seed", o.seed);
         auto results = bench->race(req.at("candidates").get<std::vector<Candidate>>(), o);
         nlohmann::json rs = nlohmann::json::array();
-        for (const auto& r : results)
-          rs.push_back({{"verified", r.verified}, {"rel_err", r.rel_err}, {"us", r.us}, {"error", r.error}});
+        for (const auto& r : results) rs.push_back(result_json(r));
         reply = {{"ok", true}, {"results", rs}};
       } else if (op == "copy_bandwidth") {
         reply = {{"ok", true}, {"tbps", harness::copy_bandwidth_tbps(device)}};

@@ -114,10 +114,10 @@ struct Gemm : Traits<Cfg> {
           if (kb == u.kb_begin) zero(acc);
           ptx::mbar_wait(&full[s], (it / kStages) & 1);
           ptx::wgmma_fence();
+          const u64 a = ptx::desc_advance(da, s * kStageA), b = ptx::desc_advance(db, s * kStageB);
           if constexpr (kOverlap) {
             // Even k-blocks into part_acc, odd ones into part_odd: the k-block before is promoted
             // while this one's wgmma runs, and its stage released once that wgmma is done.
-            const u64 a = ptx::desc_advance(da, s * kStageA), b = ptx::desc_advance(db, s * kStageB);
             const bool odd = (kb - u.kb_begin) % 2;
             if (odd)
               Mma<Cfg>::mma_stage(part_odd, a, b, false);
@@ -136,13 +136,11 @@ struct Gemm : Traits<Cfg> {
             prev_factors = factors;
             continue;
           }
-          Mma<Cfg>::mma_stage(part_acc, ptx::desc_advance(da, s * kStageA), ptx::desc_advance(db, s * kStageB), false);
+          Mma<Cfg>::mma_stage(part_acc, a, b, false);
           ptx::wgmma_commit();
           ptx::wgmma_wait<0>();
           if (leader) release(&empty[s]);
-#pragma unroll
-          for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(part_acc[mm]);
-          Scales<Cfg>::promote(acc, part_acc, factors);
+          promote_part(acc, part_acc, factors);
           continue;
         }
         ptx::mbar_wait(&full[s], (it / kStages) & 1);

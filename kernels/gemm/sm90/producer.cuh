@@ -44,6 +44,15 @@ struct Producer : Traits<Cfg> {
     ptx::launch_dependents();
   }
 
+  // A TN tile's B in two halves of BN/2 rows: gate rows [j0, j0 + BN/2) and up rows
+  // [N/2 + j0, ...) for a split gate, else the tile's own two halves.
+  static __device__ __forceinline__ int first_b_row(const Unit& u) {
+    return Cfg::kGate == GateKind::split ? u.n0 / 2 : u.n0;
+  }
+  static __device__ __forceinline__ int second_b_row(const GemmParams& p, const Unit& u) {
+    return Cfg::kGate == GateKind::split ? p.n / 2 + u.n0 / 2 : u.n0 + BN / 2;
+  }
+
   // Before the stream's previous kernel is done (programmatic dependent launch): the first
   // k-blocks of B of this CTA's first unit, the weights, into L2. L2 is coherent, so even a B
   // that kernel writes is read right later; the prefetch only saves DRAM latency.
@@ -51,8 +60,7 @@ struct Producer : Traits<Cfg> {
     const int unit = blockIdx.x / kCluster;
     if (Cfg::kNN || unit >= units) return;
     const Unit u = Scheduler<Cfg>::unit_at(p, unit, rank);
-    const int first = Cfg::kGate == GateKind::split ? u.n0 / 2 : u.n0;
-    const int second = Cfg::kGate == GateKind::split ? p.n / 2 + u.n0 / 2 : u.n0 + BN / 2;
+    const int first = first_b_row(u), second = second_b_row(p, u);
     for (int kb = u.kb_begin; kb < min(u.kb_end, u.kb_begin + kStages); ++kb) {
       if (kPairM) {
         ptx::tma_prefetch_l2(&p.b, kb * BK, rank ? second : first, u.b);
@@ -78,10 +86,7 @@ struct Producer : Traits<Cfg> {
       }
       return;
     }
-    // Two halves of BN/2 rows: gate rows [j0, j0 + BN/2) and up rows [N/2 + j0, ...) for a split
-    // gate, else the tile's own two halves.
-    const int first = Cfg::kGate == GateKind::split ? u.n0 / 2 : u.n0;
-    const int second = Cfg::kGate == GateKind::split ? p.n / 2 + u.n0 / 2 : u.n0 + BN / 2;
+    const int first = first_b_row(u), second = second_b_row(p, u);
     if (kPairM) {
       ptx::tma_load_3d_multicast(b + rank * (BN / 2) * kGemmRowBytes, &p.b, full, kb * BK, rank ? second : first, u.b, 0x3);
     } else if (Cfg::kGate == GateKind::split) {
