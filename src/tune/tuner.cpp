@@ -125,6 +125,27 @@ struct Tuner::Impl {
   BenchResult bench(const Problem& problem);
 };
 
+// Times from two races differ by their conditions (a longer race of fewer kernels runs hotter:
+// on H200 a few percent slower), so the final race decides alone. The screening race's times of those
+// that did not race again are put on the final race's scale, by the contenders' median ratio of
+// the two, so that the stored list (and a bench's best of each backend) reads on one scale.
+template <class Problem>
+void rescale_others(std::vector<Measurement>& all, const std::vector<Measurement*>& contenders,
+                    const std::vector<double>& screened_us, const Problem& problem) {
+  std::vector<double> ratios;
+  for (size_t i = 0; i < contenders.size(); ++i)
+    if (contenders[i]->verified && contenders[i]->us > 0 && screened_us[i] > 0)
+      ratios.push_back(contenders[i]->us / screened_us[i]);
+  if (ratios.empty()) return;
+  std::nth_element(ratios.begin(), ratios.begin() + ptrdiff_t(ratios.size() / 2), ratios.end());
+  const double ratio = ratios[ratios.size() / 2];
+  for (Measurement& m : all)
+    if (m.verified && m.us > 0 && std::find(contenders.begin(), contenders.end(), &m) == contenders.end()) {
+      m.us *= ratio;
+      m.rate = problem.rate(m.us);
+    }
+}
+
 // Times the measurements at `which` against each other in one race, or, when the race fails (a
 // kernel faulted or hung the worker in it), one by one.
 template <class Problem>
@@ -245,10 +266,13 @@ TuneResult Tuner::Impl::tune(const Problem& problem) {
       if (default_pick && std::find(mine.begin(), mine.end(), default_pick) == mine.end()) mine.push_back(default_pick);
       contenders.insert(contenders.end(), mine.begin(), mine.end());
     }
-  if (contenders.size() > 1) time_together(session, contenders, kFinalRounds, problem);
+  if (contenders.size() > 1) {
+    std::vector<double> screened;
+    for (const Measurement* m : contenders) screened.push_back(m->us);
+    time_together(session, contenders, kFinalRounds, problem);
+    rescale_others(result.measurements, contenders, screened, problem);
+  }
   result.race_seconds = seconds_since(race_start);
-  // From the final race where there was one: the others' times come from the first race, run
-  // under other conditions, and decide nothing.
   const Measurement* best = contenders.size() > 1 ? fastest(contenders) : nullptr;
   if (!best) best = best_of(result.measurements);
   GF_CHECK(best, "no candidate passed verification for {} ({} tried; first error: {})", key, cands.size(),
@@ -282,12 +306,16 @@ BenchResult Tuner::Impl::bench(const Problem& problem) {
                tuned.decision.search, to_string(opt.search.level));
 
   std::vector<BenchRow>& rows = result.rows;
-  for (const auto& b : enabled(problem))
-    if (const Measurement* m = best_of(measured, b->name()))
-      rows.push_back({b->name(),
-                      candidate_of(*m),
-                      {},
+  // Each backend's best; the decision's backend by the decision (one rescaled time may tie it).
+  for (const auto& b : enabled(problem)) {
+    const Measurement* m = best_of(measured, b->name());
+    if (b->name() == tuned.decision.backend)
+      for (const auto& x : measured)
+        if (x.backend == tuned.decision.backend && x.candidate == tuned.decision.candidate) m = &x;
+    if (m)
+      rows.push_back({b->name(), candidate_of(*m), {},
                       m->backend == tuned.decision.backend && m->candidate == tuned.decision.candidate});
+  }
   for (BenchRow& r : baselines(problem, measured)) rows.push_back(std::move(r));
 
   // Interleaved rounds, in a fresh order each round, each row keeping its median: clock drift

@@ -35,7 +35,8 @@ INSTANTIATE_TEST_SUITE_P(
                       "77x1000x1008:e4m3->bf16", "256x512x1024:e4m3->bf16:scale=tensor",
                       "130x384x512:e4m3->bf16:scale=rowcol", "64x256x256:e4m3->f16:scale=tensor+bias",
                       "96x128x64:e4m3->bf16:scale=rowcol+bias+relu", "130x384x512:e5m2xe4m3->bf16:scale=rowcol",
-                      // an fp8 D (the harness picks its scale_d) with a bf16 bias
+                      // an e4m3 D (the harness picks its scale_d), alone and with a bf16 bias; tensor scales only
+                      "256x512x1024:e4m3->e4m3:scale=tensor", "130x384x512:e5m2xe4m3->e4m3:scale=tensor",
                       "256x512x1024:e4m3->e4m3:scale=tensor+bias"));
 
 // Block scales (1x128 groups of X, 128x128 blocks of W, partial last ones): verified where this

@@ -50,10 +50,10 @@ class CublasLtKernel final : public Kernel {
     GF_CHECK(!plan_.has_bias || args.bias, "problem has a bias epilogue but no bias pointer was given");
     GF_CHECK(args.workspace_bytes >= workspace_, "cuBLASLt kernel needs {} bytes of workspace, got {}", workspace_,
              args.workspace_bytes);
-    // Without a residual C is D, never read (for an fp8 D too, whose C descriptor is bf16: as
-    // PyTorch's scaled GEMM passes it).
-    const void* c = plan_.beta != 0.0f ? args.c : args.d;
-    GF_CHECK(c, "problem has a residual (beta != 0) but no C pointer was given");
+    // Without a residual C is never read: it is D, or for an fp8 D (whose C descriptor is bf16)
+    // none, since cuBLASLt takes C == D as in place and refuses the types' mismatch (status 7).
+    GF_CHECK(plan_.beta == 0.0f || args.c, "problem has a residual (beta != 0) but no C pointer was given");
+    const void* c = plan_.beta != 0.0f ? args.c : plan_.fp8_out ? nullptr : args.d;
     if (!plan_.has_pointers()) return matmul(plan_, args, c, stream);
     GF_CHECK(plan_.scale == ScaleKind::none || (args.scale_a && args.scale_b),
              "problem has fp8 scales but scale_a or scale_b is missing");

@@ -83,6 +83,9 @@ std::string unsupported_reason(const GemmProblem& p) {
     if (p.a == DType::e5m2 && p.b == DType::e5m2) return "cuBLASLt has no e5m2 x e5m2 GEMM";
     if (p.k % 16 != 0) return "fp8 needs K a multiple of 16 (16-byte rows)";
   }
+  // Measured on an H200 (cuBLASLt 13, 2026-12-03): status 15 (not supported) for both.
+  if (p.out == DType::e5m2) return "cuBLASLt has no e5m2 D (an e4m3 D only)";
+  if (is_fp8(p.out) && e.scale != ScaleKind::tensor) return "cuBLASLt has an fp8 D with tensor scales only";
   if (e.gate != GateKind::none) return "cuBLASLt has no SwiGLU epilogue";
   if (e.bias == BiasKind::row) return "cuBLASLt's bias runs along N only (no per-row bias)";
   if (!epilogue_of(e)) return fmt::format("cuBLASLt has no {} epilogue", to_string(e.act));
@@ -116,6 +119,8 @@ MatmulPlan::MatmulPlan(const GemmProblem& p, bool fast_accum) {
         set_desc(desc, attr, placeholder);
     }
   }
+  // An fp8 D's scale pointer too, so that the heuristic offers algorithms that scale D.
+  if (fp8_out) set_desc(desc, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, reinterpret_cast<const void*>(uintptr_t{256}));
   bool tn = p.layout == Layout::tn;
   cublasOperation_t op_a = tn ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = CUBLAS_OP_N;
   set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSA, op_a);
