@@ -17,8 +17,8 @@ namespace gf {
 struct TuneOptions {
   std::vector<std::string> backends;  // empty: every available backend of each family
   SearchOptions search;
-  bool force = false;      // tune again even when the DB has a decision
-  bool use_cache = true;   // false: compile every candidate afresh, over what the kernel cache holds
+  bool force = false;     // tune again even when the DB has a decision
+  bool use_cache = true;  // false: compile every candidate afresh, over what the kernel cache holds
   // Only candidates whose names contain one of these comma-separated texts, to study a few
   // variants; the DB is neither read nor written, since the winner of a cut space is no decision.
   std::string only;
@@ -70,6 +70,11 @@ class Tuner {
   // any backend passes verification.
   TuneResult tune(const GemmProblem& problem);
   TuneResult tune(const RowOpSpec& problem);
+  // Starts listing and compiling the problem's candidates in the background (unless its stored
+  // decision stands), so that tune(problem) later finds them compiled: a caller with several
+  // problems prefetches the next before tuning the current, and compiling overlaps measuring.
+  void prefetch(const GemmProblem& problem);
+  void prefetch(const RowOpSpec& problem);
   // Tunes if needed, then times the winner, each backend's best and the family's baselines
   // (GEMMs: cuBLASLt's own pick and the eager plan) again, side by side in interleaved rounds.
   BenchResult bench(const GemmProblem& problem);

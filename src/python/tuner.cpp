@@ -75,7 +75,10 @@ void bind_family(nb::class_<PyTuner>& c) {
        Release())
       .def(
           "bench", [](PyTuner& t, const Problem& p) { return bench_json(t.tuner->bench(p)).dump(); },
-          nb::arg("problem"), Release());
+          nb::arg("problem"), Release())
+      .def(
+          "prefetch", [](PyTuner& t, const Problem& p) { t.tuner->prefetch(p); }, nb::arg("problem"),
+          "Lists and compiles the problem's candidates in the background, for a later tune or bench");
 }
 
 }  // namespace

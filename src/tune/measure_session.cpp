@@ -20,9 +20,9 @@ Measurement from_result(const std::string& key, const Candidate& c, const nlohma
 
 }  // namespace
 
-MeasureSession::MeasureSession(const std::string& worker_exe, std::string_view family, std::string key, uint64_t seed,
+MeasureSession::MeasureSession(WorkerProcess& worker, std::string_view family, std::string key, uint64_t seed,
                                double timeout_s)
-    : worker_({worker_exe, "__worker"}), family_(family), key_(std::move(key)), seed_(seed), timeout_s_(timeout_s) {}
+    : worker_(worker), family_(family), key_(std::move(key)), seed_(seed), timeout_s_(timeout_s) {}
 
 void MeasureSession::ensure_problem() {
   if (problem_ready_ && worker_.alive()) return;

@@ -1,6 +1,7 @@
 #pragma once
 // Measures candidates of one problem in a worker process, restarting the worker (and setting the
-// problem up again) whenever a candidate crashes it or hangs.
+// problem up again) whenever a candidate crashes it or hangs. The worker is the tuner's, kept
+// across its problems: each new process pays for a CUDA context and library handles again.
 #include <string>
 #include <vector>
 
@@ -12,9 +13,9 @@ namespace gf::tune {
 
 class MeasureSession {
  public:
-  // family and key name the problem (GemmProblem::kFamily and key()).
-  MeasureSession(const std::string& worker_exe, std::string_view family, std::string key, uint64_t seed,
-                 double timeout_s);
+  // family and key name the problem (GemmProblem::kFamily and key()); the session sets it up in
+  // the worker at its first measurement.
+  MeasureSession(WorkerProcess& worker, std::string_view family, std::string key, uint64_t seed, double timeout_s);
   // Verifies and (if `time`) times the candidate. Never throws for a bad candidate: the
   // Measurement carries the error. Its rate is left for the caller, who knows the problem.
   // graph: also time it back to back in a CUDA graph (Measurement::graph_us).
@@ -26,7 +27,7 @@ class MeasureSession {
 
  private:
   void ensure_problem();
-  WorkerProcess worker_;
+  WorkerProcess& worker_;
   std::string family_, key_;
   uint64_t seed_;
   double timeout_s_;

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <iterator>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -69,6 +71,15 @@ std::vector<BenchRow> baselines(const RowOpSpec&, const std::vector<Measurement>
 
 }  // namespace
 
+// A problem's candidates, listed, and what compiling each gave.
+template <class Problem>
+struct PreparedProblem {
+  std::vector<std::pair<std::shared_ptr<BackendOf<Problem>>, Candidate>> cands;
+  std::vector<CompileReport> compiled;
+  std::map<std::string, std::string> skipped;  // backend -> why it offered nothing
+  double seconds = 0;
+};
+
 struct Tuner::Impl {
   TuneOptions opt;
   DeviceInfo device = DeviceInfo::query();
@@ -119,6 +130,35 @@ struct Tuner::Impl {
     return int(parse_search(d.search)) >= int(opt.search.level);
   }
 
+  // The stored decision that stands for this run, if any (see Tuner::tune).
+  template <class Problem>
+  std::optional<Decision> stored(const Problem& problem) const {
+    if (opt.force || !opt.only.empty()) return std::nullopt;
+    std::vector<std::string> wanted;
+    for (const auto& b : enabled(problem)) wanted.push_back(b->name());
+    std::optional<Decision> d = db->decision(problem.key());
+    return d && still_valid<Problem>(*d, wanted) ? d : std::nullopt;
+  }
+
+  // Problems whose candidates are being listed and compiled ahead (Tuner::prefetch), by key.
+  std::map<std::string, std::future<PreparedProblem<GemmProblem>>> gemm_prefetched;
+  std::map<std::string, std::future<PreparedProblem<RowOpSpec>>> rowop_prefetched;
+  template <class Problem>
+  auto& prefetched() {
+    if constexpr (std::is_same_v<Problem, GemmProblem>)
+      return gemm_prefetched;
+    else
+      return rowop_prefetched;
+  }
+  // One worker for all the problems: each session sets its problem up in it.
+  std::unique_ptr<WorkerProcess> worker;
+
+  template <class Problem>
+  PreparedProblem<Problem> prepare(const Problem& problem, bool report);
+  template <class Problem>
+  PreparedProblem<Problem> take_prefetched(const Problem& problem);
+  template <class Problem>
+  void prefetch(const Problem& problem);
   template <class Problem>
   TuneResult tune(const Problem& problem);
   template <class Problem>
@@ -169,6 +209,62 @@ void time_together(tune::MeasureSession& session, const std::vector<Measurement*
   }
 }
 
+// Lists the candidates of every backend that can run the problem and compiles them in parallel
+// (threads; NVRTC is thread-safe). report: progress as it goes (not from a prefetch, whose thread
+// must not call back into a caller that may be busy, such as Python holding its GIL).
+template <class Problem>
+PreparedProblem<Problem> Tuner::Impl::prepare(const Problem& problem, bool report) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string key = problem.key();
+  PreparedProblem<Problem> prep;
+  for (const auto& b : enabled(problem)) {
+    if (std::string why = b->supports(problem); !why.empty()) {
+      prep.skipped[b->name()] = why;
+      continue;
+    }
+    try {
+      for (auto& c : b->candidates(problem, device, opt.search))
+        if (name_matches(c.name, opt.only)) prep.cands.emplace_back(b, std::move(c));
+    } catch (const Error& e) {
+      prep.skipped[b->name()] = e.what();
+    }
+  }
+  GF_CHECK(!prep.cands.empty(), "no backend offers a candidate for {}{}", key,
+           opt.only.empty() ? "" : fmt::format(" whose name contains one of '{}'", opt.only));
+  prep.compiled.resize(prep.cands.size());
+  std::atomic<int> done{0};
+  parallel_for(int(prep.cands.size()), opt.compile_jobs, [&](int i) {
+    const auto& [backend, cand] = prep.cands[size_t(i)];
+    try {
+      prep.compiled[size_t(i)] = backend->compile(problem, cand, opt.use_cache);
+    } catch (const std::exception& e) {
+      prep.compiled[size_t(i)] = {.ok = false, .log = e.what()};
+    }
+    if (report) progress(key + " compile", ++done, int(prep.cands.size()));
+  });
+  prep.seconds = seconds_since(start);
+  return prep;
+}
+
+// The problem's prefetched preparation, waited for, or (none) prepared now.
+template <class Problem>
+PreparedProblem<Problem> Tuner::Impl::take_prefetched(const Problem& problem) {
+  auto& pending = prefetched<Problem>();
+  auto it = pending.find(problem.key());
+  if (it == pending.end()) return prepare(problem, true);
+  std::future<PreparedProblem<Problem>> f = std::move(it->second);
+  pending.erase(it);
+  return f.get();  // rethrows what preparing threw
+}
+
+template <class Problem>
+void Tuner::Impl::prefetch(const Problem& problem) {
+  const std::string key = problem.key();
+  auto& pending = prefetched<Problem>();
+  if (!problem.invalid_reason().empty() || enabled(problem).empty() || pending.count(key) || stored(problem)) return;
+  pending.emplace(key, std::async(std::launch::async, [this, problem] { return prepare(problem, false); }));
+}
+
 template <class Problem>
 TuneResult Tuner::Impl::tune(const Problem& problem) {
   auto start = std::chrono::steady_clock::now();
@@ -183,49 +279,23 @@ TuneResult Tuner::Impl::tune(const Problem& problem) {
   std::vector<std::string> wanted;
   for (const auto& b : family) wanted.push_back(b->name());
 
-  if (!opt.force && opt.only.empty())
-    if (auto d = db->decision(key); d && still_valid<Problem>(*d, wanted)) {
-      result.decision = *d;
-      result.from_db = true;
-      result.seconds = seconds_since(start);
-      return result;
-    }
-
-  // Candidates of every backend that can run the problem.
-  std::vector<std::pair<std::shared_ptr<BackendOf<Problem>>, Candidate>> cands;
-  for (const auto& b : family) {
-    if (std::string why = b->supports(problem); !why.empty()) {
-      result.skipped[b->name()] = why;
-      continue;
-    }
-    try {
-      for (auto& c : b->candidates(problem, device, opt.search))
-        if (name_matches(c.name, opt.only)) cands.emplace_back(b, std::move(c));
-    } catch (const Error& e) {
-      result.skipped[b->name()] = e.what();
-    }
+  if (std::optional<Decision> d = stored(problem)) {
+    result.decision = *d;
+    result.from_db = true;
+    result.seconds = seconds_since(start);
+    return result;
   }
-  GF_CHECK(!cands.empty(), "no backend offers a candidate for {}{}", key,
-           opt.only.empty() ? "" : fmt::format(" whose name contains one of '{}'", opt.only));
 
-  // Compile in parallel (threads; NVRTC is thread-safe), then measure one by one in the worker.
-  std::vector<CompileReport> compiled(cands.size());
-  std::atomic<int> done{0};
-  parallel_for(int(cands.size()), opt.compile_jobs, [&](int i) {
-    const auto& [backend, cand] = cands[size_t(i)];
-    try {
-      compiled[size_t(i)] = backend->compile(problem, cand, opt.use_cache);
-    } catch (const std::exception& e) {
-      compiled[size_t(i)] = {.ok = false, .log = e.what()};
-    }
-    progress(key + " compile", ++done, int(cands.size()));
-  });
-  result.compile_seconds = seconds_since(start);
+  PreparedProblem<Problem> prep = take_prefetched(problem);
+  result.skipped = prep.skipped;
+  result.compile_seconds = prep.seconds;
+  const auto& cands = prep.cands;
+  const auto& compiled = prep.compiled;
 
   // Each candidate verified on its own (one that crashes or hangs the worker costs a restart, and
   // only its own result), then the verified ones timed against each other.
   const auto verify_start = std::chrono::steady_clock::now();
-  tune::MeasureSession session(worker_exe(), Problem::kFamily, key, seed(), opt.candidate_timeout_s);
+  tune::MeasureSession session(*worker, Problem::kFamily, key, seed(), opt.candidate_timeout_s);
   std::vector<Measurement*> verified;
   result.measurements.reserve(cands.size());
   for (size_t i = 0; i < cands.size(); ++i) {
@@ -313,14 +383,16 @@ BenchResult Tuner::Impl::bench(const Problem& problem) {
       for (const auto& x : measured)
         if (x.backend == tuned.decision.backend && x.candidate == tuned.decision.candidate) m = &x;
     if (m)
-      rows.push_back({b->name(), candidate_of(*m), {},
+      rows.push_back({b->name(),
+                      candidate_of(*m),
+                      {},
                       m->backend == tuned.decision.backend && m->candidate == tuned.decision.candidate});
   }
   for (BenchRow& r : baselines(problem, measured)) rows.push_back(std::move(r));
 
   // Interleaved rounds, in a fresh order each round, each row keeping its median: clock drift
   // over the run, and a row's place in it, hit every row alike.
-  tune::MeasureSession session(worker_exe(), Problem::kFamily, tuned.problem, seed(), opt.candidate_timeout_s);
+  tune::MeasureSession session(*worker, Problem::kFamily, tuned.problem, seed(), opt.candidate_timeout_s);
   const int n = std::max(1, opt.bench_rounds);
   std::vector<std::vector<Measurement>> rounds(rows.size());
   std::vector<size_t> order(rows.size());
@@ -358,6 +430,7 @@ Tuner::Tuner(TuneOptions options) : impl_(std::make_unique<Impl>()) {
            "no GPU: {}. Listing and compiling candidates still work (gemmforge candidates, gemmforge compile).",
            I.device.absent_reason);
   I.db = TuningDb::open(I.opt.db_path.string(), I.device.fingerprint());
+  I.worker = std::make_unique<WorkerProcess>(std::vector<std::string>{I.worker_exe(), "__worker"});
   if (I.opt.compile_jobs <= 0) I.opt.compile_jobs = default_jobs();
   for (const auto& name : I.opt.backends)
     GF_CHECK(find_backend<GemmProblem>(name) || find_backend<RowOpSpec>(name), "unknown backend '{}' (known: {})", name,
@@ -371,12 +444,13 @@ Tuner::~Tuner() = default;
 
 TuneResult Tuner::tune(const GemmProblem& problem) { return impl_->tune(problem); }
 TuneResult Tuner::tune(const RowOpSpec& problem) { return impl_->tune(problem); }
+void Tuner::prefetch(const GemmProblem& problem) { impl_->prefetch(problem); }
+void Tuner::prefetch(const RowOpSpec& problem) { impl_->prefetch(problem); }
 BenchResult Tuner::bench(const GemmProblem& problem) { return impl_->bench(problem); }
 BenchResult Tuner::bench(const RowOpSpec& problem) { return impl_->bench(problem); }
 
 double Tuner::copy_bandwidth_tbps() {
-  WorkerProcess worker({impl_->worker_exe(), "__worker"});
-  auto reply = worker.call({{"op", "copy_bandwidth"}}, impl_->opt.candidate_timeout_s);
+  auto reply = impl_->worker->call({{"op", "copy_bandwidth"}}, impl_->opt.candidate_timeout_s);
   GF_CHECK(reply.value("ok", false), "the copy bandwidth could not be measured: {}", reply.value("error", ""));
   return reply.at("tbps").get<double>();
 }

@@ -160,6 +160,7 @@ def test_optimize_rewrites_modules_and_interleaves_gate_up():
     specs = gft.problems(block, [16])
     assert "16x256x64:bf16:swiglu" in specs and "16x64x128:bf16" in specs and "rmsnorm:16x64:bf16" in specs
     assert "16x32x64:bf16:bias+gelu_tanh" in specs and "layernorm:16x32:bf16" in specs
+    assert "16x64x128:bf16:residual" in specs  # down as wide as the norms: a residual under torch.compile
     for s in specs:  # every spec the model runs is one the library parses
         (gemmforge.rowop if s[0].isalpha() else gemmforge.problem)(s)
 

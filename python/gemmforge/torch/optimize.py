@@ -187,12 +187,24 @@ def problems(model: nn.Module, tokens: Iterable[int], dtype: str = "bf16", backw
     with backward, those of a training step."""
     tokens = list(tokens)
     seen, out = set(), []
+
+    def add(specs):
+        for p in specs:
+            if p not in seen:
+                seen.add(p)
+                out.append(p)
+
     for m in model.modules():
         if isinstance(m, (Linear, GatedMLP, RMSNorm, LayerNorm)):
-            for p in m.problems(tokens, dtype, backward):
-                if p not in seen:
-                    seen.add(p)
-                    out.append(p)
+            add(m.problems(tokens, dtype, backward))
+    if not backward:
+        # Under torch.compile a residual add folds into the GEMM before it (passes.py): a Linear
+        # as wide as the residual stream (the norms' width) runs with a residual there.
+        widths = {m.weight.shape[0] for m in model.modules() if isinstance(m, (RMSNorm, LayerNorm))}
+        for m in model.modules():
+            if isinstance(m, Linear) and not m.epilogue and m.out_features in widths:
+                add(_ops.gemm_spec(t, m.out_features, m.in_features, dtype, bias=m.bias is not None, residual=True)
+                    for t in tokens)
     return out
 
 
