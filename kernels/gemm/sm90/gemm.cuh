@@ -201,8 +201,10 @@ struct Gemm : Traits<Cfg> {
       __syncthreads();
     const int units = Scheduler<Cfg>::units(p);
     // Launched early (programmatic dependent launch): the weights start for L2, then every thread
-    // waits for the stream's previous kernel before it reads or writes anything else.
-    if (threadIdx.x == 0) Producer<Cfg>::prefetch_b(p, units, kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0);
+    // waits for the stream's previous kernel before it reads or writes anything else. A plain
+    // launch skips the prefetch: its producer loads the same k-blocks at once.
+    if (p.pdl && threadIdx.x == 0)
+      Producer<Cfg>::prefetch_b(p, units, kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0);
     ptx::grid_dependency_wait();
     if (threadIdx.x < 128) {
       if (kConsumers > 1) ptx::regs_dealloc<40>();

@@ -26,6 +26,7 @@ struct GemmParams {
   int tiles_m, tiles_n;
   float alpha, beta;
   int pairs_aligned;  // D rows hold whole 2-element pairs at aligned addresses
+  int pdl;            // launched early (programmatic dependent launch): prefetch the weights
 };
 
 // The TMA-store epilogue's staging: store_boxes 64-column boxes (128 bytes a row) of each
