@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <vector>
 
 #include "gemmforge/runtime.hpp"
@@ -49,6 +50,35 @@ TEST(Tuner, PlantedFaultsDoNotStopTuning) {
   TuneResult again = tuner.tune(p);
   EXPECT_TRUE(again.from_db);
   EXPECT_EQ(again.decision.candidate, r.decision.candidate);
+}
+
+// Problems prefetched (listed and compiled on a background thread) tune as ones tuned on the
+// spot, one after another in the tuner's one worker, a row op between two GEMMs.
+TEST(Tuner, PrefetchedProblemsTuneInOneWorker) {
+  TuneOptions o;
+  o.backends = {"cublaslt", "native"};
+  o.search = {.level = Search::fast};
+  o.db_path = fresh_db("prefetch");
+  Tuner tuner(o);
+  const GemmProblem a = GemmProblem::parse("77x1000x1008:bf16"), b = GemmProblem::parse("256x512x128:bf16:bias");
+  const RowOpSpec norm = RowOpSpec::parse("rmsnorm:300x1000:bf16");
+  tuner.prefetch(a);
+  tuner.prefetch(norm);
+  tuner.prefetch(b);
+  tuner.prefetch(a);  // already under way: prepared once
+  auto check = [](const TuneResult& r) {
+    EXPECT_FALSE(r.from_db) << r.problem;
+    std::set<std::string> verified;
+    for (const auto& m : r.measurements)
+      if (m.verified) verified.insert(m.backend);
+    EXPECT_TRUE(verified.count("native")) << r.problem << ": no native candidate verified";
+    EXPECT_FALSE(r.decision.candidate.empty()) << r.problem;
+  };
+  check(tuner.tune(a));
+  check(tuner.tune(norm));
+  check(tuner.tune(b));
+  tuner.prefetch(a);  // stored now: nothing to prepare
+  EXPECT_TRUE(tuner.tune(a).from_db);
 }
 
 // Row ops go through the same tuner: a faulting, hanging, wrong or crashing row-op config is
