@@ -63,6 +63,22 @@ def graphed(fn):
     return replay
 
 
+def host_profile(fn, calls: int = 20, top: int = 12) -> list[dict]:
+    """The ops that take the most host time over some calls of fn (torch.profiler, CPU side):
+    where a host-bound forward's time goes."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)[:top]
+    return [{"op": e.key, "calls_per_forward": e.count / calls, "self_us_per_forward": e.self_cpu_time_total / calls,
+             "total_us_per_forward": e.cpu_time_total / calls} for e in events]
+
+
 def rel_err(got, want) -> float:
     got, want = got.float(), want.float()
     if not torch.isfinite(got).all():
@@ -71,6 +87,7 @@ def rel_err(got, want) -> float:
 
 
 def forward_rows(tokens: int, iters: int) -> list[dict]:
+    import gemmforge
     import gemmforge.torch as gft
 
     torch.manual_seed(0)
@@ -106,16 +123,24 @@ def forward_rows(tokens: int, iters: int) -> list[dict]:
 
         add("torch.compile max-autotune + CUDA graphs", graphs_step, lambda: first_call(graphs_step))
         layer = copy.deepcopy(base)
+        tuned = []
 
-        def tune():
+        def tune():  # optimize(layer, x), its tuning's results kept: where the seconds go
             start = time.time()
-            gft.optimize(layer, x, progress=False)
+            gft.optimize(layer, x, tune=False)
+            tuned.extend(gemmforge.tune(gft.problems(layer, [tokens]), progress=False))
+            gft.reset()  # the runtimes read the new decisions
             return time.time() - start
 
         add("gemmforge", lambda: layer(x), tune)
+        rows[-1]["tuning"] = [{k: r.get(k) for k in ("problem", "backend", "from_db", "seconds", "compile_seconds",
+                                                     "verify_seconds", "race_seconds")} for r in tuned]
         torch._dynamo.reset()
+        torch._dynamo.utils.counters.clear()
         gf_compiled = torch.compile(layer)
         add("gemmforge + torch.compile", lambda: gf_compiled(x), lambda: first_call(lambda: gf_compiled(x)))
+        rows[-1]["graph_breaks"] = dict(torch._dynamo.utils.counters["graph_break"])
+        rows[-1]["host_profile"] = host_profile(lambda: gf_compiled(x))
         replays = {}
 
         def capture():
@@ -228,6 +253,26 @@ def main():
             continue
         print(f"{r['tokens']:>6} {r['pass']:<17} {r['mode']:<28} {statistics.median(r['round_ms']):8.3f} "
               f"{r['setup_s']:8.1f} {r.get('rel_err', float('nan')):8.4f}")
+    for r in rows:  # why gemmforge + torch.compile is slower than it should be
+        if r.get("host_profile") is not None:
+            print(f"gemmforge + torch.compile at {r['tokens']} tokens: graph breaks {r.get('graph_breaks')}; "
+                  "host time per forward by op (self / total us, calls):")
+            for e in r["host_profile"]:
+                print(f"  {e['op'][:60]:<60} {e['self_us_per_forward']:8.1f} {e['total_us_per_forward']:8.1f} "
+                      f"{e['calls_per_forward']:5.1f}")
+    for r in rows:  # where gemmforge's tuning seconds went
+        if r.get("tuning"):
+            t = r["tuning"]
+            total = {k: sum(p[k] or 0 for p in t) for k in ("seconds", "compile_seconds", "verify_seconds",
+                                                               "race_seconds")}
+            print(f"tuning at {r['tokens']} tokens: {len(t)} problems, {total['seconds']:.1f} s in tune "
+                  f"(compile {total['compile_seconds']:.1f} s, partly overlapped; verify "
+                  f"{total['verify_seconds']:.1f} s; race {total['race_seconds']:.1f} s); "
+                  f"{r['setup_s']:.1f} s in all")
+            for p in t:
+                print(f"  {p['problem']:<40} {p['backend'] or '-':<9} {p['seconds']:6.2f} s (compile "
+                      f"{p['compile_seconds'] or 0:.2f}, verify {p['verify_seconds'] or 0:.2f}, race "
+                      f"{p['race_seconds'] or 0:.2f})")
 
 
 if __name__ == "__main__":

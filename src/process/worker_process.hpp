@@ -26,6 +26,11 @@ class WorkerProcess {
   // protocol or does not answer within timeout_s, it is killed with everything it started, and
   // the reply is {"ok":false,"crashed":true,"error":WHY}. The next call starts a fresh worker.
   nlohmann::json call(const nlohmann::json& request, double timeout_s);
+  // Starts the worker unless it runs, without a request: its start-up (a CUDA context) overlaps
+  // what the caller does next.
+  void warm() {
+    if (!alive()) start();
+  }
   // Whether the worker is running (one that has exited is reaped here).
   bool alive();
   pid_t pid() const { return pid_; }

@@ -1,6 +1,13 @@
 // fp8 quantization: q = saturate(x / scale) with scale = amax / (the fp8 type's largest finite
 // value), per group of elements (ops::QuantScaling), so that q * scale gives x back (the scale
 // convention of torch._scaled_mm and gemmforge's fp8 GEMMs). amax = 0 gives scale 1.
+//
+// At bandwidth: x moves in 16-byte vectors (8 bf16 / f16, 4 f32), a group's vectors are all
+// loaded before its max is taken (they are in flight together) and stay in registers until they
+// are cast, so x is read once. A per-tensor scale needs the whole tensor's amax before the first
+// element is cast: x is read twice, the second pass backwards so that it starts on what the
+// first left in L2. Rows whose elements are not in aligned vectors take the same kernels with
+// element loads: correct, not fast.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -24,6 +31,73 @@ __host__ __device__ constexpr float fp8_max() {
   return std::is_same_v<Q, __nv_fp8_e4m3> ? 448.0f : 57344.0f;
 }
 
+template <class Q>
+__device__ float scale_of(float amax) {
+  return amax > 0.0f ? amax / fp8_max<Q>() : 1.0f;
+}
+
+// 16 bytes of x: kVecElems<T> elements, loaded as one vector.
+template <class T>
+constexpr int kVecElems = 16 / int(sizeof(T));
+struct alignas(16) Raw {
+  uint4 bits;
+};
+
+template <class T>
+__device__ __forceinline__ float elem(const Raw& r, int j) {
+  return to_float(reinterpret_cast<const T*>(&r.bits)[j]);
+}
+
+// The vector of row elements from column c on, zeros from `end` on. kVec: the elements come in
+// aligned vectors (end a multiple of the vector), so a vector is wholly in or wholly out.
+template <bool kVec, class T>
+__device__ __forceinline__ Raw load(const T* row, int64_t c, int64_t end) {
+  Raw r{make_uint4(0, 0, 0, 0)};
+  if constexpr (kVec) {
+    if (c < end) r.bits = __ldg(reinterpret_cast<const uint4*>(row + c));
+  } else {
+    T* e = reinterpret_cast<T*>(&r.bits);
+#pragma unroll
+    for (int j = 0; j < kVecElems<T>; ++j)
+      if (c + j < end) e[j] = row[c + j];
+  }
+  return r;
+}
+
+template <class T>
+__device__ __forceinline__ float amax_of(const Raw& r) {
+  float m = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kVecElems<T>; ++j) m = fmaxf(m, fabsf(elem<T>(r, j)));
+  return m;
+}
+
+// Two elements times inv, rounded to fp8 (saturating) in one instruction; the first in the low byte.
+template <class Q>
+__device__ __forceinline__ __nv_fp8x2_storage_t cvt2(float a, float b) {
+  constexpr __nv_fp8_interpretation_t kind = std::is_same_v<Q, __nv_fp8_e4m3> ? __NV_E4M3 : __NV_E5M2;
+  return __nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE, kind);
+}
+
+// The vector's elements from column c on, times inv, as fp8; none from `end` on.
+template <bool kVec, class T, class Q>
+__device__ __forceinline__ void store(Q* row, int64_t c, int64_t end, const Raw& r, float inv) {
+  constexpr int N = kVecElems<T>;
+  struct alignas(N) Packed {
+    __nv_fp8x2_storage_t pair[N / 2];
+  } p;
+#pragma unroll
+  for (int j = 0; j < N / 2; ++j) p.pair[j] = cvt2<Q>(elem<T>(r, 2 * j) * inv, elem<T>(r, 2 * j + 1) * inv);
+  if constexpr (kVec) {
+    if (c < end) *reinterpret_cast<Packed*>(row + c) = p;
+  } else {
+    const auto* bytes = reinterpret_cast<const __nv_fp8_storage_t*>(&p);
+#pragma unroll
+    for (int j = 0; j < N; ++j)
+      if (c + j < end) reinterpret_cast<__nv_fp8_storage_t*>(row)[c + j] = bytes[j];
+  }
+}
+
 // The block's max, in every thread. Warp 0 reduces the warps' maxima and hands the result on
 // through shared memory: a shuffle would reach warp 0's lanes alone, and the other warps would
 // scale their columns by 1 (caught by the rowwise test on the H200). Each call's first barrier
@@ -43,132 +117,124 @@ __device__ float block_max(float v) {
   return result;
 }
 
-template <class Q>
-__device__ float scale_of(float amax) {
-  return amax > 0.0f ? amax / fp8_max<Q>() : 1.0f;
+// The max over a team: kTeam neighbouring lanes of a warp, or the whole block.
+template <int kTeam>
+__device__ __forceinline__ float team_max(float v) {
+  if constexpr (kTeam == kThreads) {
+    return block_max(v);
+  } else {
+    static_assert(kTeam <= 32 && (kTeam & (kTeam - 1)) == 0, "a team is a power of two within a warp, or the block");
+#pragma unroll
+    for (int o = kTeam / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+  }
 }
 
-// One block per row (grid-stride): the row's amax, then the row quantized (its second read is
-// served by L1/L2).
-template <class T, class Q>
+// Segments of len columns of a row (the whole row, or a 1x128 group), a team of kTeam threads a
+// segment, kPer vectors a thread per chunk of kTeam * kPer vectors. A segment of one chunk is read
+// once and cast from registers; a longer one (rows past 4096 vectors) is read again, from L2.
+// Every thread runs every iteration (teams past the last segment on zeros): the team's shuffles
+// and the block's barriers need them all. Scales at (segment, row) -> segment * rows + row.
+template <bool kVec, int kTeam, int kPer, class T, class Q>
 __global__ void __launch_bounds__(kThreads)
-    rowwise_kernel(const T* x, Q* q, float* scales, int64_t rows, int64_t cols) {
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const T* row = x + r * cols;
+    segment_kernel(const T* x, Q* q, float* scales, int64_t rows, int64_t cols, int64_t len) {
+  constexpr int64_t kTeams = kThreads / kTeam, kChunk = int64_t(kTeam) * kPer * kVecElems<T>;
+  const int64_t per_row = ceil_div(cols, len), segments = rows * per_row;
+  const int lane = threadIdx.x % kTeam;
+  for (int64_t s0 = blockIdx.x * kTeams; s0 < segments; s0 += gridDim.x * kTeams) {
+    const int64_t s = s0 + threadIdx.x / kTeam;
+    const bool mine = s < segments;
+    const int64_t r = mine ? s / per_row : 0, begin = mine ? s % per_row * len : 0;
+    const int64_t end = mine ? std::min(begin + len, cols) : 0;
+    const T* xr = x + r * cols;
+    auto at = [&](int64_t chunk, int i) { return chunk + (int64_t(i) * kTeam + lane) * kVecElems<T>; };
+    Raw v[kPer];
     float amax = 0.0f;
-    for (int64_t c = threadIdx.x; c < cols; c += kThreads) amax = fmaxf(amax, fabsf(to_float(row[c])));
-    const float scale = scale_of<Q>(block_max(amax));
-    const float inv = 1.0f / scale;
-    for (int64_t c = threadIdx.x; c < cols; c += kThreads) q[r * cols + c] = Q(to_float(row[c]) * inv);
-    if (threadIdx.x == 0) scales[r] = scale;
-  }
-}
-
-// Four consecutive elements of a row from column c on, zero past its end: one vector load where
-// the row's elements come in aligned fours (kVec), else one load each.
-template <bool kVec, class T>
-__device__ __forceinline__ void load4(const T* row, int64_t c, int64_t cols, float (&v)[4]) {
-  if (kVec && c + 4 <= cols) {
-    struct alignas(4 * sizeof(T)) Four {
-      T e[4];
-    };
-    const Four f = *reinterpret_cast<const Four*>(row + c);
+    for (int64_t chunk = begin; chunk < end; chunk += kChunk) {
 #pragma unroll
-    for (int j = 0; j < 4; ++j) v[j] = to_float(f.e[j]);
-    return;
-  }
+      for (int i = 0; i < kPer; ++i) v[i] = load<kVec>(xr, at(chunk, i), end);
 #pragma unroll
-  for (int j = 0; j < 4; ++j) v[j] = c + j < cols ? to_float(row[c + j]) : 0.0f;
-}
-
-template <bool kVec, class Q>
-__device__ __forceinline__ void store4(Q* row, int64_t c, int64_t cols, const float (&v)[4], float inv) {
-  if (kVec && c + 4 <= cols) {
-    struct alignas(4) Four {
-      Q e[4];
-    } f;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) f.e[j] = Q(v[j] * inv);
-    *reinterpret_cast<Four*>(row + c) = f;
-    return;
-  }
-#pragma unroll
-  for (int j = 0; j < 4; ++j)
-    if (c + j < cols) row[c + j] = Q(v[j] * inv);
-}
-
-__device__ __forceinline__ float amax4(const float (&v)[4]) {
-  return fmaxf(fmaxf(fabsf(v[0]), fabsf(v[1])), fmaxf(fabsf(v[2]), fabsf(v[3])));
-}
-
-// 1x128 groups: a warp takes kGroups neighbouring groups at a time (grid-stride), their loads all
-// in flight before the first reduction; 4 elements a lane held in registers, so x is read once.
-// Scales at (group, row) -> group * rows + row.
-template <bool kVec, class T, class Q>
-__global__ void __launch_bounds__(kThreads) group_kernel(const T* x, Q* q, float* scales, int64_t rows, int64_t cols) {
-  constexpr int kWarps = kThreads / 32, kGroups = 4;
-  const int lane = threadIdx.x % 32;
-  const int64_t per_row = (cols + 127) / 128, groups = rows * per_row;
-  const int64_t stride = int64_t(gridDim.x) * kWarps * kGroups;
-  for (int64_t g0 = (blockIdx.x * int64_t(kWarps) + threadIdx.x / 32) * kGroups; g0 < groups; g0 += stride) {
-    float v[kGroups][4];
-#pragma unroll
-    for (int i = 0; i < kGroups; ++i) {
-      const int64_t g = min(g0 + i, groups - 1);  // past the end: the last group again, not stored
-      load4<kVec>(x + g / per_row * cols, g % per_row * 128 + lane * 4, cols, v[i]);
+      for (int i = 0; i < kPer; ++i) amax = fmaxf(amax, amax_of<T>(v[i]));
     }
+    const float scale = scale_of<Q>(team_max<kTeam>(amax)), inv = 1.0f / scale;
+    if (!mine) continue;
+    Q* qr = q + r * cols;
+    if (end - begin <= kChunk) {
 #pragma unroll
-    for (int i = 0; i < kGroups && g0 + i < groups; ++i) {
-      const int64_t g = g0 + i, r = g / per_row, group = g % per_row;
-      float amax = amax4(v[i]);
-      for (int o = 16; o > 0; o /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-      const float scale = scale_of<Q>(amax);
-      store4<kVec>(q + r * cols, group * 128 + lane * 4, cols, v[i], 1.0f / scale);
-      if (lane == 0) scales[group * rows + r] = scale;
+      for (int i = 0; i < kPer; ++i) store<kVec, T>(qr, at(begin, i), end, v[i], inv);
+    } else {
+      for (int64_t chunk = begin; chunk < end; chunk += kChunk)
+#pragma unroll
+        for (int i = 0; i < kPer; ++i) store<kVec, T>(qr, at(chunk, i), end, load<kVec>(xr, at(chunk, i), end), inv);
     }
+    if (lane == 0) scales[s % per_row * rows + r] = scale;
   }
 }
 
-// 128x128 blocks: a CTA a block (grid-stride), each thread 4 columns of every 8th row; the
-// quantizing pass reads the block again from L1/L2. Scales row-major over the blocks.
+// 128x128 blocks: a CTA a block (grid-stride), each thread one column vector of every kRowStep-th
+// row, all loaded before the block's max and cast from registers. Scales row-major over the blocks.
 template <bool kVec, class T, class Q>
 __global__ void __launch_bounds__(kThreads) block_kernel(const T* x, Q* q, float* scales, int64_t rows, int64_t cols) {
-  constexpr int kRowStep = kThreads / 32;
-  const int64_t per_row = (cols + 127) / 128, blocks = (rows + 127) / 128 * per_row;
+  constexpr int kRowVecs = 128 / kVecElems<T>, kRowStep = kThreads / kRowVecs, kPer = 128 / kRowStep;
+  const int64_t per_row = ceil_div(cols, 128), blocks = ceil_div(rows, 128) * per_row;
   for (int64_t b = blockIdx.x; b < blocks; b += gridDim.x) {
-    const int64_t r0 = b / per_row * 128, c = b % per_row * 128 + threadIdx.x % 32 * 4;
-    const int64_t r_end = min(r0 + 128, rows);
-    float amax = 0.0f, v[4];
-#pragma unroll 4
-    for (int64_t r = r0 + threadIdx.x / 32; r < r_end; r += kRowStep) {
-      load4<kVec>(x + r * cols, c, cols, v);
-      amax = fmaxf(amax, amax4(v));
+    const int64_t r0 = b / per_row * 128 + threadIdx.x / kRowVecs, c0 = b % per_row * 128;
+    const int64_t c = c0 + threadIdx.x % kRowVecs * kVecElems<T>, end = std::min(c0 + 128, cols);
+    Raw v[kPer];
+    float amax = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const int64_t r = r0 + i * kRowStep;
+      v[i] = load<kVec>(x + r * cols, c, r < rows ? end : 0);
+      amax = fmaxf(amax, amax_of<T>(v[i]));
     }
-    const float scale = scale_of<Q>(block_max(amax));
-    for (int64_t r = r0 + threadIdx.x / 32; r < r_end; r += kRowStep) {
-      load4<kVec>(x + r * cols, c, cols, v);
-      store4<kVec>(q + r * cols, c, cols, v, 1.0f / scale);
+    const float scale = scale_of<Q>(block_max(amax)), inv = 1.0f / scale;
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const int64_t r = r0 + i * kRowStep;
+      store<kVec, T>(q + r * cols, c, r < rows ? end : 0, v[i], inv);
     }
     if (threadIdx.x == 0) scales[b] = scale;
   }
 }
 
+// Per tensor: x as one row of count elements, in chunks of kTensorPer vectors a thread.
+constexpr int kTensorPer = 4;
+template <class T>
+constexpr int64_t kTensorChunk = int64_t(kThreads) * kTensorPer* kVecElems<T>;
+
 // The tensor's amax into *amax (zeroed first), as the bits of a non-negative float, which order
 // like unsigned integers.
-template <class T>
+template <bool kVec, class T>
 __global__ void __launch_bounds__(kThreads) amax_kernel(const T* x, int64_t count, unsigned* amax) {
-  float v = 0.0f;
-  for (int64_t i = blockIdx.x * int64_t(kThreads) + threadIdx.x; i < count; i += int64_t(gridDim.x) * kThreads)
-    v = fmaxf(v, fabsf(to_float(x[i])));
-  v = block_max(v);
-  if (threadIdx.x == 0) atomicMax(amax, __float_as_uint(v));
+  float m = 0.0f;
+  for (int64_t chunk = blockIdx.x * kTensorChunk<T>; chunk < count; chunk += gridDim.x * kTensorChunk<T>) {
+    Raw v[kTensorPer];
+#pragma unroll
+    for (int i = 0; i < kTensorPer; ++i)
+      v[i] = load<kVec>(x, chunk + (i * kThreads + threadIdx.x) * kVecElems<T>, count);
+#pragma unroll
+    for (int i = 0; i < kTensorPer; ++i) m = fmaxf(m, amax_of<T>(v[i]));
+  }
+  m = block_max(m);
+  if (threadIdx.x == 0) atomicMax(amax, __float_as_uint(m));
 }
 
-template <class T, class Q>
+// The cast, over the chunks last to first: the first pass's last chunks are still in L2.
+template <bool kVec, class T, class Q>
 __global__ void __launch_bounds__(kThreads) tensor_kernel(const T* x, Q* q, int64_t count, const unsigned* amax) {
   const float inv = 1.0f / scale_of<Q>(__uint_as_float(*amax));
-  for (int64_t i = blockIdx.x * int64_t(kThreads) + threadIdx.x; i < count; i += int64_t(gridDim.x) * kThreads)
-    q[i] = Q(to_float(x[i]) * inv);
+  const int64_t chunks = ceil_div(count, kTensorChunk<T>);
+  for (int64_t k = blockIdx.x; k < chunks; k += gridDim.x) {
+    const int64_t chunk = (chunks - 1 - k) * kTensorChunk<T>;
+    Raw v[kTensorPer];
+#pragma unroll
+    for (int i = 0; i < kTensorPer; ++i)
+      v[i] = load<kVec>(x, chunk + (i * kThreads + threadIdx.x) * kVecElems<T>, count);
+#pragma unroll
+    for (int i = 0; i < kTensorPer; ++i)
+      store<kVec, T>(q, chunk + (i * kThreads + threadIdx.x) * kVecElems<T>, count, v[i], inv);
+  }
 }
 
 template <class Q>
@@ -178,46 +244,79 @@ __global__ void finish_scale_kernel(float* scale) {  // the amax's bits become t
 
 unsigned grid_for(int64_t work) { return unsigned(std::clamp<int64_t>(work, 1, 132 * 16)); }
 
-template <class T, class Q>
-void quantize(const void* x, void* q, float* scale, int64_t rows, int64_t cols, QuantScaling scaling, cudaStream_t s) {
-  auto X = static_cast<const T*>(x);
-  auto Qp = static_cast<Q*>(q);
-  // Rows of whole, aligned fours: one load and one store a lane.
-  const bool vec =
-      cols % 4 == 0 && reinterpret_cast<uintptr_t>(x) % (4 * sizeof(T)) == 0 && reinterpret_cast<uintptr_t>(q) % 4 == 0;
+// Segments of len columns: the team and the vectors a thread fitted to the segment's vectors, so
+// that one chunk covers it (up to 4096 vectors) with at least 4 vectors a thread where it can.
+template <bool kVec, class T, class Q>
+void launch_segments(const T* x, Q* q, float* scales, int64_t rows, int64_t cols, int64_t len, cudaStream_t s) {
+  const int64_t vectors = ceil_div(len, kVecElems<T>), segments = rows * ceil_div(cols, len);
+  auto go = [&](auto kernel, int team) {
+    kernel<<<grid_for(ceil_div(segments, kThreads / team)), kThreads, 0, s>>>(x, q, scales, rows, cols, len);
+  };
+  if constexpr (!kVec) {
+    go(segment_kernel<false, 32, 4, T, Q>, 32);
+  } else if (vectors <= 16) {
+    go(segment_kernel<true, 4, 4, T, Q>, 4);
+  } else if (vectors <= 32) {
+    go(segment_kernel<true, 8, 4, T, Q>, 8);
+  } else if (vectors <= 64) {
+    go(segment_kernel<true, 16, 4, T, Q>, 16);
+  } else if (vectors <= 128) {
+    go(segment_kernel<true, 32, 4, T, Q>, 32);
+  } else if (vectors <= 256) {
+    go(segment_kernel<true, 32, 8, T, Q>, 32);
+  } else if (vectors <= 512) {
+    go(segment_kernel<true, 32, 16, T, Q>, 32);
+  } else if (vectors <= 2048) {
+    go(segment_kernel<true, kThreads, 8, T, Q>, kThreads);
+  } else {
+    go(segment_kernel<true, kThreads, 16, T, Q>, kThreads);
+  }
+}
+
+template <bool kVec, class T, class Q>
+void quantize(const T* x, Q* q, float* scale, int64_t rows, int64_t cols, QuantScaling scaling, cudaStream_t s) {
   switch (scaling) {
     case QuantScaling::row:
-      rowwise_kernel<T, Q><<<grid_for(rows), kThreads, 0, s>>>(X, Qp, scale, rows, cols);
-      break;
-    case QuantScaling::group1x128: {
-      const unsigned grid = grid_for(ceil_div(rows * ceil_div(cols, 128), kThreads / 8));  // 4 groups a warp
-      (vec ? group_kernel<true, T, Q> : group_kernel<false, T, Q>)<<<grid, kThreads, 0, s>>>(X, Qp, scale, rows, cols);
-      break;
-    }
-    case QuantScaling::block128x128: {
-      const unsigned grid = grid_for(ceil_div(rows, 128) * ceil_div(cols, 128));
-      (vec ? block_kernel<true, T, Q> : block_kernel<false, T, Q>)<<<grid, kThreads, 0, s>>>(X, Qp, scale, rows, cols);
-      break;
-    }
+      return launch_segments<kVec>(x, q, scale, rows, cols, cols, s);
+    case QuantScaling::group1x128:
+      return launch_segments<kVec>(x, q, scale, rows, cols, 128, s);
+    case QuantScaling::block128x128:
+      block_kernel<kVec, T, Q>
+          <<<grid_for(ceil_div(rows, 128) * ceil_div(cols, 128)), kThreads, 0, s>>>(x, q, scale, rows, cols);
+      return;
     case QuantScaling::tensor: {
       const int64_t count = rows * cols;
       auto amax = reinterpret_cast<unsigned*>(scale);
       GF_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof *amax, s));
-      const unsigned grid = grid_for((count + kThreads * 8 - 1) / (kThreads * 8));
-      amax_kernel<T><<<grid, kThreads, 0, s>>>(X, count, amax);
-      tensor_kernel<T, Q><<<grid, kThreads, 0, s>>>(X, Qp, count, amax);
+      const unsigned grid = grid_for(ceil_div(count, kTensorChunk<T>));
+      amax_kernel<kVec, T><<<grid, kThreads, 0, s>>>(x, count, amax);
+      tensor_kernel<kVec, T, Q><<<grid, kThreads, 0, s>>>(x, q, count, amax);
       finish_scale_kernel<Q><<<1, 1, 0, s>>>(scale);
-      break;
+      return;
     }
   }
+}
+
+template <class T, class Q>
+void quantize_as(const void* x, void* q, float* scale, int64_t rows, int64_t cols, QuantScaling scaling,
+                 cudaStream_t s) {
+  auto X = static_cast<const T*>(x);
+  auto Qp = static_cast<Q*>(q);
+  // Rows of whole vectors, 16-byte aligned, with q's vectors aligned too: one load and one store
+  // a vector.
+  constexpr int N = kVecElems<T>;
+  if (cols % N == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(q) % N == 0)
+    quantize<true>(X, Qp, scale, rows, cols, scaling, s);
+  else
+    quantize<false>(X, Qp, scale, rows, cols, scaling, s);
   GF_CUDA_CHECK(cudaGetLastError());
 }
 
 template <class T>
 void quantize_to(const void* x, void* q, float* scale, int64_t rows, int64_t cols, QuantScaling scaling, DType out,
                  cudaStream_t s) {
-  if (out == DType::e4m3) return quantize<T, __nv_fp8_e4m3>(x, q, scale, rows, cols, scaling, s);
-  if (out == DType::e5m2) return quantize<T, __nv_fp8_e5m2>(x, q, scale, rows, cols, scaling, s);
+  if (out == DType::e4m3) return quantize_as<T, __nv_fp8_e4m3>(x, q, scale, rows, cols, scaling, s);
+  if (out == DType::e5m2) return quantize_as<T, __nv_fp8_e5m2>(x, q, scale, rows, cols, scaling, s);
   GF_FAIL("quantize: the output must be e4m3 or e5m2, not {}", to_string(out));
 }
 

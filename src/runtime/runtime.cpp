@@ -77,6 +77,24 @@ class Dispatch {
 
 }  // namespace runtime
 
+namespace {
+
+// The entries' key: the problem's fields, not its text, whose formatting cost every call. alpha
+// and beta stay out of the hash (-0 and 0 are equal with different bits); equality compares them.
+struct ProblemHash {
+  size_t operator()(const GemmProblem& p) const {
+    const Epilogue& e = p.epilogue;
+    size_t h = 0;
+    for (uint64_t v : {uint64_t(p.m), uint64_t(p.n), uint64_t(p.k), uint64_t(p.batch),
+                       uint64_t(p.a) | uint64_t(p.b) << 8 | uint64_t(p.out) << 16 | uint64_t(p.layout) << 24,
+                       uint64_t(e.bias) | uint64_t(e.act) << 8 | uint64_t(e.gate) << 16 | uint64_t(e.scale) << 24})
+      h ^= std::hash<uint64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h;
+  }
+};
+
+}  // namespace
+
 struct Runtime::Impl {
   using Dispatch = runtime::Dispatch;
   DeviceInfo device = DeviceInfo::query();
@@ -90,7 +108,7 @@ struct Runtime::Impl {
     std::map<size_t, std::unique_ptr<Dispatch>> by_alignment;  // for pointers `chosen` cannot take
   };
   std::mutex mu;  // guards the map, never a build or a launch
-  std::unordered_map<std::string, std::shared_ptr<Entry>> entries;
+  std::unordered_map<GemmProblem, std::shared_ptr<Entry>, ProblemHash> entries;
 
   // What runs a problem without a decision: cuBLASLt's default algorithm; for epilogues it lacks,
   // cuBLASLt's plain GEMM and the epilogue after it; for what cuBLASLt cannot do at all (fp8 block
@@ -134,7 +152,7 @@ struct Runtime::Impl {
     std::shared_ptr<Entry> e;
     {
       std::lock_guard lock(mu);
-      auto& slot = entries[p.key()];
+      auto& slot = entries[p];
       if (!slot) slot = std::make_shared<Entry>();
       e = slot;
     }

@@ -286,6 +286,7 @@ TuneResult Tuner::Impl::tune(const Problem& problem) {
     return result;
   }
 
+  worker->warm();  // the worker's CUDA context comes up while the candidates compile
   PreparedProblem<Problem> prep = take_prefetched(problem);
   result.skipped = prep.skipped;
   result.compile_seconds = prep.seconds;

@@ -229,9 +229,12 @@ def _per_element(groups, scaling, rows, cols):
 
 @pytest.mark.parametrize("scaling", ["tensor", "row", "1x128", "128x128"])
 @pytest.mark.parametrize("fp8", [torch.float8_e4m3fn, torch.float8_e5m2])
-@pytest.mark.parametrize("cols", [1000, 1024])  # a partial last group; aligned rows (vector loads)
-def test_quantize_fp8_matches_torch(scaling, fp8, cols):
-    x = rand(300, cols) * 3
+# 1000: a partial last group; 1001: rows not in whole 16-byte vectors (element loads); 1024:
+# aligned; 40000: a row longer than one chunk of the row kernel (read twice).
+@pytest.mark.parametrize("cols", [1000, 1001, 1024, 40000])
+@pytest.mark.parametrize("dtype", [BF16, torch.float16, torch.float32])
+def test_quantize_fp8_matches_torch(scaling, fp8, cols, dtype):
+    x = rand(300, cols, dtype=dtype) * 3
     x[5] = 0  # a zero row keeps scale 1 (row, 1x128)
     q, scale = torch.ops.gemmforge.quantize_fp8(x, scaling, fp8)
     amax = _group_amax(x, scaling)

@@ -137,14 +137,20 @@ def _ptr(t: Optional[Tensor]) -> int:
     return 0 if t is None else t.data_ptr()
 
 
-def _gemm(spec: str, a: Tensor, b: Tensor, out: Tensor, device: int, c: Optional[Tensor] = None,
-          bias: Optional[Tensor] = None, scale_a: Optional[Tensor] = None, scale_b: Optional[Tensor] = None,
-          scale_d: Optional[Tensor] = None) -> None:
-    """out = the GEMM `spec` of contiguous a and b (and the epilogue's c, bias, fp8 scales) by the
+def _run_gemm(problem, a: Tensor, b: Tensor, out: Tensor, device: int, c: Optional[Tensor] = None,
+              bias: Optional[Tensor] = None, scale_a: Optional[Tensor] = None, scale_b: Optional[Tensor] = None,
+              scale_d: Optional[Tensor] = None) -> None:
+    """out = the GEMM problem of contiguous a and b (and the epilogue's c, bias, fp8 scales) by the
     runtime, on the device's current stream."""
-    _runtime("gemm").gemm(_problem(spec), a.data_ptr(), b.data_ptr(), out.data_ptr(), _ptr(c), _ptr(bias),
+    _runtime("gemm").gemm(problem, a.data_ptr(), b.data_ptr(), out.data_ptr(), _ptr(c), _ptr(bias),
                           0 if bias is None else bias.numel(), _stream(device), _ptr(scale_a), _ptr(scale_b),
                           _ptr(scale_d))
+
+
+def _gemm(spec: str, a: Tensor, b: Tensor, out: Tensor, device: int, c: Optional[Tensor] = None,
+          bias: Optional[Tensor] = None, **scales: Optional[Tensor]) -> None:
+    """_run_gemm of the problem this spec string names."""
+    _run_gemm(_problem(spec), a, b, out, device, c, bias, **scales)
 
 
 def _gated(epilogue: str) -> bool:  # swiglu (interleaved) or swiglu_split: N/2 output columns
@@ -166,29 +172,52 @@ def _linear_out_shape(x: Tensor, weight: Tensor, epilogue: str) -> list[int]:
     return [*x.shape[:-1], n]
 
 
-def _linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, residual: Optional[Tensor] = None,
-           epilogue: str = "") -> Tensor:
-    """epilogue(x @ weight.T + bias + residual), weight as nn.Linear keeps it (N x K). epilogue: ''
-    or an activation (gelu, gelu_tanh, silu, relu, ...) or swiglu (gate and up interleaved in N:
-    the output has N/2 columns). The activation applies to the sum."""
+def _plan_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor], residual: Optional[Tensor],
+                 epilogue: str) -> tuple:
+    """(the GEMM problem or None where there is nothing to multiply, the output's shape) of a
+    linear call; raises gemmforge.Error for what the GEMM cannot take."""
     _check(x.dim() >= 1 and weight.dim() == 2, lambda: f"gemmforge.linear: x must have a last dim and weight be 2-D, "
                                                f"not {tuple(x.shape)} and {tuple(weight.shape)}")
-    device = _cuda("linear", ("x", x), ("weight", weight), ("bias", bias), ("residual", residual))
     dt = _dtype("linear", x, _GEMM_DTYPES)
     _check(weight.dtype == x.dtype, lambda: f"gemmforge.linear: weight is {weight.dtype}, x is {x.dtype}")
     n, k = weight.shape
     _check(x.shape[-1] == k, lambda: f"gemmforge.linear: x has {x.shape[-1]} features, weight takes {k}")
     out_shape = _linear_out_shape(x, weight, epilogue)
-    bias = _same("linear", "bias", bias, x.dtype, (n,))
-    residual = _same("linear", "residual", residual, x.dtype, out_shape)
-    out = torch.empty(out_shape, dtype=x.dtype, device=device)
+    _same("linear", "bias", bias, x.dtype, (n,))
+    _same("linear", "residual", residual, x.dtype, out_shape)
     _check(k > 0, lambda: "gemmforge.linear: weight has no input features")
     m = x.numel() // k
     if m == 0 or n == 0:
-        return out
-    x2, w = x.contiguous(), weight.contiguous()
+        return None, out_shape
     spec = gemm_spec(m, n, k, dt, bias=bias is not None, residual=residual is not None, epilogue=epilogue)
-    _gemm(spec, x2, w, out, device, residual, bias)
+    return _problem(spec), out_shape
+
+
+# A call's shapes, dtypes and epilogue -> its plan, checked once: every call after a model's
+# first with these shapes skips the checks and the spec's formatting (host time is what a small
+# GEMM's call costs).
+_linear_plans: dict[tuple, tuple] = {}
+
+
+def _linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, residual: Optional[Tensor] = None,
+            epilogue: str = "") -> Tensor:
+    """epilogue(x @ weight.T + bias + residual), weight as nn.Linear keeps it (N x K). epilogue: ''
+    or an activation (gelu, gelu_tanh, silu, relu, ...) or swiglu (gate and up interleaved in N:
+    the output has N/2 columns). The activation applies to the sum."""
+    device = _cuda("linear", ("x", x), ("weight", weight), ("bias", bias), ("residual", residual))
+    key = (x.shape, x.dtype, weight.shape, weight.dtype, epilogue, None if bias is None else (bias.shape, bias.dtype),
+           None if residual is None else (residual.shape, residual.dtype))
+    plan = _linear_plans.get(key)
+    if plan is None:
+        plan = _plan_linear(x, weight, bias, residual, epilogue)
+        if len(_linear_plans) >= 4096:  # token counts that change every call: bounded, not a leak
+            _linear_plans.clear()
+        _linear_plans[key] = plan
+    problem, out_shape = plan
+    out = torch.empty(out_shape, dtype=x.dtype, device=device)
+    if problem is not None:
+        _run_gemm(problem, x.contiguous(), weight.contiguous(), out, device,
+                  None if residual is None else residual.contiguous(), None if bias is None else bias.contiguous())
     return out
 
 
