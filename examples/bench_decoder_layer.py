@@ -141,6 +141,15 @@ def forward_rows(tokens: int, iters: int) -> list[dict]:
         add("gemmforge + torch.compile", lambda: gf_compiled(x), lambda: first_call(lambda: gf_compiled(x)))
         rows[-1]["graph_breaks"] = dict(torch._dynamo.utils.counters["graph_break"])
         rows[-1]["host_profile"] = host_profile(lambda: gf_compiled(x))
+        torch._dynamo.reset()
+        # With CUDA graphs (the ops are capture-safe once prepared): what a serving stack runs.
+        gf_graphs = torch.compile(layer, mode="reduce-overhead")
+
+        def gf_graphs_step():
+            torch.compiler.cudagraph_mark_step_begin()
+            return gf_graphs(x)
+
+        add("gemmforge + torch.compile + CUDA graphs", gf_graphs_step, lambda: first_call(gf_graphs_step))
         replays = {}
 
         def capture():

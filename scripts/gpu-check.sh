@@ -27,7 +27,7 @@
 #   from PATH or staged by scripts/stage-redis.sh), then `gemmforge prepare` times a serving start on
 #   that host, on a fresh host reading the store, and on a fresh host with no decisions.
 #   "all" is tests, sass, tune, bench, heldout, runtime.
-# Knobs: T_FP8_TESTS, T_FP8_BENCH (seconds per scale kind), FP8_SKIP_TESTS=1; GPU_TESTS_FILTER (gtest filter; default: all but Cutlass* and Cute*, which their steps run), SEARCH (fast|default|exhaustive, default fast),
+# Knobs: SKIP_PYTEST=1 (python: the benchmarks alone), T_FP8_TESTS, T_FP8_BENCH (seconds per scale kind), FP8_SKIP_TESTS=1; GPU_TESTS_FILTER (gtest filter; default: all but Cutlass* and Cute*, which their steps run), SEARCH (fast|default|exhaustive, default fast),
 #        SEARCH_PROBLEMS and SEARCH_ONLY (a name filter for the exhaustive side of "search"),
 #        BENCH_EXTRA (extra problems for the second bench, e.g. "--model llama3-70b --tokens 4096,8192"),
 #        BENCH_ROUNDS (interleaved rounds of each bench, odd; default 5).
@@ -124,9 +124,14 @@ fi
 if [ "$what" = python ]; then
   step "Python package: GPU tests, then the llama3-8b decoder layer beside torch"
   export PYTHONPATH=$PWD/.carry/py:$PWD${PYTHONPATH:+:$PYTHONPATH} LD_LIBRARY_PATH=$PWD/.carry/py:$LD_LIBRARY_PATH
-  timeout "${T_PYTEST:-240}" python3 -m pytest -q -x tests/python > "$out/pytest.log" 2>&1 || status=1
-  tail -4 "$out/pytest.log"
-  timeout "${T_LAYER:-330}" python3 -m examples.bench_decoder_layer --tokens "${LAYER_TOKENS:-128,4096}" \
+  if [ "${SKIP_PYTEST:-0}" != 1 ]; then
+    timeout "${T_PYTEST:-240}" python3 -m pytest -q -x tests/python > "$out/pytest.log" 2>&1 || status=1
+    tail -4 "$out/pytest.log"
+  fi
+  # Cold on both sides: no tuning DB, kernel cache, Triton or Inductor cache from the steps before.
+  fresh() { mktemp -d /tmp/gf-cold.XXXXXX; }
+  GEMMFORGE_HOME=$(fresh) TRITON_CACHE_DIR=$(fresh) TORCHINDUCTOR_CACHE_DIR=$(fresh) \
+    timeout "${T_LAYER:-330}" python3 -m examples.bench_decoder_layer --tokens "${LAYER_TOKENS:-128,4096}" \
     --json "$out/decoder-layer.json" > "$out/decoder-layer.txt" 2>&1 || status=1
   tail -20 "$out/decoder-layer.txt"
   step "fp8 quantization (tensor, row, 1x128, 128x128) beside torch"

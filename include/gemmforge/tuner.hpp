@@ -72,7 +72,9 @@ class Tuner {
   TuneResult tune(const RowOpSpec& problem);
   // Starts listing and compiling the problem's candidates in the background (unless its stored
   // decision stands), so that tune(problem) later finds them compiled: a caller with several
-  // problems prefetches the next before tuning the current, and compiling overlaps measuring.
+  // problems prefetches them all, in the order it will tune them, before tuning the first: their
+  // compiles queue in that order on the tuner's compile threads, so the cores stay busy and
+  // compiling overlaps measuring.
   void prefetch(const GemmProblem& problem);
   void prefetch(const RowOpSpec& problem);
   // Tunes if needed, then times the winner, each backend's best and the family's baselines

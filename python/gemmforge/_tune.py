@@ -87,11 +87,11 @@ def _run(method: str, problems, model, hf_config, tokens, fuse, backends, search
     try:
         tuner = _tuner(backends, search, force, use_cache, db, timeout_s, bar)
         results = []
-        for i, p in enumerate(todo):
+        for p in todo:  # all queued for compiling, in order, before the first is measured
+            tuner.prefetch(p)
+        for p in todo:
             if bar is not None:
                 bar.set_description(f"{method} {p.key()}")
-            if i + 1 < len(todo):  # the next problem compiles while this one is measured
-                tuner.prefetch(todo[i + 1])
             results.append(json.loads(getattr(tuner, method)(p)))
             if bar is not None:
                 bar.update(1)

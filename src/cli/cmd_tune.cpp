@@ -91,18 +91,11 @@ void run_tune(const TuneArgs& a) {
                    {"candidates", candidate_rows(r.measurements)}});
     if (!a.json.empty()) write_json(a.json, out);  // after each problem: a run cut short keeps them
   };
-  // Each problem's next compiles while it is measured.
-  for (size_t i = 0; i < gemms.size(); ++i) {
-    if (i + 1 < gemms.size())
-      tuner->prefetch(gemms[i + 1].problem);
-    else if (!ops.empty())
-      tuner->prefetch(ops.front());
-    tune_one(gemms[i].label, gemms[i].problem);
-  }
-  for (size_t i = 0; i < ops.size(); ++i) {
-    if (i + 1 < ops.size()) tuner->prefetch(ops[i + 1]);
-    tune_one(ops[i].key(), ops[i]);
-  }
+  // All queued for compiling, in order, before the first is measured.
+  for (const auto& g : gemms) tuner->prefetch(g.problem);
+  for (const auto& op : ops) tuner->prefetch(op);
+  for (const auto& g : gemms) tune_one(g.label, g.problem);
+  for (const auto& op : ops) tune_one(op.key(), op);
   progress.finish();
   table.print();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -119,10 +112,10 @@ void run_bench(const TuneArgs& a) {
   nlohmann::json out = nlohmann::json::array();
   double log_speedup = 0;
   int counted = 0;
+  for (const auto& p : problems) tuner->prefetch(p.problem);  // compiled in order, ahead of measuring
   for (size_t i = 0; i < problems.size(); ++i) {
     const auto& [label, problem] = problems[i];
     progress.update(fmt::format("{} ({}/{})", label, i + 1, problems.size()), int(i), int(problems.size()));
-    if (i + 1 < problems.size()) tuner->prefetch(problems[i + 1].problem);
     const BenchResult bench = tuner->bench(problem);
     double default_us = 0, eager_us = 0, chosen_us = 0;
     for (const auto& r : bench.rows) {

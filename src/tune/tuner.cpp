@@ -13,6 +13,7 @@
 #include "core/log.hpp"
 #include "core/parallel.hpp"
 #include "core/ranking.hpp"
+#include "core/task_queue.hpp"
 #include "gemmforge/error.hpp"
 #include "tune/measure_session.hpp"
 
@@ -71,13 +72,15 @@ std::vector<BenchRow> baselines(const RowOpSpec&, const std::vector<Measurement>
 
 }  // namespace
 
-// A problem's candidates, listed, and what compiling each gave.
+// A problem's candidates, listed, their compiles queued, and (once finished) what each gave.
 template <class Problem>
 struct PreparedProblem {
   std::vector<std::pair<std::shared_ptr<BackendOf<Problem>>, Candidate>> cands;
+  std::vector<std::future<CompileReport>> compiling;
   std::vector<CompileReport> compiled;
   std::map<std::string, std::string> skipped;  // backend -> why it offered nothing
-  double seconds = 0;
+  std::chrono::steady_clock::time_point listed;
+  double seconds = 0;  // from listing to the last compile's end
 };
 
 struct Tuner::Impl {
@@ -140,6 +143,16 @@ struct Tuner::Impl {
     return d && still_valid<Problem>(*d, wanted) ? d : std::nullopt;
   }
 
+  // The compiles of every problem, in the order the problems were listed: problems prefetched
+  // ahead fill the cores that one problem's few candidates leave idle. Listing (backends' own
+  // queries, such as cuBLASLt's heuristics) runs on one thread of its own, in prefetch order.
+  // list_queue is destroyed first: its running task may still queue compiles. Once `stopping`,
+  // compiles return at once.
+  std::atomic<bool> stopping{false};
+  std::unique_ptr<TaskQueue> compile_queue;
+  std::unique_ptr<TaskQueue> list_queue;
+  ~Impl() { stopping = true; }
+
   // Problems whose candidates are being listed and compiled ahead (Tuner::prefetch), by key.
   std::map<std::string, std::future<PreparedProblem<GemmProblem>>> gemm_prefetched;
   std::map<std::string, std::future<PreparedProblem<RowOpSpec>>> rowop_prefetched;
@@ -154,7 +167,7 @@ struct Tuner::Impl {
   std::unique_ptr<WorkerProcess> worker;
 
   template <class Problem>
-  PreparedProblem<Problem> prepare(const Problem& problem, bool report);
+  PreparedProblem<Problem> list(const Problem& problem, bool report);
   template <class Problem>
   PreparedProblem<Problem> take_prefetched(const Problem& problem);
   template <class Problem>
@@ -209,14 +222,14 @@ void time_together(tune::MeasureSession& session, const std::vector<Measurement*
   }
 }
 
-// Lists the candidates of every backend that can run the problem and compiles them in parallel
-// (threads; NVRTC is thread-safe). report: progress as it goes (not from a prefetch, whose thread
-// must not call back into a caller that may be busy, such as Python holding its GIL).
+// Lists the candidates of every backend that can run the problem and queues their compiles.
+// report: progress as the compiles go (not for a prefetch, whose callbacks would reach a caller
+// that may be busy, such as Python holding its GIL).
 template <class Problem>
-PreparedProblem<Problem> Tuner::Impl::prepare(const Problem& problem, bool report) {
-  const auto start = std::chrono::steady_clock::now();
+PreparedProblem<Problem> Tuner::Impl::list(const Problem& problem, bool report) {
   const std::string key = problem.key();
   PreparedProblem<Problem> prep;
+  prep.listed = std::chrono::steady_clock::now();
   for (const auto& b : enabled(problem)) {
     if (std::string why = b->supports(problem); !why.empty()) {
       prep.skipped[b->name()] = why;
@@ -231,30 +244,45 @@ PreparedProblem<Problem> Tuner::Impl::prepare(const Problem& problem, bool repor
   }
   GF_CHECK(!prep.cands.empty(), "no backend offers a candidate for {}{}", key,
            opt.only.empty() ? "" : fmt::format(" whose name contains one of '{}'", opt.only));
-  prep.compiled.resize(prep.cands.size());
-  std::atomic<int> done{0};
-  parallel_for(int(prep.cands.size()), opt.compile_jobs, [&](int i) {
-    const auto& [backend, cand] = prep.cands[size_t(i)];
-    try {
-      prep.compiled[size_t(i)] = backend->compile(problem, cand, opt.use_cache);
-    } catch (const std::exception& e) {
-      prep.compiled[size_t(i)] = {.ok = false, .log = e.what()};
-    }
-    if (report) progress(key + " compile", ++done, int(prep.cands.size()));
-  });
-  prep.seconds = seconds_since(start);
+  auto done = std::make_shared<std::atomic<int>>(0);
+  const int total = int(prep.cands.size());
+  for (const auto& [backend, cand] : prep.cands)
+    prep.compiling.push_back(compile_queue->push([this, backend, cand, problem, report, key, done, total] {
+      CompileReport r{.ok = false, .log = "not compiled: the tuner stopped"};
+      if (stopping) return r;
+      try {
+        r = backend->compile(problem, cand, opt.use_cache);
+      } catch (const std::exception& e) {
+        r = {.ok = false, .log = e.what()};
+      }
+      if (report) progress(key + " compile", ++*done, total);
+      return r;
+    }));
   return prep;
 }
 
-// The problem's prefetched preparation, waited for, or (none) prepared now.
+// The problem's candidates compiled: its prefetch's, or (none) listed now, waited for.
 template <class Problem>
 PreparedProblem<Problem> Tuner::Impl::take_prefetched(const Problem& problem) {
   auto& pending = prefetched<Problem>();
-  auto it = pending.find(problem.key());
-  if (it == pending.end()) return prepare(problem, true);
-  std::future<PreparedProblem<Problem>> f = std::move(it->second);
-  pending.erase(it);
-  return f.get();  // rethrows what preparing threw
+  PreparedProblem<Problem> prep;
+  if (auto it = pending.find(problem.key()); it != pending.end()) {
+    std::future<PreparedProblem<Problem>> f = std::move(it->second);
+    pending.erase(it);
+    prep = f.get();  // rethrows what listing threw
+  } else {
+    prep = list(problem, true);
+  }
+  for (auto& f : prep.compiling) {
+    try {
+      prep.compiled.push_back(f.get());
+    } catch (const std::future_error&) {  // dropped: the tuner is going away
+      prep.compiled.push_back({.ok = false, .log = "not compiled: the tuner stopped"});
+    }
+  }
+  prep.compiling.clear();
+  prep.seconds = seconds_since(prep.listed);
+  return prep;
 }
 
 template <class Problem>
@@ -262,7 +290,7 @@ void Tuner::Impl::prefetch(const Problem& problem) {
   const std::string key = problem.key();
   auto& pending = prefetched<Problem>();
   if (!problem.invalid_reason().empty() || enabled(problem).empty() || pending.count(key) || stored(problem)) return;
-  pending.emplace(key, std::async(std::launch::async, [this, problem] { return prepare(problem, false); }));
+  pending.emplace(key, list_queue->push([this, problem] { return list(problem, false); }));
 }
 
 template <class Problem>
@@ -433,6 +461,8 @@ Tuner::Tuner(TuneOptions options) : impl_(std::make_unique<Impl>()) {
   I.db = TuningDb::open(I.opt.db_path.string(), I.device.fingerprint());
   I.worker = std::make_unique<WorkerProcess>(std::vector<std::string>{I.worker_exe(), "__worker"});
   if (I.opt.compile_jobs <= 0) I.opt.compile_jobs = default_jobs();
+  I.compile_queue = std::make_unique<TaskQueue>(I.opt.compile_jobs);
+  I.list_queue = std::make_unique<TaskQueue>(1);
   for (const auto& name : I.opt.backends)
     GF_CHECK(find_backend<GemmProblem>(name) || find_backend<RowOpSpec>(name), "unknown backend '{}' (known: {})", name,
              backend_names());
