@@ -68,12 +68,27 @@ std::vector<NativeConfig> covering_configs() {
   };
 }
 
+// Swap-AB (the transposed problem, D stored transposed): tried on every shape in layout tn
+// without a gate, at any M (the tuner offers it at M <= 64): narrow and wide kernel N, split-K,
+// pairs, ping-pong.
+std::vector<NativeConfig> swap_configs() {
+  return {
+      {.bm = 64, .bn = 16, .stages = 8, .consumers = 1, .swap_ab = true},
+      {.bm = 128, .bn = 16, .stages = 8, .consumers = 2, .split_k = 3, .swap_ab = true},
+      {.bm = 64, .bn = 32, .stages = 8, .consumers = 2, .pingpong = true, .split_k = 2, .swap_ab = true},
+      {.bm = 128, .bn = 64, .stages = 6, .consumers = 2, .cluster = 2, .swap_ab = true},
+      {.bm = 128, .bn = 48, .stages = 6, .consumers = 2, .cluster = 2, .cluster_m = true, .swap_ab = true},
+  };
+}
+
 void check_problem(const std::string& spec) {
   GemmProblem p = GemmProblem::parse(spec);
   DeviceInfo dev = DeviceInfo::query();
   ASSERT_EQ(native::unsupported_reason(p), "") << spec;
   std::vector<NativeConfig> configs;
-  for (NativeConfig c : covering_configs())
+  std::vector<NativeConfig> tried = covering_configs();
+  for (const NativeConfig& c : swap_configs()) tried.push_back(c);
+  for (NativeConfig c : tried)
     for (int promote : {0, 1, 2}) {  // fp8: plain, promoted, promoted overlapped (block scales: promoted)
       c.promote = promote > 0;
       c.overlap = promote == 2;

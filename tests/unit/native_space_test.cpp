@@ -23,9 +23,16 @@ TEST(NativeSpace, SizesByLevelAndUniqueNames) {
     auto fast = native::ranked_configs(p, d, Search::fast);
     auto normal = native::ranked_configs(p, d, Search::normal);
     auto all = native::ranked_configs(p, d, Search::exhaustive);
-    EXPECT_LE(fast.size(), 8u) << spec;
-    EXPECT_GE(fast.size(), 4u) << spec;
-    EXPECT_LE(normal.size(), 30u) << spec;
+    // The model's list, then swap-AB's own (small M): fast 8 + 1, default 30 + 4.
+    auto part = [](std::vector<NativeConfig> v, bool swap) {
+      std::erase_if(v, [&](const NativeConfig& c) { return c.swap_ab != swap; });
+      return v;
+    };
+    EXPECT_LE(part(fast, false).size(), 8u) << spec;
+    EXPECT_GE(part(fast, false).size(), 4u) << spec;
+    EXPECT_EQ(part(fast, true).size(), p.m <= native::kSwapMaxM ? 1u : 0u) << spec;
+    EXPECT_LE(part(normal, false).size(), 30u) << spec;
+    EXPECT_LE(part(normal, true).size(), 4u) << spec;
     EXPECT_GE(all.size(), normal.size()) << spec;
     std::set<std::string> names;
     for (const auto& c : all) {
@@ -34,8 +41,47 @@ TEST(NativeSpace, SizesByLevelAndUniqueNames) {
       EXPECT_EQ(NativeConfig::from_json(c.to_json()), c);
     }
     // fast is the head of default: the cost model ranks once.
-    for (size_t i = 0; i < fast.size(); ++i) EXPECT_EQ(fast[i], normal[i]);
+    for (bool swap : {false, true}) {
+      auto f = part(fast, swap), n = part(normal, swap);
+      for (size_t i = 0; i < f.size(); ++i) EXPECT_EQ(f[i], n[i]);
+    }
   }
+}
+
+// Swap-AB: the kernel runs the transposed problem; offered at small M in layout tn without a gate
+// or block scales, stored from registers.
+TEST(NativeSpace, SwapAB) {
+  DeviceInfo d = DeviceInfo::assumed_hopper();
+  const GemmProblem p = GemmProblem::parse("16x4096x1024:e5m2xe4m3:bias+gelu");
+  const GemmProblem t = native::kernel_problem(NativeConfig{.swap_ab = true}, p);
+  EXPECT_EQ(t.m, 4096);
+  EXPECT_EQ(t.n, 16);
+  EXPECT_EQ(t.a, DType::e4m3);
+  EXPECT_EQ(t.b, DType::e5m2);
+  EXPECT_EQ(t.epilogue.bias, BiasKind::row);  // the problem's column bias: the kernel's rows
+  EXPECT_EQ(t.epilogue.act, Activation::gelu);
+  EXPECT_EQ(native::kernel_problem(NativeConfig{}, p), p);
+
+  auto has_swap = [&](const char* spec) {
+    auto all = native::ranked_configs(GemmProblem::parse(spec), d, Search::exhaustive);
+    return std::any_of(all.begin(), all.end(), [](const NativeConfig& c) { return c.swap_ab; });
+  };
+  for (const char* spec : {"1x4096x4096:bf16", "8x6144x4096:f16:residual", "64x4096x4096:bf16:bias",
+                           "16x4096x4096:e4m3:scale=rowcol"})
+    EXPECT_TRUE(has_swap(spec)) << spec;
+  for (const char* spec : {"65x4096x4096:bf16", "16x28672x4096:bf16:swiglu", "16x4096x4096:bf16:nn",
+                           "16x4096x4096:e4m3:scale=block128"})
+    EXPECT_FALSE(has_swap(spec)) << spec;
+
+  NativeConfig c{.bm = 64, .bn = 16, .stages = 8, .consumers = 1, .swap_ab = true};
+  const GemmProblem q = GemmProblem::parse("16x4096x4096:bf16");
+  EXPECT_EQ(native::illegal_reason(c, q, d), "");
+  c.store_boxes = 1;
+  EXPECT_NE(native::illegal_reason(c, q, d), "");
+  EXPECT_NE(native::illegal_reason(NativeConfig{.bm = 64, .bn = 16, .consumers = 1, .swap_ab = true},
+                                   GemmProblem::parse("16x4096x4096:bf16:nn"), d),
+            "");
+  EXPECT_NE(c.name(q).find("_swap"), std::string::npos);
 }
 
 TEST(NativeSpace, KernelSymbolsAreIdentifiersNamedAfterTheCandidate) {
@@ -162,7 +208,9 @@ TEST(NativeSpace, DefaultSpaceCompilesWithoutSpills) {
                            "8192x8192x4096:bf16:bias+gelu_tanh+residual",
                            // fp8: the promoted and plain variants, block scales
                            "4096x6144x4096:e4m3:scale=rowcol+bias+gelu_tanh", "16x6144x4096:e4m3:scale=block128",
-                           "4096x4096x4096:e5m2xe4m3:scale=tensor", "300x640x1040:e4m3->e4m3:scale=block128+bias"}) {
+                           "4096x4096x4096:e5m2xe4m3:scale=tensor", "300x640x1040:e4m3->e4m3:scale=block128+bias",
+                           // swap-AB at small M: the transposed store with C, a row bias and GELU
+                           "8x4096x4096:bf16:bias+gelu+residual"}) {
     GemmProblem p = GemmProblem::parse(spec);
     auto configs = native::ranked_configs(p, d, Search::normal);
     std::vector<native::Compiled> out(configs.size());

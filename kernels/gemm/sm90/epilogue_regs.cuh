@@ -47,6 +47,10 @@ struct RegisterEpilogue : Traits<Cfg> {
   // Per element: v = alpha * acc + beta * C + bias, then the activation or the SwiGLU gate.
   static __device__ __forceinline__ void store(const GemmParams& p, float (&acc)[kMmaM][kAcc], const Unit& u,
                                                int consumer) {
+    if constexpr (T::kSwapAB) {
+      store_transposed(p, acc, u, consumer);
+      return;
+    }
     const int lane = threadIdx.x % 32, warp = threadIdx.x % 128 / 32;
     const bool aligned = p.pairs_aligned != 0;
     const Epi* bias = static_cast<const Epi*>(p.bias);
@@ -95,6 +99,40 @@ struct RegisterEpilogue : Traits<Cfg> {
           const bool two = col + 1 < p.n;
           store2(d + col, activate(pre(a0, col)), two ? activate(pre(a1, col + 1)) : 0.0f, two, aligned, scale_d);
         }
+      }
+    }
+  }
+
+  // Swap-AB: the kernel ran D^T = B A^T, so its element (row, col) is the problem's D at (col,
+  // row), and D is p.n rows of p.m (the kernel's M is the problem's N). A thread's two columns
+  // lie in two rows of D: one element each. A warp's store covers 8 rows of 8 consecutive
+  // elements; D is small (the problem's M is at most 64).
+  static __device__ __forceinline__ void store_transposed(const GemmParams& p, float (&acc)[kMmaM][kAcc], const Unit& u,
+                                                          int consumer) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x % 128 / 32;
+    const Epi* bias = static_cast<const Epi*>(p.bias);
+    const Epi* c = static_cast<const Epi*>(p.c);
+    Out* d = static_cast<Out*>(p.out);
+    const float scale_d = T::kFp8Out ? __ldg(p.scale_d) : 1.0f;
+#pragma unroll
+    for (int mm = 0; mm < kMmaM; ++mm) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int row = u.m0 + part(consumer) * kWgRows + mm * 64 + warp * 16 + lane / 4 + half * 8;
+        if (row >= p.m) continue;
+        const float row_add = Cfg::kBias == BiasKind::row ? to_float(bias[row]) : 0.0f;
+#pragma unroll
+        for (int i = 0; i < BN / 8; ++i)
+#pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            const int col = u.n0 + 8 * i + 2 * (lane % 4) + j;
+            if (col >= p.n) continue;
+            const long long at = ((long long)u.b * p.n + col) * p.m + row;
+            float v = p.alpha * acc[mm][4 * i + 2 * half + j] + row_add;
+            if (Cfg::kHasC) v += p.beta * to_float(c[at]);
+            if (Cfg::kBias == BiasKind::col) v += to_float(bias[col]);
+            store2(d + at, activate(v), 0.0f, false, false, scale_d);
+          }
       }
     }
   }

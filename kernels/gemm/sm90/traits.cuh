@@ -47,6 +47,8 @@ struct Traits {
   static_assert(!Cfg::kNN || BN % 64 == 0, "N-major B is loaded in 64-column boxes.");
   static_assert(Cfg::kGate != GateKind::split || BN % 32 == 0, "A split gate needs whole 8-column groups per half.");
   static constexpr bool kOverlap = kPromote && Cfg::kPromoteOverlap;  // see NativeConfig::overlap
+  // Swap-AB (NativeConfig::swap_ab): the kernel's D is the problem's D transposed, stored so.
+  static constexpr bool kSwapAB = Cfg::kSwapAB;
   static_assert(kMmaM * kAcc * (kPromote ? (kOverlap ? 3 : 2) : 1) <= (kConsumers == 2 ? 192 : 128),
                 "More accumulators per thread would spill.");
   static_assert(!kFp8 || !Cfg::kNN, "fp8 wgmma reads both operands K-major.");
@@ -88,6 +90,8 @@ struct Traits {
   using Out = typename Select<Cfg::kOut == DType::f32, float, typename Select<kFp8Out, u8, u16>::type>::type;
   using Epi = typename Select<kEpiDType == DType::f32, float, u16>::type;
   static_assert(!kFp8Out || (!kStoreTma && Cfg::kGate == GateKind::none), "An fp8 D is stored from registers.");
+  static_assert(!kSwapAB || (!kStoreTma && Cfg::kGate == GateKind::none && !Cfg::kNN),
+                "Swap-AB stores D transposed from registers, element by element, in layout tn.");
 
   static __device__ __forceinline__ float to_float(float v) { return v; }
   static __device__ __forceinline__ float to_float(u16 v) {

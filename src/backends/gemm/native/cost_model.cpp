@@ -49,6 +49,9 @@ struct Model {
   static constexpr double kIdlePartner = 1.5;
   // Pairs rank just behind single CTAs of the same tile: the fit found no consistent gain at small M.
   static constexpr double kUnprovenPair = 1.02;
+  // Swap-AB stores D transposed, an element at a time (a warp's store covers 16-byte pieces of 8
+  // rows): its epilogue bytes cost this many times a row store's (predicted, not fitted).
+  static constexpr double kTransposedStoreCost = 2.0;
 
   // Large M. Filling the pipeline at the start of each unit, per stage.
   static constexpr double kStageFillS = 0.15e-6;
@@ -83,22 +86,27 @@ double unit_compute_s(const NativeConfig& c, const GemmProblem& p, double k) {
 // are exposed, the smaller of the two over the number of trips (with K = 1000 and 8 stages, two
 // trips, that is most of it: there the time follows the tile's area). The grid cannot beat DRAM
 // either; the two bounds blend (as a 2-norm) since neither is reached alone.
+// With swap-AB the weights are the kernel's A, in boxes of bm rows, and its tiles cover the
+// transposed problem.
 double estimate_streaming_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo& d) {
   const int sms = std::max(d.sm_count, 1);
-  const int64_t m_tiles = ceil_div(p.m, c.bm);
-  const int64_t units = p.batch * m_tiles * ceil_div(p.n, c.bn) * c.split_k;
+  const GemmProblem q = kernel_problem(c, p);
+  const int64_t m_tiles = ceil_div(q.m, c.bm);
+  const int64_t units = q.batch * m_tiles * ceil_div(q.n, c.bn) * c.split_k;
   const int64_t waves = (units + sms - 1) / sms;
   const double k_blocks = std::ceil(double(p.k) / c.split_k / block_k(p));
-  const double narrow = Model::kNarrowBase + Model::kNarrowPer64 * 64.0 / c.bn;
+  const double narrow = Model::kNarrowBase + Model::kNarrowPer64 * 64.0 / (c.swap_ab ? c.bm : c.bn);
   const double trips = std::ceil(k_blocks / c.stages);
   const double unit_stream_s = trips * Model::kRoundTripS * narrow;
   const double unit_compute = unit_compute_s(c, p, k_blocks * block_k(p));
   const double grid_s = waves * (std::max(unit_compute, unit_stream_s) + std::min(unit_compute, unit_stream_s) / trips);
   const double partial_bytes = c.split_k > 1 ? 2.0 * units * c.bm * c.bn * 4 : 0.0;
   const double dram_s = (p.min_bytes() + partial_bytes) / Model::kDramBytesPerSecond;
-  const double rows = std::min<double>(c.bm, p.m);
-  const double epilogue_s =
-      rows * c.bn * 4 / Model::kSmallEpilogueBytesPerSecond / (c.store_tma() ? Model::kSmallTmaStoreGain : 1.0);
+  // The tile's elements of D: the problem's few rows of it, bn columns (swap-AB: bm of them).
+  const double elements = c.swap_ab ? std::min<double>(c.bn, p.m) * c.bm : std::min<double>(c.bm, p.m) * c.bn;
+  const double epilogue_s = elements * 4 / Model::kSmallEpilogueBytesPerSecond *
+                            (c.swap_ab ? Model::kTransposedStoreCost : 1.0) /
+                            (c.store_tma() ? Model::kSmallTmaStoreGain : 1.0);
   const double idle_partner = c.pair_m() > 1 && m_tiles < 2 ? Model::kIdlePartner : 1.0;
   const double unproven = c.cluster > 1 ? Model::kUnprovenPair : 1.0;
   return idle_partner * unproven *
@@ -109,6 +117,11 @@ double estimate_streaming_us(const NativeConfig& c, const GemmProblem& p, const 
 
 double estimate_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo& d) {
   if (p.m <= Model::kSmallM) return estimate_streaming_us(c, p, d);
+  if (c.swap_ab) {  // the large-M model, of the kernel's own problem
+    NativeConfig plain = c;
+    plain.swap_ab = false;
+    return estimate_us(plain, kernel_problem(c, p), d);
+  }
   const int sms = std::max(d.sm_count, 1);
   const int64_t tiles = p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, c.bn);
   const int64_t units = tiles * c.split_k;

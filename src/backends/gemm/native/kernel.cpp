@@ -58,8 +58,14 @@ TmaDesc tensor_map(const void* ptr, DType t, int64_t inner, int64_t outer, int64
 
 class NativeKernel final : public Kernel {
  public:
-  NativeKernel(const NativeConfig& c, const GemmProblem& p, const std::string& cubin)
-      : cfg_(c), problem_(p), module_(cubin), fn_(module_.function(kernel_symbol(c, p).c_str())) {
+  // p: the problem; the kernel runs kernel_problem(c, p) (its transpose, with swap-AB).
+  NativeKernel(const NativeConfig& c, const GemmProblem& problem, const std::string& cubin)
+      : cfg_(c),
+        problem_(problem),
+        kernel_problem_(kernel_problem(c, problem)),
+        module_(cubin),
+        fn_(module_.function(kernel_symbol(c, problem).c_str())) {
+    const GemmProblem& p = kernel_problem_;
     cuda::set_max_dynamic_smem(fn_, unsigned(c.smem_bytes()));
     int device = 0, sms = 0;
     GF_CUDA_CHECK(cudaGetDevice(&device));
@@ -72,9 +78,9 @@ class NativeKernel final : public Kernel {
     // where GPCs have odd SM counts), none idle.
     int resident = sms / c.cluster;
     if (c.cluster > 1) resident = cuda::max_active_clusters(fn_, launch_config(unsigned(c.cluster)));
-    GF_CHECK(resident > 0, "native {}: no cluster of {} fits on the device", c.name(p), c.cluster);
+    GF_CHECK(resident > 0, "native {}: no cluster of {} fits on the device", c.name(problem), c.cluster);
     grid_ = unsigned(std::min<int64_t>(units, resident) * c.cluster);
-    log().debug("native {}: {} units, {} resident clusters of {}, grid {}", c.name(p), units, resident, c.cluster,
+    log().debug("native {}: {} units, {} resident clusters of {}, grid {}", c.name(problem), units, resident, c.cluster,
                 grid_);
     if (c.split_k > 1) {  // the workspace: a counter per tile (kept zero between launches), then partials
       counters_bytes_ = (size_t(tiles) * 4 + 255) / 256 * 256;
@@ -86,33 +92,41 @@ class NativeKernel final : public Kernel {
   size_t alignment() const override { return 16; }  // TMA
 
   void launch(const GemmArgs& args, cudaStream_t stream) override {
-    const GemmProblem& p = problem_;
+    {
+      const GemmProblem& p = problem_;
+      const Epilogue& e = p.epilogue;
+      GF_CHECK(args.a && args.b && args.d, "native {}: A, B and D must be non-null", p.key());
+      GF_CHECK(!e.has_c() || args.c, "native {}: the epilogue reads C but C is null", p.key());
+      GF_CHECK(e.bias == BiasKind::none || args.bias, "native {}: the epilogue adds a bias but bias is null", p.key());
+      GF_CHECK(e.scale == ScaleKind::none || (args.scale_a && args.scale_b),
+               "native {}: the fp8 scales scale_a and scale_b must be non-null", p.key());
+      GF_CHECK(args.workspace_bytes >= workspace_bytes(), "native {}: needs {} bytes of workspace, got {}", p.key(),
+               workspace_bytes(), args.workspace_bytes);
+    }
+    // The kernel's operands: with swap-AB, B (and its scales) as its A, A as its B.
+    const GemmProblem& p = kernel_problem_;
     const Epilogue& e = p.epilogue;
-    GF_CHECK(args.a && args.b && args.d, "native {}: A, B and D must be non-null", p.key());
-    GF_CHECK(!e.has_c() || args.c, "native {}: the epilogue reads C but C is null", p.key());
-    GF_CHECK(e.bias == BiasKind::none || args.bias, "native {}: the epilogue adds a bias but bias is null", p.key());
-    GF_CHECK(e.scale == ScaleKind::none || (args.scale_a && args.scale_b),
-             "native {}: the fp8 scales scale_a and scale_b must be non-null", p.key());
-    GF_CHECK(args.workspace_bytes >= workspace_bytes(), "native {}: needs {} bytes of workspace, got {}", p.key(),
-             workspace_bytes(), args.workspace_bytes);
+    const bool swap = cfg_.swap_ab;
+    const void* a = swap ? args.b : args.a;
+    const void* b = swap ? args.a : args.b;
     // Tensor maps cost a driver call each: encoded when a pointer changes, under a lock held only
     // for that (launches on other threads may change them too).
     GemmParams params;
     {
       std::lock_guard lock(maps_mu_);
-      if (args.a != last_a_) {
-        maps_.a = tensor_map(args.a, p.a, p.k, p.m, p.batch, uint32_t(block_k(p)), uint32_t(cfg_.bm / cfg_.pair_n()));
-        last_a_ = args.a;
+      if (a != last_a_) {
+        maps_.a = tensor_map(a, p.a, p.k, p.m, p.batch, uint32_t(block_k(p)), uint32_t(cfg_.bm / cfg_.pair_n()));
+        last_a_ = a;
       }
-      if (args.b != last_b_) {
+      if (b != last_b_) {
         if (p.layout == Layout::nn)
-          maps_.b = tensor_map(args.b, p.b, p.n, p.k, p.batch, 64, 64);
+          maps_.b = tensor_map(b, p.b, p.n, p.k, p.batch, 64, 64);
         else {
           // Half-height boxes when the tile's B comes in halves (a split gate, or a pair sharing B).
           uint32_t rows = uint32_t(e.gate == GateKind::split || cfg_.pair_m() > 1 ? cfg_.bn / 2 : cfg_.bn);
-          maps_.b = tensor_map(args.b, p.b, p.k, p.n, p.batch, uint32_t(block_k(p)), rows);
+          maps_.b = tensor_map(b, p.b, p.k, p.n, p.batch, uint32_t(block_k(p)), rows);
         }
-        last_b_ = args.b;
+        last_b_ = b;
       }
       if (cfg_.store_tma() && args.d != last_d_) {
         maps_.d = tensor_map(args.d, p.out, p.out_cols(), p.m, p.batch, 64, uint32_t(cfg_.wg_rows()));
@@ -127,8 +141,8 @@ class NativeKernel final : public Kernel {
     params.out = args.d;
     params.c = args.c;
     params.bias = args.bias;
-    params.scale_a = args.scale_a;
-    params.scale_b = args.scale_b;
+    params.scale_a = swap ? args.scale_b : args.scale_a;
+    params.scale_b = swap ? args.scale_a : args.scale_b;
     params.scale_d = args.scale_d;
     params.counters = static_cast<int*>(args.workspace);
     params.partials = reinterpret_cast<float*>(static_cast<char*>(args.workspace) + counters_bytes_);
@@ -154,7 +168,7 @@ class NativeKernel final : public Kernel {
 
  private:
   NativeConfig cfg_;
-  GemmProblem problem_;
+  GemmProblem problem_, kernel_problem_;
   cuda::Module module_;
   CUfunction fn_;
   int tiles_m_ = 0, tiles_n_ = 0;

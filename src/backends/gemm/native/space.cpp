@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <tuple>
 
 #include "core/arith.hpp"
@@ -19,7 +20,8 @@ std::string NativeConfig::name(const GemmProblem& p) const {
   return fmt::format("sm90_{}_{}_{}_{}x{}x{}_{}_s{}_c{}_k{}_x{}{}_g{}{}_{}", in, to_string(p.out), to_string(p.layout),
                      bm, bn, block_k(p), pingpong ? "pp" : "co", stages, consumers, split_k, cluster,
                      cluster > 1 ? (cluster_m ? "m" : "n") : "", group, raster_n ? "n" : "m", epi) +
-         (store_tma() ? fmt::format("_tma{}", store_boxes) : "") + (promote ? (overlap ? "_promote2" : "_promote") : "");
+         (store_tma() ? fmt::format("_tma{}", store_boxes) : "") +
+         (promote ? (overlap ? "_promote2" : "_promote") : "") + (swap_ab ? "_swap" : "");
 }
 
 nlohmann::json NativeConfig::to_json() const {
@@ -35,7 +37,8 @@ nlohmann::json NativeConfig::to_json() const {
           {"raster_n", raster_n},
           {"store_boxes", store_boxes},
           {"promote", promote},
-          {"overlap", overlap}};
+          {"overlap", overlap},
+          {"swap_ab", swap_ab}};
 }
 
 NativeConfig NativeConfig::from_json(const nlohmann::json& j) {
@@ -51,9 +54,20 @@ NativeConfig NativeConfig::from_json(const nlohmann::json& j) {
   c.store_boxes = j.value("store_boxes", 0);
   c.promote = j.value("promote", false);
   c.overlap = j.value("overlap", false);
+  c.swap_ab = j.value("swap_ab", false);
   c.group = j.at("group");
   c.raster_n = j.at("raster_n");
   return c;
+}
+
+GemmProblem kernel_problem(const NativeConfig& c, const GemmProblem& p) {
+  if (!c.swap_ab) return p;
+  GemmProblem t = p;
+  std::swap(t.m, t.n);
+  std::swap(t.a, t.b);
+  if (p.epilogue.bias == BiasKind::col) t.epilogue.bias = BiasKind::row;
+  if (p.epilogue.bias == BiasKind::row) t.epilogue.bias = BiasKind::col;
+  return t;
 }
 
 std::string unsupported_reason(const GemmProblem& p) {
@@ -70,14 +84,25 @@ std::string unsupported_reason(const GemmProblem& p) {
 }
 
 std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const DeviceInfo& d) {
+  if (c.swap_ab) {
+    // The transposed store is per element from registers: no gate (its pairs would lie in two
+    // threads), no TMA store; block scales' layouts are not transposed.
+    if (p.layout != Layout::tn) return "swap-AB takes layout tn (both operands K-major)";
+    if (p.epilogue.gate != GateKind::none) return "swap-AB does not take a SwiGLU gate";
+    if (p.epilogue.scale == ScaleKind::block128) return "swap-AB does not take block scales";
+    if (c.store_tma()) return "swap-AB stores D transposed from registers, not by TMA";
+    NativeConfig plain = c;
+    plain.swap_ab = false;
+    return illegal_reason(plain, kernel_problem(c, p), d);
+  }
   if (c.consumers < 1 || c.consumers > 2) return "consumers must be 1 or 2";
   if (c.pingpong && c.consumers != 2) return "ping-pong alternates two consumers";
   if (c.bm % c.consumers != 0 || (c.wg_rows() != 64 && c.wg_rows() != 128)) return "each consumer owns 64 or 128 rows";
   if (c.bn % 16 != 0 || c.bn < 16 || c.bn > 256) return "BN must be a multiple of 16 in [16, 256]";
   if (c.acc_per_thread() > c.max_acc_per_thread())
-    return fmt::format("more than {} accumulators per thread{}", c.max_acc_per_thread(),
-                       c.promote ? (c.overlap ? " (overlapped promotion triples them)" : " (promotion doubles them)")
-                                 : "");
+    return fmt::format(
+        "more than {} accumulators per thread{}", c.max_acc_per_thread(),
+        c.promote ? (c.overlap ? " (overlapped promotion triples them)" : " (promotion doubles them)") : "");
   if (c.promote && !is_fp8(p.a)) return "promotion is for fp8 inputs";
   if (c.overlap && !c.promote) return "overlap is a way of promoting";
   if (c.store_tma() && is_fp8(p.out)) return "an fp8 D is stored from registers";
@@ -145,71 +170,90 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   // 0: plain accumulation, 1: promoted after each k-block's wgmma, 2: promoted overlapped.
   std::vector<int> promotions = {0};
   if (is_fp8(p.a)) promotions = block_scaled ? std::vector<int>{1, 2} : std::vector<int>{0, 1, 2};
+  // Swap-AB at small M: the kernel's N is the problem's M, its width the narrowest that covers it.
+  const bool swappable = p.m <= kSwapMaxM && p.layout == Layout::tn && p.epilogue.gate == GateKind::none &&
+                         p.epilogue.scale != ScaleKind::block128;
   std::vector<std::pair<double, NativeConfig>> scored;
-  for (const Family& f : families)
-    for (int promote : promotions)
-      for (int bn : widths)
-        for (int split : {1, 2, 3, 4, 6, 8})
-          for (int pairing : {0, 1, 2})  // no cluster, a pair along N (shares A), a pair along M (shares B)
-            for (bool store_tma : {false, true})
-              for (int group : groups)
-                for (bool raster_n : {false, true}) {
-                  NativeConfig c{.bm = f.bm,
-                                 .bn = bn,
-                                 .stages = 2,
-                                 .consumers = f.consumers,
-                                 .pingpong = f.pingpong,
-                                 .split_k = split,
-                                 .cluster = pairing ? 2 : 1,
-                                 .cluster_m = pairing == 2,
-                                 .group = group,
-                                 .raster_n = raster_n,
-                                 .promote = promote > 0,
-                                 .overlap = promote == 2};
-                  // The deepest pipeline that fits (capped at 8) beside one staging box, then as
-                  // many staging boxes as still fit.
-                  c.store_boxes = store_tma ? 1 : 0;
-                  c.stages = 8;
-                  deepest_pipeline(c);
-                  const int out_boxes = tile_out_boxes(bn, p);
-                  if (store_tma)
-                    for (int boxes = out_boxes; boxes > 1; --boxes) {
-                      NativeConfig wider = c;
-                      wider.store_boxes = boxes;
-                      if (out_boxes % boxes == 0 && wider.smem_bytes() <= d.smem_per_block_optin) {
-                        c = wider;
-                        break;
+  for (bool swap : {false, true}) {
+    if (swap && !swappable) continue;
+    const GemmProblem q = kernel_problem(NativeConfig{.swap_ab = swap}, p);  // what the kernel runs
+    const std::vector<int> bns = swap ? std::vector<int>{int(ceil_div(p.m, 16) * 16)} : widths;
+    for (const Family& f : families)
+      for (int promote : promotions)
+        for (int bn : bns)
+          for (int split : {1, 2, 3, 4, 6, 8})
+            for (int pairing : {0, 1, 2})  // no cluster, a pair along N (shares A), a pair along M (shares B)
+              for (bool store_tma : {false, true})
+                for (int group : groups)
+                  for (bool raster_n : {false, true}) {
+                    if (swap && store_tma) continue;  // stored transposed, from registers
+                    NativeConfig c{.bm = f.bm,
+                                   .bn = bn,
+                                   .stages = 2,
+                                   .consumers = f.consumers,
+                                   .pingpong = f.pingpong,
+                                   .split_k = split,
+                                   .cluster = pairing ? 2 : 1,
+                                   .cluster_m = pairing == 2,
+                                   .group = group,
+                                   .raster_n = raster_n,
+                                   .promote = promote > 0,
+                                   .overlap = promote == 2,
+                                   .swap_ab = swap};
+                    // The deepest pipeline that fits (capped at 8) beside one staging box, then as
+                    // many staging boxes as still fit.
+                    c.store_boxes = store_tma ? 1 : 0;
+                    c.stages = 8;
+                    deepest_pipeline(c);
+                    const int out_boxes = tile_out_boxes(bn, q);
+                    if (store_tma)
+                      for (int boxes = out_boxes; boxes > 1; --boxes) {
+                        NativeConfig wider = c;
+                        wider.store_boxes = boxes;
+                        if (out_boxes % boxes == 0 && wider.smem_bytes() <= d.smem_per_block_optin) {
+                          c = wider;
+                          break;
+                        }
                       }
+                    // Split-K only where whole tiles leave SMs idle.
+                    int64_t tiles = q.batch * ceil_div(q.m, c.bm) * ceil_div(q.n, bn);
+                    if (split > 1 && tiles >= sms) continue;
+                    // With a C input, staging the whole tile (C then lands during the main loop) is
+                    // offered beside the deepest pipeline. The large-M model charges nothing for the
+                    // stage it gives up, so there it ranks first; the two measured alike at 4096^3
+                    // The small-M model charges for it.
+                    if (store_tma && p.epilogue.has_c() && c.store_boxes < out_boxes) {
+                      NativeConfig whole = c;
+                      whole.store_boxes = out_boxes;
+                      deepest_pipeline(whole);
+                      if (illegal_reason(whole, p, d).empty()) scored.emplace_back(estimate_us(whole, p, d), whole);
                     }
-                  // Split-K only where whole tiles leave SMs idle.
-                  int64_t tiles = p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, bn);
-                  if (split > 1 && tiles >= sms) continue;
-                  // With a C input, staging the whole tile (C then lands during the main loop) is
-                  // offered beside the deepest pipeline. The large-M model charges nothing for the
-                  // stage it gives up, so there it ranks first; the two measured alike at 4096^3
-                  // The small-M model charges for it.
-                  if (store_tma && p.epilogue.has_c() && c.store_boxes < out_boxes) {
-                    NativeConfig whole = c;
-                    whole.store_boxes = out_boxes;
-                    deepest_pipeline(whole);
-                    if (illegal_reason(whole, p, d).empty()) scored.emplace_back(estimate_us(whole, p, d), whole);
+                    if (!illegal_reason(c, p, d).empty()) continue;
+                    scored.emplace_back(estimate_us(c, p, d), c);
                   }
-                  if (!illegal_reason(c, p, d).empty()) continue;
-                  scored.emplace_back(estimate_us(c, p, d), c);
-                }
+  }
   if (scored.empty()) return {};
   const size_t keep = level == Search::fast ? 8 : level == Search::normal ? 30 : scored.size();
   // Four distinct tiles first, then variants (pairs, TMA store) of the best ones, so that each
   // short list starts the next (fast is the head of default):
   // pairs of the best tile were 17% faster than its single CTAs at 1000x4096x1000 and within 1%
   // at 4096^3 in an exhaustive search, which the model does not capture.
-  return diverse_head<NativeConfig>(
-      std::move(scored), keep,
-      {[](const NativeConfig& c) { return fmt::format("{}x{}{}", c.bm, c.bn, c.pingpong); },
-       [](const NativeConfig& c) {
-         return fmt::format("{}x{}{}/{}{}{}", c.bm, c.bn, c.pingpong, c.pair_m(), c.pair_n(), c.store_boxes);
-       }},
-      4);
+  // Swap-AB's constants are not fitted yet: its best-ranked configs come after the list the model
+  // and the measured winners shaped (one more for fast), so that the race measures them.
+  std::vector<std::pair<double, NativeConfig>> swapped;
+  std::erase_if(scored, [&](const auto& sc) {
+    if (sc.second.swap_ab) swapped.push_back(sc);
+    return sc.second.swap_ab;
+  });
+  const std::vector<std::function<std::string(const NativeConfig&)>> tiers = {
+      [](const NativeConfig& c) { return fmt::format("{}x{}{}", c.bm, c.bn, c.pingpong); },
+      [](const NativeConfig& c) {
+        return fmt::format("{}x{}{}/{}{}{}", c.bm, c.bn, c.pingpong, c.pair_m(), c.pair_n(), c.store_boxes);
+      }};
+  std::vector<NativeConfig> head = diverse_head<NativeConfig>(std::move(scored), keep, tiers, 4);
+  const size_t swap_keep = level == Search::fast ? 1 : level == Search::normal ? 4 : swapped.size();
+  for (NativeConfig& c : diverse_head<NativeConfig>(std::move(swapped), swap_keep, tiers, 2)) head.push_back(c);
+  return head;
 }
 
 }  // namespace gf::native

@@ -29,6 +29,10 @@ struct NativeConfig {
   // Promotion with two sets of partial accumulators: a k-block's results are promoted while the
   // next k-block's wgmma runs, instead of after waiting for it.
   bool overlap = false;
+  // Swap-AB, for small M: the kernel runs D^T = B A^T, so the weights fill wgmma's 64-row M side
+  // and the problem's few rows its N side (bn of 16..64), and stores D transposed from registers.
+  // bm, bn and every other field describe that kernel (kernel_problem), not the problem.
+  bool swap_ab = false;
 
   int threads() const { return 128 * (1 + consumers); }
   int pair_m() const { return cluster > 1 && cluster_m ? 2 : 1; }
@@ -49,6 +53,12 @@ struct NativeConfig {
   bool operator==(const NativeConfig&) const = default;
 };
 
+// Swap-AB variants are offered up to this many rows: the kernel's N then holds them all in one
+// tile of at most 64 columns.
+inline constexpr int64_t kSwapMaxM = 64;
+// The problem the kernel of this config runs: the problem itself, or with swap_ab its transpose
+// D^T = B A^T (M and N, A's and B's dtypes, row and column bias exchanged).
+GemmProblem kernel_problem(const NativeConfig& c, const GemmProblem& p);
 // Why the native templates cannot run a problem at all, or "".
 std::string unsupported_reason(const GemmProblem& p);
 // Why this config cannot run the problem on the device, or "".
