@@ -177,6 +177,15 @@ def torch_section(layer):
         for r in over:
             lines.append(f"| `{r['mode']}` | {statistics.median(r['round_us']):.2f} | "
                          f"[{min(r['round_us']):.2f}, {max(r['round_us']):.2f}] |")
+    tuned = [r for r in layer["rows"] if r.get("tuning")]
+    if tuned:
+        lines += ["", "Where gemmforge's tuning went (setup of the `gemmforge` rows; compiles run ahead of measuring, "
+                  "on one queue, so a problem's seconds are its wait for them plus its measuring):", "",
+                  "| tokens | problem | backend | seconds | compile s | verify s | race s |", "|---|---|---|---|---|---|---|"]
+        for r in tuned:
+            for t in r["tuning"]:
+                lines.append(f"| {r['tokens']} | `{t['problem']}` | {t['backend']} | {t['seconds']:.2f} | "
+                             f"{t['compile_seconds']:.2f} | {t['verify_seconds']:.2f} | {t['race_seconds']:.2f} |")
     return lines
 
 
