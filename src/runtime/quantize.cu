@@ -244,32 +244,37 @@ __global__ void finish_scale_kernel(float* scale) {  // the amax's bits become t
 
 unsigned grid_for(int64_t work) { return unsigned(std::clamp<int64_t>(work, 1, 132 * 16)); }
 
+// One segment kernel's launch: enough CTAs for the segments, kThreads / kTeam of them a CTA.
+template <bool kVec, int kTeam, int kPer, class T, class Q>
+void launch_segment_kernel(const T* x, Q* q, float* scales, int64_t rows, int64_t cols, int64_t len, cudaStream_t s) {
+  const int64_t segments = rows * ceil_div(cols, len);
+  segment_kernel<kVec, kTeam, kPer, T, Q>
+      <<<grid_for(ceil_div(segments, kThreads / kTeam)), kThreads, 0, s>>>(x, q, scales, rows, cols, len);
+}
+
 // Segments of len columns: the team and the vectors a thread fitted to the segment's vectors, so
 // that one chunk covers it (up to 4096 vectors) with at least 4 vectors a thread where it can.
 template <bool kVec, class T, class Q>
 void launch_segments(const T* x, Q* q, float* scales, int64_t rows, int64_t cols, int64_t len, cudaStream_t s) {
-  const int64_t vectors = ceil_div(len, kVecElems<T>), segments = rows * ceil_div(cols, len);
-  auto go = [&](auto kernel, int team) {
-    kernel<<<grid_for(ceil_div(segments, kThreads / team)), kThreads, 0, s>>>(x, q, scales, rows, cols, len);
-  };
+  const int64_t vectors = ceil_div(len, kVecElems<T>);
   if constexpr (!kVec) {
-    go(segment_kernel<false, 32, 4, T, Q>, 32);
+    launch_segment_kernel<false, 32, 4>(x, q, scales, rows, cols, len, s);
   } else if (vectors <= 16) {
-    go(segment_kernel<true, 4, 4, T, Q>, 4);
+    launch_segment_kernel<true, 4, 4>(x, q, scales, rows, cols, len, s);
   } else if (vectors <= 32) {
-    go(segment_kernel<true, 8, 4, T, Q>, 8);
+    launch_segment_kernel<true, 8, 4>(x, q, scales, rows, cols, len, s);
   } else if (vectors <= 64) {
-    go(segment_kernel<true, 16, 4, T, Q>, 16);
+    launch_segment_kernel<true, 16, 4>(x, q, scales, rows, cols, len, s);
   } else if (vectors <= 128) {
-    go(segment_kernel<true, 32, 4, T, Q>, 32);
+    launch_segment_kernel<true, 32, 4>(x, q, scales, rows, cols, len, s);
   } else if (vectors <= 256) {
-    go(segment_kernel<true, 32, 8, T, Q>, 32);
+    launch_segment_kernel<true, 32, 8>(x, q, scales, rows, cols, len, s);
   } else if (vectors <= 512) {
-    go(segment_kernel<true, 32, 16, T, Q>, 32);
+    launch_segment_kernel<true, 32, 16>(x, q, scales, rows, cols, len, s);
   } else if (vectors <= 2048) {
-    go(segment_kernel<true, kThreads, 8, T, Q>, kThreads);
+    launch_segment_kernel<true, kThreads, 8>(x, q, scales, rows, cols, len, s);
   } else {
-    go(segment_kernel<true, kThreads, 16, T, Q>, kThreads);
+    launch_segment_kernel<true, kThreads, 16>(x, q, scales, rows, cols, len, s);
   }
 }
 

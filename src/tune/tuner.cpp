@@ -70,6 +70,9 @@ std::vector<BenchRow> baselines(const GemmProblem&, const std::vector<Measuremen
 }
 std::vector<BenchRow> baselines(const RowOpSpec&, const std::vector<Measurement>&) { return {}; }
 
+// What a candidate's compile gives once the tuner is going away: nothing, at once.
+CompileReport not_compiled() { return {.ok = false, .log = "not compiled: the tuner stopped"}; }
+
 }  // namespace
 
 // A problem's candidates, listed, their compiles queued, and (once finished) what each gave.
@@ -248,8 +251,8 @@ PreparedProblem<Problem> Tuner::Impl::list(const Problem& problem, bool report) 
   const int total = int(prep.cands.size());
   for (const auto& [backend, cand] : prep.cands)
     prep.compiling.push_back(compile_queue->push([this, backend, cand, problem, report, key, done, total] {
-      CompileReport r{.ok = false, .log = "not compiled: the tuner stopped"};
-      if (stopping) return r;
+      if (stopping) return not_compiled();
+      CompileReport r;
       try {
         r = backend->compile(problem, cand, opt.use_cache);
       } catch (const std::exception& e) {
@@ -277,7 +280,7 @@ PreparedProblem<Problem> Tuner::Impl::take_prefetched(const Problem& problem) {
     try {
       prep.compiled.push_back(f.get());
     } catch (const std::future_error&) {  // dropped: the tuner is going away
-      prep.compiled.push_back({.ok = false, .log = "not compiled: the tuner stopped"});
+      prep.compiled.push_back(not_compiled());
     }
   }
   prep.compiling.clear();

@@ -8,7 +8,7 @@ namespace gf {
 template <class Cfg>
 struct RegisterEpilogue : Traits<Cfg> {
   using T = Traits<Cfg>;
-  using T::BN, T::kAcc, T::kMmaM, T::kWgRows, T::activate, T::pack2, T::part, T::silu, T::to_float;
+  using T::BN, T::kAcc, T::kMmaM, T::activate, T::pack2, T::row_of, T::silu, T::to_float;
   using Out = typename T::Out;
   using Epi = typename T::Epi;
   using Unit = typename Scheduler<Cfg>::Unit;
@@ -42,16 +42,25 @@ struct RegisterEpilogue : Traits<Cfg> {
     }
   }
 
-  // The accumulator layout of wgmma m64nN: thread t of warp w holds rows 16w + t/4 (+8) and
-  // columns 8i + 2(t%4) (+1) for i < N/8, as acc[4i + {0,1}] (row) and acc[4i + {2,3}] (row + 8).
-  // Per element: v = alpha * acc + beta * C + bias, then the activation or the SwiGLU gate.
+  // The pre-activation value of accumulator a at GEMM column col: alpha * a, the row's bias
+  // (row_add), beta * C (c: its element), the column's bias.
+  static __device__ __forceinline__ float pre(const GemmParams& p, float a, float row_add, const Epi* c,
+                                              const Epi* bias, int col) {
+    float v = p.alpha * a + row_add;
+    if (Cfg::kHasC) v += p.beta * to_float(*c);
+    if (Cfg::kBias == BiasKind::col) v += to_float(bias[col]);
+    return v;
+  }
+
+  // Per element (Traits::row_of has the accumulators' layout): v = pre(acc), then the activation
+  // or the SwiGLU gate.
   static __device__ __forceinline__ void store(const GemmParams& p, float (&acc)[kMmaM][kAcc], const Unit& u,
                                                int consumer) {
     if constexpr (T::kSwapAB) {
       store_transposed(p, acc, u, consumer);
       return;
     }
-    const int lane = threadIdx.x % 32, warp = threadIdx.x % 128 / 32;
+    const int lane = threadIdx.x % 32;
     const bool aligned = p.pairs_aligned != 0;
     const Epi* bias = static_cast<const Epi*>(p.bias);
     const float scale_d = T::kFp8Out ? __ldg(p.scale_d) : 1.0f;
@@ -59,19 +68,13 @@ struct RegisterEpilogue : Traits<Cfg> {
     for (int mm = 0; mm < kMmaM; ++mm) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int row = u.m0 + part(consumer) * kWgRows + mm * 64 + warp * 16 + lane / 4 + half * 8;
+        const int row = row_of(u, consumer, mm, half);
         if (row >= p.m) continue;
         const long long row_off = ((long long)u.b * p.m + row) * p.out_cols;
         Out* d = static_cast<Out*>(p.out) + row_off;
         const Epi* c = static_cast<const Epi*>(p.c) + row_off;
         const float row_add = Cfg::kBias == BiasKind::row ? to_float(bias[row]) : 0.0f;
-        // The pre-activation value of accumulator a at GEMM column col (C only where D has it).
-        auto pre = [&](float a, int col) {
-          float v = p.alpha * a + row_add;
-          if (Cfg::kHasC) v += p.beta * to_float(c[col]);
-          if (Cfg::kBias == BiasKind::col) v += to_float(bias[col]);
-          return v;
-        };
+        auto at = [&](float a, int col) { return pre(p, a, row_add, c + col, bias, col); };
         if (Cfg::kGate == GateKind::split) {
           // Columns c and c + BN/2 of the tile are a gate and its up: the same thread holds both.
 #pragma unroll
@@ -81,7 +84,7 @@ struct RegisterEpilogue : Traits<Cfg> {
             const float* g = &acc[mm][4 * i + 2 * half];
             const float* up = &acc[mm][4 * (i + BN / 16) + 2 * half];
             const int up_col = p.n / 2 + j;
-            store2(d + j, silu(pre(g[0], j)) * pre(up[0], up_col), silu(pre(g[1], j + 1)) * pre(up[1], up_col + 1),
+            store2(d + j, silu(at(g[0], j)) * at(up[0], up_col), silu(at(g[1], j + 1)) * at(up[1], up_col + 1),
                    j + 1 < p.out_cols, aligned, scale_d);
           }
           continue;
@@ -93,11 +96,11 @@ struct RegisterEpilogue : Traits<Cfg> {
           const float a0 = acc[mm][4 * i + 2 * half], a1 = acc[mm][4 * i + 2 * half + 1];
           if (Cfg::kGate == GateKind::interleaved) {
             // Columns 2j and 2j+1 of the GEMM are gate and up of output column j.
-            store2(d + col / 2, silu(pre(a0, col)) * pre(a1, col + 1), 0.0f, false, aligned, scale_d);
+            store2(d + col / 2, silu(at(a0, col)) * at(a1, col + 1), 0.0f, false, aligned, scale_d);
             continue;
           }
           const bool two = col + 1 < p.n;
-          store2(d + col, activate(pre(a0, col)), two ? activate(pre(a1, col + 1)) : 0.0f, two, aligned, scale_d);
+          store2(d + col, activate(at(a0, col)), two ? activate(at(a1, col + 1)) : 0.0f, two, aligned, scale_d);
         }
       }
     }
@@ -109,7 +112,7 @@ struct RegisterEpilogue : Traits<Cfg> {
   // elements; D is small (the problem's M is at most 64).
   static __device__ __forceinline__ void store_transposed(const GemmParams& p, float (&acc)[kMmaM][kAcc], const Unit& u,
                                                           int consumer) {
-    const int lane = threadIdx.x % 32, warp = threadIdx.x % 128 / 32;
+    const int lane = threadIdx.x % 32;
     const Epi* bias = static_cast<const Epi*>(p.bias);
     const Epi* c = static_cast<const Epi*>(p.c);
     Out* d = static_cast<Out*>(p.out);
@@ -118,7 +121,7 @@ struct RegisterEpilogue : Traits<Cfg> {
     for (int mm = 0; mm < kMmaM; ++mm) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int row = u.m0 + part(consumer) * kWgRows + mm * 64 + warp * 16 + lane / 4 + half * 8;
+        const int row = row_of(u, consumer, mm, half);
         if (row >= p.m) continue;
         const float row_add = Cfg::kBias == BiasKind::row ? to_float(bias[row]) : 0.0f;
 #pragma unroll
@@ -128,9 +131,7 @@ struct RegisterEpilogue : Traits<Cfg> {
             const int col = u.n0 + 8 * i + 2 * (lane % 4) + j;
             if (col >= p.n) continue;
             const long long at = ((long long)u.b * p.n + col) * p.m + row;
-            float v = p.alpha * acc[mm][4 * i + 2 * half + j] + row_add;
-            if (Cfg::kHasC) v += p.beta * to_float(c[at]);
-            if (Cfg::kBias == BiasKind::col) v += to_float(bias[col]);
+            const float v = pre(p, acc[mm][4 * i + 2 * half + j], row_add, c + at, bias, col);
             store2(d + at, activate(v), 0.0f, false, false, scale_d);
           }
       }

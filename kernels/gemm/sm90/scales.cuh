@@ -14,15 +14,9 @@ namespace gf {
 template <class Cfg>
 struct Scales : Traits<Cfg> {
   using T = Traits<Cfg>;
-  using T::BN, T::kAcc, T::kMmaM, T::kScale, T::kWgRows, T::part;
+  using T::BN, T::kAcc, T::kMmaM, T::kScale, T::row_of;
   using Unit = typename Scheduler<Cfg>::Unit;
 
-  // The accumulator layout of wgmma m64nN: thread t of warp w holds rows 16w + t/4 (+8) of each
-  // m64 part, at acc[4i + {0,1}] (row) and acc[4i + {2,3}] (row + 8), columns 8i + 2(t%4) (+1).
-  static __device__ __forceinline__ int row_of(const Unit& u, int consumer, int mm, int half) {
-    const int lane = threadIdx.x % 32, warp = threadIdx.x % 128 / 32;
-    return u.m0 + part(consumer) * kWgRows + mm * 64 + warp * 16 + lane / 4 + half * 8;
-  }
   // The GEMM column (B row) of tile column c: a split gate's tile holds gate columns n0/2.. and
   // their up columns N/2 + n0/2.. side by side.
   static __device__ __forceinline__ int col_of(const GemmParams& p, const Unit& u, int c) {

@@ -75,6 +75,15 @@ struct Traits {
   // whole tile (part 0) in ping-pong.
   static __device__ __forceinline__ int part(int consumer) { return kPingpong ? 0 : consumer; }
 
+  // The accumulator layout of wgmma m64nN: thread t of warp w holds rows 16w + t/4 (+8) of each
+  // m64 part, at acc[4i + {0,1}] (row) and acc[4i + {2,3}] (row + 8), columns 8i + 2(t%4) (+1).
+  // The GEMM row of this thread's accumulators of m64 part mm, half 0 or 1, in work unit u.
+  template <class Unit>
+  static __device__ __forceinline__ int row_of(const Unit& u, int consumer, int mm, int half) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x % 128 / 32;
+    return u.m0 + part(consumer) * kWgRows + mm * 64 + warp * 16 + lane / 4 + half * 8;
+  }
+
   // Consumers that share a tile synchronise on a named barrier of their own.
   static __device__ __forceinline__ void tile_barrier(int consumer) {
     if (kPingpong)

@@ -173,9 +173,10 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   // Swap-AB at small M: the kernel's N is the problem's M, its width the narrowest that covers it.
   const bool swappable = p.m <= kSwapMaxM && p.layout == Layout::tn && p.epilogue.gate == GateKind::none &&
                          p.epilogue.scale != ScaleKind::block128;
-  std::vector<std::pair<double, NativeConfig>> scored;
+  std::vector<std::pair<double, NativeConfig>> scored, swapped;  // swap-AB's ranked apart
   for (bool swap : {false, true}) {
     if (swap && !swappable) continue;
+    auto& into = swap ? swapped : scored;
     const GemmProblem q = kernel_problem(NativeConfig{.swap_ab = swap}, p);  // what the kernel runs
     const std::vector<int> bns = swap ? std::vector<int>{int(ceil_div(p.m, 16) * 16)} : widths;
     for (const Family& f : families)
@@ -226,13 +227,13 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                       NativeConfig whole = c;
                       whole.store_boxes = out_boxes;
                       deepest_pipeline(whole);
-                      if (illegal_reason(whole, p, d).empty()) scored.emplace_back(estimate_us(whole, p, d), whole);
+                      if (illegal_reason(whole, p, d).empty()) into.emplace_back(estimate_us(whole, p, d), whole);
                     }
                     if (!illegal_reason(c, p, d).empty()) continue;
-                    scored.emplace_back(estimate_us(c, p, d), c);
+                    into.emplace_back(estimate_us(c, p, d), c);
                   }
   }
-  if (scored.empty()) return {};
+  if (scored.empty() && swapped.empty()) return {};
   const size_t keep = level == Search::fast ? 8 : level == Search::normal ? 30 : scored.size();
   // Four distinct tiles first, then variants (pairs, TMA store) of the best ones, so that each
   // short list starts the next (fast is the head of default):
@@ -241,11 +242,6 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   // Swap-AB's constants are not fitted yet: its best-ranked configs come after the list the model
   // and the measured winners shaped (two more for fast, of two tile shapes), so that the race
   // measures them. At M = 16 the first of them was native's best for 4 of llama3-8b's 5 GEMMs.
-  std::vector<std::pair<double, NativeConfig>> swapped;
-  std::erase_if(scored, [&](const auto& sc) {
-    if (sc.second.swap_ab) swapped.push_back(sc);
-    return sc.second.swap_ab;
-  });
   const std::vector<std::function<std::string(const NativeConfig&)>> tiers = {
       [](const NativeConfig& c) { return fmt::format("{}x{}{}", c.bm, c.bn, c.pingpong); },
       [](const NativeConfig& c) {
