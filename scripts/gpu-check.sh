@@ -49,7 +49,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,
 
 if [ "$what" = all ] || [ "$what" = tests ]; then
   step "GPU tests"
-  GF_TEST_TIMEOUT=90 timeout "${T_TESTS:-320}" build/tests/gf_gpu_tests --gtest_brief=1 --gtest_filter="${GPU_TESTS_FILTER:-*-*Cutlass*:*Cute*}" \
+  GF_TEST_TIMEOUT=90 timeout "${T_TESTS:-480}" build/tests/gf_gpu_tests --gtest_brief=1 --gtest_filter="${GPU_TESTS_FILTER:-*-*Cutlass*:*Cute*}" \
     > "$out/gpu-tests.log" 2>&1 || status=1
   grep -E "FAILED|TIMEOUT|PASSED|tests ran" "$out/gpu-tests.log" | tail -25
 fi
@@ -96,15 +96,23 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   python3 scripts/summarize.py "$out"/bench-*.json
 fi
 if [ "$what" = cute ]; then
-  # The CuTe DSL kernels come compiled (this machine has no DSL): GEMMFORGE_HOME is the carried
-  # home whose kernels/ scripts/precompile-cute.sh filled.
-  step "CuTe DSL: GPU tests from the carried kernel cache, then llama3-8b beside cuBLASLt and native"
+  # The CuTe DSL kernels come compiled (this machine has no DSL): the home scripts/precompile-cute.sh
+  # filled, carried as .carry/cute-home.txz and unpacked here as GEMMFORGE_HOME.
+  if [ -f .carry/cute-home.txz ]; then
+    python3 -c "import tarfile; tarfile.open('.carry/cute-home.txz').extractall('/tmp/gf-cute')" || status=1
+    export GEMMFORGE_HOME=/tmp/gf-cute/gf-home
+  fi
+  step "CuTe DSL: GPU tests from the carried kernel cache, then llama3-8b (bf16; e4m3 rowwise) beside cuBLASLt and native"
   GF_TEST_TIMEOUT=90 timeout "${T_CUTE_TESTS:-240}" build/tests/gf_gpu_tests --gtest_brief=1 --gtest_filter='*Cute*' \
     > "$out/cute-tests.log" 2>&1 || status=1
   grep -E "FAILED|PASSED|tests ran" "$out/cute-tests.log" | tail -12
   timeout "${T_CUTE_BENCH:-240}" "$gf" bench --model llama3-8b --tokens 16,128,4096 -b cublaslt,native,cute -s fast \
     --rounds "${BENCH_ROUNDS:-5}" --json "$out/bench-cute.json" > "$out/bench-cute.txt" 2>&1 || status=1
   python3 scripts/summarize.py "$out/bench-cute.json"
+  timeout "${T_CUTE_FP8_BENCH:-200}" "$gf" bench --model llama3-8b --tokens 16,128,4096 --dtype e4m3 \
+    --epilogue scale=rowcol -b cublaslt,native,cute -s fast --rounds "${BENCH_ROUNDS:-5}" \
+    --json "$out/bench-cute-fp8.json" > "$out/bench-cute-fp8.txt" 2>&1 || status=1
+  python3 scripts/summarize.py "$out/bench-cute-fp8.json"
 fi
 if [ "$what" = fp8 ]; then
   if [ -z "${FP8_SKIP_TESTS:-}" ]; then

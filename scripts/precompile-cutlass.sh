@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compiles the CUTLASS backend's units that the llama3-8b set (--search fast, plain and with its
-# natural epilogues) and the GPU tests (tests/gpu/cutlass_test.cpp) use into the kernel cache,
+# natural epilogues, and e4m3 with per-tensor scales) and the GPU tests (tests/gpu/cutlass_test.cpp) use into the kernel cache,
 # $GEMMFORGE_HOME/kernels. Units are shape-independent: these few serve every shape of their dtype,
 # layout and epilogue. Carry the cutlass90_* files of that folder to a machine without the CUTLASS
 # headers (scripts/gpu-check.sh cutlass reads them from .carry/cutlass-kernels).
@@ -12,4 +12,6 @@ gf=${1:-build/gemmforge}
 "$gf" compile -b cutlass --model llama3-8b --tokens 4096 -s fast --fuse natural
 "$gf" compile -b cutlass -s exhaustive -p 77x1000x1008:bf16
 "$gf" compile -b cutlass -s fast -p 130x384x512:bf16:bias+gelu -p 200x256x72:f16:nn \
-  -p 96x128x64:bf16:alpha=2+residual+silu -p '136x264x128:bf16->f32:bias+gelu_tanh' -p 64x128x256:f16:bias+relu
+  -p 96x128x64:bf16:alpha=2+residual+silu -p '136x264x128:bf16->f32:bias+gelu_tanh' -p 64x128x256:f16:bias+relu \
+  -p '4096x4096x4096:e4m3->bf16:scale=tensor' -p '77x1000x1024:e4m3->bf16:scale=tensor+bias+gelu' \
+  -p '4096x4096x4096:e4m3->bf16:scale=rowcol' -p '200x520x256:e4m3->bf16:scale=rowcol+bias+gelu'

@@ -21,7 +21,7 @@ from cutlass.cute.runtime import make_fake_tensor
 
 from gemm_sm90 import Epilogue, Sm90Gemm, Tiling
 
-ABI = 1  # of the shim below; the C++ side checks gf_cute_abi()
+ABI = 2  # of the shim below; the C++ side checks gf_cute_abi()
 DSL_PIN = "4.8.1"
 DTYPES = {"bf16": cutlass.BFloat16, "f16": cutlass.Float16, "f32": cutlass.Float32,
           "e4m3": cutlass.Float8E4M3FN, "e5m2": cutlass.Float8E5M2}
@@ -32,9 +32,11 @@ SHIM = r"""
 
 typedef struct {
   const void *a, *b, *c, *bias;
+  const float *scale_a, *scale_b;
   void *d;
-  int64_t m, n, k, lda, ldb, ldc, ldd, bias_len;
+  int64_t m, n, k, lda, ldb, ldc, ldd, bias_len, scale_a_len, scale_b_len;
   float alpha, beta;
+  int32_t max_clusters; /* clusters resident at once: the persistent schedule's grid */
 } gf_cute_gemm_args;
 
 static gf_cute_Kernel_Module_t module;
@@ -55,7 +57,10 @@ int gf_cute_gemm(const gf_cute_gemm_args *x, cudaStream_t stream) {
   gf_cute_Tensor_d_t d = {x->d, {(int32_t)x->m, (int32_t)x->n}, {x->ldd}};
   gf_cute_Tensor_c_t c = {(void *)x->c, {(int32_t)x->m, (int32_t)x->n}, {x->ldc}};
   gf_cute_Tensor_bias_t bias = {(void *)x->bias, {(int32_t)x->bias_len}};
-  return cute_dsl_gf_cute_wrapper(&module, &a, &b, &d, &c, &bias, x->alpha, x->beta, stream);
+  gf_cute_Tensor_scale_a_t scale_a = {(void *)x->scale_a, {(int32_t)x->scale_a_len}};
+  gf_cute_Tensor_scale_b_t scale_b = {(void *)x->scale_b, {(int32_t)x->scale_b_len}};
+  return cute_dsl_gf_cute_wrapper(&module, &a, &b, &d, &c, &bias, &scale_a, &scale_b, x->alpha, x->beta,
+                                  x->max_clusters, stream);
 }
 """.replace("ABI", str(ABI))
 
@@ -64,10 +69,10 @@ def dsl_version() -> str:
     return importlib.metadata.version("nvidia-cutlass-dsl")
 
 
-def fake_operands(dtype: str, out: str, layout: str):
+def fake_operands(dtype: str, dtype_b: str, out: str, layout: str):
     """Symbolic tensors of the kernel's signature: extents and leading dimensions are runtime
     values; contiguous dimensions and pointers are 16-byte aligned (the C++ side checks)."""
-    ab, d_type = DTYPES[dtype], DTYPES[out]
+    ab, bb, d_type = DTYPES[dtype], DTYPES[dtype_b], DTYPES[out]
     per16 = 16 * 8 // ab.width  # elements in 16 bytes
     m, n, k = cute.sym_int32(), cute.sym_int32(divisibility=16 * 8 // d_type.width), cute.sym_int32(divisibility=per16)
 
@@ -75,11 +80,14 @@ def fake_operands(dtype: str, out: str, layout: str):
         return cute.sym_int64(divisibility=16 * 8 // dt.width)
 
     a = make_fake_tensor(ab, (m, k), (ld(ab), 1), assumed_align=16)
-    b = make_fake_tensor(ab, (n, k), (ld(ab), 1) if layout == "tn" else (1, ld(ab)), assumed_align=16)
+    b = make_fake_tensor(bb, (n, k), (ld(bb), 1) if layout == "tn" else (1, ld(bb)), assumed_align=16)
     d = make_fake_tensor(d_type, (m, n), (ld(d_type), 1), assumed_align=16)
     c = make_fake_tensor(d_type, (m, n), (ld(d_type), 1), assumed_align=16)
     bias = make_fake_tensor(d_type, (cute.sym_int32(),), (1,), assumed_align=16)
-    return a, b, d, c, bias
+    # fp8 scales, fp32: one each (tensor) or M and N (rowcol); 4-byte aligned.
+    scale_a = make_fake_tensor(cutlass.Float32, (cute.sym_int32(),), (1,), assumed_align=4)
+    scale_b = make_fake_tensor(cutlass.Float32, (cute.sym_int32(),), (1,), assumed_align=4)
+    return a, b, d, c, bias, scale_a, scale_b
 
 
 @functools.cache
@@ -96,15 +104,17 @@ def compile_request(req):
     start = time.time()
     if dsl_version() != DSL_PIN:
         raise RuntimeError(f"nvidia-cutlass-dsl {dsl_version()} is installed; gemmforge pins {DSL_PIN}")
-    tiling = Tiling(req["tile_m"], req["tile_n"], req["cluster_m"], req["cluster_n"], req.get("stages", 0))
-    epilogue = Epilogue(req.get("act", "none"), req.get("bias", "none"), bool(req.get("residual", False)))
+    tiling = Tiling(req["tile_m"], req["tile_n"], req["cluster_m"], req["cluster_n"], req.get("stages", 0),
+                    bool(req.get("persistent", False)))
+    epilogue = Epilogue(req.get("act", "none"), req.get("bias", "none"), bool(req.get("residual", False)),
+                        req.get("scale", "none"))
     gemm = Sm90Gemm(tiling, epilogue)
-    operands = fake_operands(req["dtype"], req["out"], req["layout"])
+    operands = fake_operands(req["dtype"], req.get("dtype_b", req["dtype"]), req["out"], req["layout"])
     # The host target named explicitly: the native one makes the DSL try to resolve CUDA's symbols
     # in this process, which has no GPU driver.
     options = "--gpu-arch sm_90a --host-target 'llvm -mtriple=x86_64-unknown-linux-gnu'"
-    compiled = cute.compile(gemm, *operands, cutlass.Float32(1.0), cutlass.Float32(0.0), cuda.CUstream(0),
-                            options=options)
+    compiled = cute.compile(gemm, *operands, cutlass.Float32(1.0), cutlass.Float32(0.0), cutlass.Int32(1),
+                            cuda.CUstream(0), options=options)
     compile_s = time.time() - start
     libs, cuda_home = runtime_libs()
     with tempfile.TemporaryDirectory() as tmp:

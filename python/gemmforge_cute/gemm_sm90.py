@@ -1,10 +1,15 @@
-"""gemmforge's Hopper GEMM in CuTe DSL: D = act(alpha * A B^T + beta * C + bias).
+"""gemmforge's Hopper GEMM in CuTe DSL: D = act(alpha * scale_a * scale_b * A B^T + beta * C + bias).
 
 A is M x K (K-major), B is N x K (K-major: nn.Linear's weight, "tn") or K x N (N-major, "nn"),
-D and C are M x N row-major. One CTA computes one tile_m x tile_n tile of D: TMA brings A and B
-tiles into a ring of shared-memory stages (multicast across a cluster of CTAs that share a row or
-a column of tiles), one or two warpgroups multiply them with wgmma into fp32 registers, and the
-epilogue is applied to the registers before they go out through shared memory and a TMA store.
+D and C are M x N row-major; A and B are 16-bit or fp8 (then with per-tensor or per-row/column
+fp32 scales). TMA brings A and B tiles into a ring of shared-memory stages (multicast across a
+cluster of CTAs that share a row or a column of tiles), one or two warpgroups multiply them with
+wgmma into fp32 registers, and the epilogue is applied to the registers before they go out
+through shared memory and a TMA store. Two schedules:
+- plain: one CTA a tile; warp 0 keeps the ring full between its own wgmma.
+- persistent: one CTA an SM (a cluster per cluster slot), tiles handed out in a static order; a
+  producer warpgroup (its registers given to the others) loads the next tile's stages while the
+  consumers run this tile's epilogue, which stores through a buffer of its own.
 M, N and K are runtime values: one compiled kernel serves every shape of its dtypes and layout;
 TMA zero-fills the loads past the edges and clips the stores.
 """
@@ -21,6 +26,11 @@ import cutlass.utils.hopper_helpers as sm90
 
 SMEM_BYTES = 232448  # sm_90's opt-in shared memory per block
 BARRIER_BYTES = 1024  # room for the pipeline's mbarriers
+# The persistent schedule's register split (setmaxnreg) with two consumer warpgroups: the producer
+# needs few, the consumers' accumulators many (128 x 256 tiles: 128 fp32 a thread). With one
+# consumer, 256 threads start with enough.
+PRODUCER_REGISTERS = 40
+CONSUMER_REGISTERS = 232
 
 
 @dataclass(frozen=True)
@@ -30,10 +40,11 @@ class Epilogue:
     act: str = "none"  # none | relu | gelu | gelu_tanh | silu
     bias: str = "none"  # none | col (one per column of D, length N) | row (length M)
     residual: bool = False  # beta * C is added
+    scale: str = "none"  # none | tensor (one fp32 each for A and B) | rowcol (M for A's rows, N for B's)
 
     @property
     def needs_coords(self) -> bool:
-        return self.bias != "none" or self.residual
+        return self.bias != "none" or self.residual or self.scale == "rowcol"
 
 
 @dataclass(frozen=True)
@@ -43,6 +54,7 @@ class Tiling:
     cluster_m: int = 1  # CTAs of a cluster along M share B's tile by multicast
     cluster_n: int = 1  # ... along N share A's tile
     stages: int = 0  # 0: as many as shared memory holds
+    persistent: bool = False  # the warp-specialized persistent schedule (else one CTA a tile)
 
 
 def activate(v, act: str):
@@ -71,7 +83,9 @@ class Sm90Gemm:
         self.epi = epilogue
         # Two warpgroups split a 128-row tile when one would hold too many accumulators.
         self.warpgroups = 2 if tiling.tile_m == 128 and tiling.tile_n > 128 else 1
-        self.threads = 128 * self.warpgroups
+        self.consumer_threads = 128 * self.warpgroups
+        # The persistent schedule's producer is a warpgroup of its own (setmaxnreg works per warpgroup).
+        self.threads = self.consumer_threads + (128 if tiling.persistent else 0)
         self.mcast_a = tiling.cluster_n  # CTAs that receive each A tile
         self.mcast_b = tiling.cluster_m
 
@@ -79,23 +93,29 @@ class Sm90Gemm:
 
     @cute.jit
     def __call__(self, a: cute.Tensor, b: cute.Tensor, d: cute.Tensor, c: cute.Tensor, bias: cute.Tensor,
-                 alpha: cutlass.Float32, beta: cutlass.Float32, stream: cuda.CUstream):
+                 scale_a: cute.Tensor, scale_b: cute.Tensor, alpha: cutlass.Float32, beta: cutlass.Float32,
+                 max_clusters: cutlass.Int32, stream: cuda.CUstream):
+        """max_clusters: the clusters that fit on the GPU at once (the persistent schedule's grid)."""
         t = self.tiling
-        self.ab_type, self.d_type = a.element_type, d.element_type
+        self.a_type, self.b_type, self.d_type = a.element_type, b.element_type, d.element_type
         a_major, b_major = utils.LayoutEnum.from_tensor(a), utils.LayoutEnum.from_tensor(b)
         d_layout = utils.LayoutEnum.from_tensor(d)
-        self.mma = sm90.make_trivial_tiled_mma(self.ab_type, self.ab_type, a_major.sm90_mma_major_mode(),
+        self.mma = sm90.make_trivial_tiled_mma(self.a_type, self.b_type, a_major.sm90_mma_major_mode(),
                                                b_major.sm90_mma_major_mode(), cutlass.Float32,
                                                (self.warpgroups, 1, 1), tiler_mn=(64, t.tile_n))
         tile_k = cute.size(self.mma.shape_mnk, mode=[2]) * 4  # four wgmma k-steps a stage: 64 bf16, 128 fp8
         self.tile = (t.tile_m, t.tile_n, tile_k)
         self.epi_tile = sm90.compute_tile_shape_or_override(self.tile, self.d_type,
                                                             is_cooperative=self.warpgroups == 2)
-        stage_bytes = (t.tile_m + t.tile_n) * tile_k * self.ab_type.width // 8
-        self.stages = t.stages or (SMEM_BYTES - BARRIER_BYTES) // stage_bytes
         self.epi_stages = 4
-        a_smem = sm90.make_smem_layout_a(a_major, self.tile, self.ab_type, self.stages)
-        b_smem = sm90.make_smem_layout_b(b_major, self.tile, self.ab_type, self.stages)
+        # The plain schedule's epilogue reuses the ring; the persistent one's has its own buffers,
+        # since the producer is already filling the ring with the next tile.
+        epi_bytes = self.epi_stages * self.epi_tile[0] * self.epi_tile[1] * self.d_type.width // 8 \
+            if t.persistent else 0
+        stage_bytes = (t.tile_m * self.a_type.width + t.tile_n * self.b_type.width) * tile_k // 8
+        self.stages = t.stages or (SMEM_BYTES - BARRIER_BYTES - epi_bytes) // stage_bytes
+        a_smem = sm90.make_smem_layout_a(a_major, self.tile, self.a_type, self.stages)
+        b_smem = sm90.make_smem_layout_b(b_major, self.tile, self.b_type, self.stages)
         d_smem = sm90.make_smem_layout_epi(self.d_type, d_layout, self.epi_tile, self.epi_stages)
 
         def load_atom(tensor, smem, rows, mcast):
@@ -108,51 +128,59 @@ class Sm90Gemm:
         tma_b, tb = load_atom(b, b_smem, t.tile_n, self.mcast_b)
         tma_d, td = cute.nvgpu.cpasync.make_tiled_tma_atom(cute.nvgpu.cpasync.CopyBulkTensorTileS2GOp(), d,
                                                            cute.slice_(d_smem, (None, None, 0)), self.epi_tile)
-
-        @cute.struct
-        class Shared:
-            barriers: cute.struct.MemRange[cutlass.Int64, self.stages * 2]
-            sa: cute.struct.Align[cute.struct.MemRange[self.ab_type, cute.cosize(a_smem)], 1024]
-            sb: cute.struct.Align[cute.struct.MemRange[self.ab_type, cute.cosize(b_smem)], 1024]
-
-        self.shared = Shared
-        # Whole clusters of tiles; the CTAs past D's edge find nothing to store (TMA clips).
         tiles_m = (cute.size(d, mode=[0]) + t.tile_m - 1) // t.tile_m
         tiles_n = (cute.size(d, mode=[1]) + t.tile_n - 1) // t.tile_n
-        grid = ((tiles_m + t.cluster_m - 1) // t.cluster_m * t.cluster_m,
-                (tiles_n + t.cluster_n - 1) // t.cluster_n * t.cluster_n, 1)
-        self.kernel(tma_a, ta, tma_b, tb, tma_d, td, c, bias, alpha, beta, self.mma, a_smem, b_smem,
-                    d_smem).launch(grid=grid, block=[self.threads, 1, 1], cluster=(t.cluster_m, t.cluster_n, 1),
-                                   stream=stream)
+        cluster = (t.cluster_m, t.cluster_n, 1)
+        operands = (tma_a, ta, tma_b, tb, tma_d, td, c, bias, scale_a, scale_b, alpha, beta, self.mma, a_smem,
+                    b_smem, d_smem)
+        if cutlass.const_expr(t.persistent):
+            @cute.struct
+            class SharedPersistent:
+                barriers: cute.struct.MemRange[cutlass.Int64, self.stages * 2]
+                sa: cute.struct.Align[cute.struct.MemRange[self.a_type, cute.cosize(a_smem)], 1024]
+                sb: cute.struct.Align[cute.struct.MemRange[self.b_type, cute.cosize(b_smem)], 1024]
+                sd: cute.struct.Align[cute.struct.MemRange[self.d_type, cute.cosize(d_smem)], 1024]
+
+            self.shared = SharedPersistent
+            schedule = utils.PersistentTileSchedulerParams((tiles_m, tiles_n, 1), cluster)
+            grid = utils.StaticPersistentTileScheduler.get_grid_shape(schedule, max_clusters)
+            self.persistent_kernel(*operands, schedule).launch(grid=grid, block=[self.threads, 1, 1],
+                                                               cluster=cluster, stream=stream)
+        else:
+            @cute.struct
+            class Shared:
+                barriers: cute.struct.MemRange[cutlass.Int64, self.stages * 2]
+                sa: cute.struct.Align[cute.struct.MemRange[self.a_type, cute.cosize(a_smem)], 1024]
+                sb: cute.struct.Align[cute.struct.MemRange[self.b_type, cute.cosize(b_smem)], 1024]
+
+            self.shared = Shared
+            # Whole clusters of tiles; the CTAs past D's edge find nothing to store (TMA clips).
+            grid = ((tiles_m + t.cluster_m - 1) // t.cluster_m * t.cluster_m,
+                    (tiles_n + t.cluster_n - 1) // t.cluster_n * t.cluster_n, 1)
+            self.kernel(*operands).launch(grid=grid, block=[self.threads, 1, 1], cluster=cluster, stream=stream)
 
     # -------------------------------------------------------------- device side
 
-    @cute.kernel
-    def kernel(self, tma_a: cute.CopyAtom, ta: cute.Tensor, tma_b: cute.CopyAtom, tb: cute.Tensor,
-               tma_d: cute.CopyAtom, td: cute.Tensor, c: cute.Tensor, bias: cute.Tensor,
-               alpha: cutlass.Float32, beta: cutlass.Float32, mma: cute.TiledMma, a_smem: cute.ComposedLayout,
-               b_smem: cute.ComposedLayout, d_smem: cute.ComposedLayout):
+    @cute.jit
+    def setup(self, tma_a: cute.CopyAtom, tma_b: cute.CopyAtom, tma_d: cute.CopyAtom, warp):
+        """What both schedules start with: descriptors prefetched, the ring's barriers made, the
+        multicast masks. The caller waits for the cluster (or the CTA) before using the ring."""
         t = self.tiling
-        tidx, _, _ = cute.arch.thread_idx()
-        bidx, bidy, _ = cute.arch.block_idx()
-        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         if warp == 0:
             cute.nvgpu.cpasync.prefetch_descriptor(tma_a)
             cute.nvgpu.cpasync.prefetch_descriptor(tma_b)
-
+            cute.nvgpu.cpasync.prefetch_descriptor(tma_d)
         cluster = cute.make_layout((t.cluster_m, t.cluster_n, 1))
         rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
         in_cluster = cluster.get_flat_coord(rank)
         # A's tile goes to the CTAs of this cluster row (same M), B's to those of its column.
         mask_a = cute.make_layout_image_mask(cluster, in_cluster, mode=1) if self.mcast_a > 1 else 0
         mask_b = cute.make_layout_image_mask(cluster, in_cluster, mode=0) if self.mcast_b > 1 else 0
-
         smem = utils.SmemAllocator()
         shared = smem.allocate(self.shared)
-        stage_bytes = (cute.size_in_bytes(self.ab_type, cute.slice_(a_smem, (None, None, 0)))
-                       + cute.size_in_bytes(self.ab_type, cute.slice_(b_smem, (None, None, 0))))
-        # Every warp of every CTA that reads a stage releases it, to each CTA that wrote into it.
-        consumers = (self.mcast_a + self.mcast_b - 1) * (self.threads // 32)
+        stage_bytes = self.tile[2] * (t.tile_m * self.a_type.width + t.tile_n * self.b_type.width) // 8
+        # Every consumer warp of every CTA that reads a stage releases it, to each CTA that wrote into it.
+        consumers = (self.mcast_a + self.mcast_b - 1) * (self.consumer_threads // 32)
         ring = pipeline.PipelineTmaAsync.create(
             barrier_storage=shared.barriers.data_ptr(), num_stages=self.stages,
             producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
@@ -160,6 +188,32 @@ class Sm90Gemm:
             tx_count=stage_bytes, cta_layout_vmnk=cute.make_layout((1, *cluster.shape)))
         if cutlass.const_expr(t.cluster_m * t.cluster_n > 1):
             cute.arch.cluster_arrive_relaxed()
+        return shared, ring, in_cluster, mask_a, mask_b
+
+    @cute.jit
+    def cluster_wait(self):
+        if cutlass.const_expr(self.tiling.cluster_m * self.tiling.cluster_n > 1):
+            cute.arch.cluster_wait()
+        else:
+            cute.arch.sync_threads()
+
+    @cute.jit
+    def scale_factor(self, scale_a: cute.Tensor, scale_b: cute.Tensor, alpha: cutlass.Float32):
+        """alpha, times the per-tensor scales where they are that."""
+        if cutlass.const_expr(self.epi.scale == "tensor"):
+            return alpha * scale_a[0] * scale_b[0]
+        return alpha
+
+    @cute.kernel
+    def kernel(self, tma_a: cute.CopyAtom, ta: cute.Tensor, tma_b: cute.CopyAtom, tb: cute.Tensor,
+               tma_d: cute.CopyAtom, td: cute.Tensor, c: cute.Tensor, bias: cute.Tensor, scale_a: cute.Tensor,
+               scale_b: cute.Tensor, alpha: cutlass.Float32, beta: cutlass.Float32, mma: cute.TiledMma,
+               a_smem: cute.ComposedLayout, b_smem: cute.ComposedLayout, d_smem: cute.ComposedLayout):
+        t = self.tiling
+        tidx, _, _ = cute.arch.thread_idx()
+        bidx, bidy, _ = cute.arch.block_idx()
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        shared, ring, in_cluster, mask_a, mask_b = self.setup(tma_a, tma_b, tma_d, warp)
 
         sa = shared.sa.get_tensor(a_smem.outer, swizzle=a_smem.inner)
         sb = shared.sb.get_tensor(b_smem.outer, swizzle=b_smem.inner)
@@ -169,26 +223,23 @@ class Sm90Gemm:
         ga = cute.local_tile(ta, self.tile, coord, proj=(1, None, 1))  # (tile_m, tile_k, k tiles)
         gb = cute.local_tile(tb, self.tile, coord, proj=(None, 1, 1))
         gd = cute.local_tile(td, self.tile, coord, proj=(1, 1, None))  # coordinates of D's tile
-        a_src, a_dst = self.tma_slices(tma_a, in_cluster[1], t.cluster_n, sa, ga)
-        b_src, b_dst = self.tma_slices(tma_b, in_cluster[0], t.cluster_m, sb, gb)
+        a_s, a_g = self.tma_slices(tma_a, in_cluster[1], t.cluster_n, sa, ga)
+        b_s, b_g = self.tma_slices(tma_b, in_cluster[0], t.cluster_m, sb, gb)
 
         warpgroup = cute.arch.make_warp_uniform(tidx // 128)
         thr_mma = mma.get_slice(cute.make_layout(self.warpgroups, stride=128)(warpgroup))
         frag_a = mma.make_fragment_A(thr_mma.partition_A(sa))
         frag_b = mma.make_fragment_B(thr_mma.partition_B(sb))
         acc = cute.make_rmem_tensor(thr_mma.partition_C(gd).shape, cutlass.Float32)
-
-        if cutlass.const_expr(t.cluster_m * t.cluster_n > 1):
-            cute.arch.cluster_wait()
-        else:
-            cute.arch.sync_threads()
+        factor = self.scale_factor(scale_a, scale_b, alpha)
+        self.cluster_wait()
 
         # ---- main loop: warp 0 keeps the ring full, everyone multiplies
         k_tiles = cute.size(ga, mode=[2])
         load = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
         if warp == 0:
             for _ in cutlass.range(cutlass.min(self.stages, k_tiles), unroll=1):
-                self.load_stage(ring, load, tma_a, a_src, a_dst, mask_a, tma_b, b_src, b_dst, mask_b)
+                self.load_stage(ring, load, tma_a, a_s, a_g, mask_a, tma_b, b_s, b_g, mask_b)
                 load.advance()
 
         read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
@@ -210,66 +261,173 @@ class Sm90Gemm:
                 ring.consumer_release(release)
                 release.advance()
                 if warp == 0 and load.count < k_tiles:
-                    self.load_stage(ring, load, tma_a, a_src, a_dst, mask_a, tma_b, b_src, b_dst, mask_b)
+                    self.load_stage(ring, load, tma_a, a_s, a_g, mask_a, tma_b, b_s, b_g, mask_b)
                     load.advance()
         cute.nvgpu.warpgroup.wait_group(0)
         if k_tiles > 0:
             ring.consumer_release(release)
 
-        # ---- epilogue on the fp32 registers, then registers -> shared -> TMA store
-        if cutlass.const_expr(self.epi.needs_coords):
-            # (m, n) of this thread's accumulators: an identity tensor partitioned by the thread's own
-            # slice of the MMA (the warpgroup's slice above gives its first thread's coordinates).
-            shape_mn = (cute.size(c, mode=[0]), cute.size(c, mode=[1]))
-            tile_mn = cute.local_tile(cute.make_identity_tensor(shape_mn), self.tile, coord, proj=(1, 1, None))
-            self.fuse(acc, mma.get_slice(tidx).partition_C(tile_mn), c, bias, alpha, beta)
-        else:
-            for i in cutlass.range_constexpr(cute.size(acc)):
-                acc[i] = activate(acc[i] * alpha, self.epi.act)
-
+        self.fuse(acc, mma, tidx, c, bias, scale_a, scale_b, factor, beta, (bidx, bidy))
         # The ring's shared memory becomes the epilogue's: every CTA that multicasts into ours must be done.
         if cutlass.const_expr(t.cluster_m * t.cluster_n > 1):
             cute.arch.cluster_arrive()
             cute.arch.cluster_wait()
         else:
             cute.arch.sync_threads()
-        self.store(acc, sd, gd, tma_d, mma, tidx, warp)
+        stores = pipeline.PipelineTmaStore.create(
+            num_stages=self.epi_stages,
+            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_threads))
+        self.store(acc, sd, gd, tma_d, mma, tidx, warp == 0, stores, 0)
+        if warp == 0:
+            stores.producer_tail()
+
+    @cute.kernel
+    def persistent_kernel(self, tma_a: cute.CopyAtom, ta: cute.Tensor, tma_b: cute.CopyAtom, tb: cute.Tensor,
+                          tma_d: cute.CopyAtom, td: cute.Tensor, c: cute.Tensor, bias: cute.Tensor,
+                          scale_a: cute.Tensor, scale_b: cute.Tensor, alpha: cutlass.Float32, beta: cutlass.Float32,
+                          mma: cute.TiledMma, a_smem: cute.ComposedLayout, b_smem: cute.ComposedLayout,
+                          d_smem: cute.ComposedLayout, schedule: utils.PersistentTileSchedulerParams):
+        t = self.tiling
+        tidx, _, _ = cute.arch.thread_idx()
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        shared, ring, in_cluster, mask_a, mask_b = self.setup(tma_a, tma_b, tma_d, warp)
+
+        sa = shared.sa.get_tensor(a_smem.outer, swizzle=a_smem.inner)
+        sb = shared.sb.get_tensor(b_smem.outer, swizzle=b_smem.inner)
+        sd = shared.sd.get_tensor(d_smem.outer, swizzle=d_smem.inner)
+        ga = cute.local_tile(ta, (t.tile_m, self.tile[2]), (None, None))  # (tile_m, tile_k, tiles m, k tiles)
+        gb = cute.local_tile(tb, (t.tile_n, self.tile[2]), (None, None))
+        a_s, a_g = self.tma_slices(tma_a, in_cluster[1], t.cluster_n, sa, ga)
+        b_s, b_g = self.tma_slices(tma_b, in_cluster[0], t.cluster_m, sb, gb)
+        k_tiles = cute.size(ga, mode=[3])
+        self.cluster_wait()
+
+        warpgroup = cute.arch.make_warp_uniform(tidx // 128)
+        if warpgroup == 0:
+            # ---- the producer: one thread streams every tile's k-blocks through the ring
+            if cutlass.const_expr(self.warpgroups == 2):
+                cute.arch.warpgroup_reg_dealloc(PRODUCER_REGISTERS)
+            if warp == 0:
+                tiles = utils.StaticPersistentTileScheduler.create(schedule, cute.arch.block_idx(),
+                                                                   cute.arch.grid_dim())
+                work = tiles.initial_work_tile_info()
+                load = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
+                while work.is_valid_tile:
+                    tile = work.tile_idx
+                    a_tile, b_tile = a_g[(None, tile[0], None)], b_g[(None, tile[1], None)]
+                    load.reset_count()
+                    for _ in cutlass.range(k_tiles, unroll=1):
+                        self.load_stage(ring, load, tma_a, a_s, a_tile, mask_a, tma_b, b_s, b_tile, mask_b)
+                        load.advance()
+                    tiles.advance_to_next_work()
+                    work = tiles.get_current_work()
+                # A CTA must not exit while its peers may still arrive on its barriers.
+                ring.producer_tail(load)
+        else:
+            # ---- the consumers: multiply each tile, then its epilogue
+            if cutlass.const_expr(self.warpgroups == 2):
+                cute.arch.warpgroup_reg_alloc(CONSUMER_REGISTERS)
+            ctidx = tidx - 128
+            thr_mma = mma.get_slice(cute.make_layout(self.warpgroups, stride=128)(warpgroup - 1))
+            frag_a = mma.make_fragment_A(thr_mma.partition_A(sa))
+            frag_b = mma.make_fragment_B(thr_mma.partition_B(sb))
+            acc = cute.make_rmem_tensor(thr_mma.partition_C(cute.local_tile(td, self.tile, (0, 0, None),
+                                                                             proj=(1, 1, None))).shape,
+                                        cutlass.Float32)
+            factor = self.scale_factor(scale_a, scale_b, alpha)
+            k_blocks = cute.size(frag_a, mode=[2])
+            stores = pipeline.PipelineTmaStore.create(
+                num_stages=self.epi_stages,
+                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_threads))
+            first_warp = warp == 4
+            tiles = utils.StaticPersistentTileScheduler.create(schedule, cute.arch.block_idx(), cute.arch.grid_dim())
+            work = tiles.initial_work_tile_info()
+            read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+            release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+            mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, True)
+            while work.is_valid_tile:
+                tile = work.tile_idx
+                acc.fill(0.0)
+                # The plain kernel's loop without its refills. Not a shared helper: the DSL's tracer
+                # rejects a rebind of the MMA's accumulate flag made inside one (that loop sets it).
+                for k_tile in cutlass.range(k_tiles, unroll=1):
+                    ring.consumer_wait(read)
+                    cute.nvgpu.warpgroup.fence()
+                    for kb in cutlass.range_constexpr(k_blocks):
+                        cute.gemm(mma, acc, frag_a[None, None, kb, read.index], frag_b[None, None, kb, read.index],
+                                  acc)
+                    cute.nvgpu.warpgroup.commit_group()
+                    read.advance()
+                    # One wgmma batch stays in flight; the stage before it goes back to the producer.
+                    if k_tile > 0:
+                        cute.nvgpu.warpgroup.wait_group(1)
+                        ring.consumer_release(release)
+                        release.advance()
+                cute.nvgpu.warpgroup.wait_group(0)
+                if k_tiles > 0:
+                    ring.consumer_release(release)
+                    release.advance()
+                self.fuse(acc, mma, ctidx, c, bias, scale_a, scale_b, factor, beta, (tile[0], tile[1]))
+                gd = cute.local_tile(td, self.tile, (tile[0], tile[1], None), proj=(1, 1, None))
+                self.store(acc, sd, gd, tma_d, mma, ctidx, first_warp, stores, tiles.num_tiles_executed)
+                tiles.advance_to_next_work()
+                work = tiles.get_current_work()
+            if first_warp:
+                stores.producer_tail()
 
     @cute.jit
     def tma_slices(self, atom: cute.CopyAtom, rank_in_mcast, mcast: cutlass.Constexpr, s: cute.Tensor,
                    g: cute.Tensor):
+        """(shared, global) sides of a TMA load: the ring's stages and the tensor's tiles."""
         return cute.nvgpu.cpasync.tma_partition(atom, rank_in_mcast, cute.make_layout(mcast),
                                                 cute.group_modes(s, 0, 2), cute.group_modes(g, 0, 2))
 
     @cute.jit
-    def load_stage(self, ring, state, tma_a, a_src, a_dst, mask_a, tma_b, b_src, b_dst, mask_b):
+    def load_stage(self, ring, state, tma_a, a_s, a_g, mask_a, tma_b, b_s, b_g, mask_b):
+        """k-block state.count of A and B into the ring's stage state.index."""
         ring.producer_acquire(state)
         barrier = ring.producer_get_barrier(state)
-        cute.copy(tma_a, a_dst[None, state.count], a_src[None, state.index], tma_bar_ptr=barrier, mcast_mask=mask_a)
-        cute.copy(tma_b, b_dst[None, state.count], b_src[None, state.index], tma_bar_ptr=barrier, mcast_mask=mask_b)
+        cute.copy(tma_a, a_g[None, state.count], a_s[None, state.index], tma_bar_ptr=barrier, mcast_mask=mask_a)
+        cute.copy(tma_b, b_g[None, state.count], b_s[None, state.index], tma_bar_ptr=barrier, mcast_mask=mask_b)
         ring.producer_commit(state)
 
     @cute.jit
-    def fuse(self, acc: cute.Tensor, coords: cute.Tensor, c: cute.Tensor, bias: cute.Tensor,
-             alpha: cutlass.Float32, beta: cutlass.Float32):
-        # Past D's edge the TMA store clips: those accumulators read C and the bias at a clamped
-        # index (always in bounds) instead of branching.
-        last_m, last_n = cute.size(c, mode=[0]) - 1, cute.size(c, mode=[1]) - 1
-        for i in cutlass.range_constexpr(cute.size(acc)):
-            m, n = coords[i]
-            m, n = cutlass.min(m, last_m), cutlass.min(n, last_n)
-            v = acc[i] * alpha
-            if cutlass.const_expr(self.epi.residual):
-                v = v + beta * c[m, n].to(cutlass.Float32)
-            if cutlass.const_expr(self.epi.bias == "col"):
-                v = v + bias[n].to(cutlass.Float32)
-            if cutlass.const_expr(self.epi.bias == "row"):
-                v = v + bias[m].to(cutlass.Float32)
-            acc[i] = activate(v, self.epi.act)
+    def fuse(self, acc: cute.Tensor, mma: cute.TiledMma, tidx, c: cute.Tensor, bias: cute.Tensor,
+             scale_a: cute.Tensor, scale_b: cute.Tensor, factor: cutlass.Float32, beta: cutlass.Float32, tile):
+        """The epilogue on the registers of tile (m, n): act(factor * acc [* row and column scales]
+        + beta * C + bias); tidx is the thread's index among the consumers."""
+        if cutlass.const_expr(not self.epi.needs_coords):
+            for i in cutlass.range_constexpr(cute.size(acc)):
+                acc[i] = activate(acc[i] * factor, self.epi.act)
+        else:
+            # (m, n) of this thread's accumulators: an identity tensor partitioned by the thread's own
+            # slice of the MMA (the warpgroup's slice gives its first thread's coordinates).
+            shape_mn = (cute.size(c, mode=[0]), cute.size(c, mode=[1]))
+            tile_mn = cute.local_tile(cute.make_identity_tensor(shape_mn), self.tile, (*tile, None), proj=(1, 1, None))
+            coords = mma.get_slice(tidx).partition_C(tile_mn)
+            # Past D's edge the TMA store clips: those accumulators read C, the bias and the scales at
+            # a clamped index (always in bounds) instead of branching.
+            last_m, last_n = shape_mn[0] - 1, shape_mn[1] - 1
+            for i in cutlass.range_constexpr(cute.size(acc)):
+                m, n = coords[i]
+                m, n = cutlass.min(m, last_m), cutlass.min(n, last_n)
+                v = acc[i] * factor
+                if cutlass.const_expr(self.epi.scale == "rowcol"):
+                    v = v * scale_a[m] * scale_b[n]
+                if cutlass.const_expr(self.epi.residual):
+                    v = v + beta * c[m, n].to(cutlass.Float32)
+                if cutlass.const_expr(self.epi.bias == "col"):
+                    v = v + bias[n].to(cutlass.Float32)
+                if cutlass.const_expr(self.epi.bias == "row"):
+                    v = v + bias[m].to(cutlass.Float32)
+                acc[i] = activate(v, self.epi.act)
 
     @cute.jit
     def store(self, acc: cute.Tensor, sd: cute.Tensor, gd: cute.Tensor, tma_d: cute.CopyAtom,
-              mma: cute.TiledMma, tidx, warp):
+              mma: cute.TiledMma, tidx, storer, stores, tiles_before):
+        """The tile's registers through sd's buffers and TMA stores to gd, piece by piece. tidx is
+        the thread's index among the consumers, storer the warp that issues the stores; the buffers
+        continue round-robin from the tiles_before tiles this CTA stored already."""
         d_layout = utils.LayoutEnum.ROW_MAJOR
         r2s = cute.make_tiled_copy_S(
             sm90.get_smem_store_op(d_layout, elem_ty_d=self.d_type, elem_ty_acc=cutlass.Float32),
@@ -286,21 +444,18 @@ class Sm90Gemm:
         pieces = cute.size(cute.zipped_divide(gd, self.epi_tile), mode=[1])
         grid_shape = cute.zipped_divide(gd, self.epi_tile).shape[1]
         piece_order = cute.make_layout(grid_shape, stride=(grid_shape[1], 1))
-        stores = pipeline.PipelineTmaStore.create(
-            num_stages=self.epi_stages, producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.threads))
+        consumers = pipeline.NamedBarrier(barrier_id=1, num_threads=self.consumer_threads)
         n_piece = cute.size(piece)
         for p in cutlass.range_constexpr(pieces):
             for v in cutlass.range_constexpr(n_piece):
                 piece[v] = r2s_acc[p * n_piece + v]
             piece_out.store(piece.load().to(self.d_type))
-            buf = p % self.epi_stages
+            buf = (tiles_before * pieces + p) % self.epi_stages
             cute.copy(r2s, piece_out, r2s_dst[None, None, None, buf])
             cute.arch.fence_proxy("async.shared", space="cta")
-            pipeline.sync(barrier_id=1)
-            if warp == 0:
+            consumers.arrive_and_wait()
+            if storer:
                 cute.copy(tma_d, s_src[None, buf], g_dst[None, piece_order.get_hier_coord(p)])
                 stores.producer_commit()
                 stores.producer_acquire()
-            pipeline.sync(barrier_id=1)
-        if warp == 0:
-            stores.producer_tail()
+            consumers.arrive_and_wait()

@@ -13,12 +13,13 @@ using namespace gf;
 
 class CuteGpuTest : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(CuteGpuTest, EveryFastCandidateVerifies) {
+// The default list (8 configs) holds both schedules, plain and persistent, for every shape here.
+TEST_P(CuteGpuTest, EveryDefaultCandidateVerifies) {
   auto cute = find_backend<GemmProblem>("cute");
   GemmProblem p = GemmProblem::parse(GetParam());
   DeviceInfo dev = DeviceInfo::query();
   ASSERT_EQ(cute->supports(p), "");
-  auto cands = cute->candidates(p, dev, {.level = Search::fast});
+  auto cands = cute->candidates(p, dev, {.level = Search::normal});
   harness::GemmBench bench(p, dev, std::random_device{}());
   int verified = 0;
   for (const auto& c : cands) {
@@ -36,11 +37,14 @@ TEST_P(CuteGpuTest, EveryFastCandidateVerifies) {
   EXPECT_EQ(verified, int(cands.size()));
 }
 
-// The shapes the precompiled set (scripts/gpu-check.sh cute) covers; M, N, K of 1, 77, 1000, 4097
+// The shapes the precompiled set (scripts/precompile-cute.sh) covers; M, N, K of 1, 77, 1000, 4097
 // reach every edge of a tile.
 INSTANTIATE_TEST_SUITE_P(Shapes, CuteGpuTest,
                          ::testing::Values("1x8x8:bf16", "77x1000x1008:bf16", "4097x1000x4104:bf16",
                                            "4096x4096x4096:bf16", "300x640x512:bf16:nn", "1000x80x1000:f16",
                                            "200x256x128:bf16:bias+gelu_tanh", "130x384x512:bf16:rowbias+relu",
-                                           "100x384x256:bf16:alpha=0.5+bias+residual+gelu",
-                                           "16x4096x4096:bf16:silu"));
+                                           "100x384x256:bf16:alpha=0.5+bias+residual+gelu", "16x4096x4096:bf16:silu",
+                                           "4096x4096x4096:e4m3->bf16:scale=rowcol",
+                                           "77x1000x1008:e4m3->bf16:scale=tensor",
+                                           "1000x80x1024:e4m3xe5m2->f16:scale=rowcol+bias+gelu",
+                                           "4097x1000x4112:e4m3->bf16:scale=rowcol+residual"));

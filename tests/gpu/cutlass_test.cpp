@@ -62,7 +62,13 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CutlassTest,
                                            CutlassCase{"200x256x72:f16:nn", Search::fast},
                                            CutlassCase{"96x128x64:bf16:alpha=2+residual+silu", Search::fast},
                                            CutlassCase{"136x264x128:bf16->f32:bias+gelu_tanh", Search::fast},
-                                           CutlassCase{"64x128x256:f16:bias+relu", Search::fast}));
+                                           CutlassCase{"64x128x256:f16:bias+relu", Search::fast},
+                                           // fp8, per-tensor scales (read from device memory)
+                                           CutlassCase{"4096x4096x4096:e4m3->bf16:scale=tensor", Search::fast},
+                                           CutlassCase{"77x1000x1024:e4m3->bf16:scale=tensor+bias+gelu", Search::fast},
+                                           // fp8, rowwise scales (the epilogue visitor tree)
+                                           CutlassCase{"4096x4096x4096:e4m3->bf16:scale=rowcol", Search::fast},
+                                           CutlassCase{"200x520x256:e4m3->bf16:scale=rowcol+bias+gelu", Search::fast}));
 
 TEST(Cutlass, CanImplementRefusalIsTheCandidatesError) {
   auto cutlass = cutlass_or_skip();

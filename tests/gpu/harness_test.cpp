@@ -60,8 +60,10 @@ TEST(Harness, GuardBandSeesOneBytePastTheEnd) {
 }
 
 TEST(Harness, FlushEvictsWhatWasReadBefore) {
-  // A read of 8 MiB that L2 holds is faster than the same read after the flush.
-  cuda::DeviceBuffer data(8u << 20);
+  // A read that L2 holds is faster than the same read after the flush. 24 MiB: at 8 MiB the read
+  // took 7.2 us either way on an H200 (2026-12-03), its launch and two waves of one load a thread
+  // hiding what L2 saves; 24 MiB fits half of an H100's or H200's L2.
+  cuda::DeviceBuffer data(24u << 20);
   GF_CUDA_CHECK(cudaMemset(data.get(), 1, data.bytes()));
   int device = 0, l2 = 0;
   GF_CUDA_CHECK(cudaGetDevice(&device));

@@ -19,13 +19,22 @@ TEST(CuteSpace, LevelsAndNames) {
     EXPECT_EQ(cute_backend::ranked_configs(p, d, Search::fast).size(), 3u) << spec;
     EXPECT_EQ(cute_backend::ranked_configs(p, d, Search::normal).size(), 8u) << spec;
     auto all = cute_backend::ranked_configs(p, d, Search::exhaustive);
-    EXPECT_EQ(all.size(), 24u) << spec;
+    // Two schedules of 8 tiles and 3 clusters, less the persistent 128x192 and 128x256 with an
+    // activation (they spill).
+    EXPECT_EQ(all.size(), p.epilogue.act == Activation::none ? 48u : 42u) << spec;
     std::set<std::string> names;
     for (const auto& c : all) {
       EXPECT_TRUE(names.insert(c.name()).second) << c.name();
       EXPECT_EQ(CuteConfig::from_json(c.to_json()), c);
+      EXPECT_EQ(cute_backend::illegal_reason(c, p), "") << c.name();
     }
   }
+  // Both schedules reach the fast list of a large GEMM (its tiers are tile and schedule).
+  bool persistent = false, plain = false;
+  for (const auto& c :
+       cute_backend::ranked_configs(GemmProblem::parse("4096x4096x4096:e4m3->bf16:scale=rowcol"), d, Search::fast))
+    (c.persistent ? persistent : plain) = true;
+  EXPECT_TRUE(persistent && plain);
   // A large square GEMM ranks the two-warpgroup 128x256 tile first.
   auto big = cute_backend::ranked_configs(GemmProblem::parse("8192x8192x8192:bf16"), d, Search::fast);
   EXPECT_EQ(big.front().tile_m, 128);
@@ -33,9 +42,12 @@ TEST(CuteSpace, LevelsAndNames) {
 }
 
 TEST(CuteSpace, DeclinesWhatTheTemplateLacks) {
-  EXPECT_EQ(cute_backend::unsupported_reason(GemmProblem::parse("77x1000x1008:bf16:nn:bias+relu+residual")), "");
-  for (const char* spec : {"64x64x64:e4m3->bf16", "64x64x64:bf16->f32", "64x64x64x2:bf16", "64x128x64:bf16:swiglu",
-                           "64x64x77:bf16", "64x77x64:bf16"})
+  for (const char* spec : {"77x1000x1008:bf16:nn:bias+relu+residual", "64x64x64:e4m3->bf16",
+                           "77x1000x1008:e4m3xe5m2->f16:scale=rowcol+bias+gelu", "64x64x64:e5m2->bf16:scale=tensor"})
+    EXPECT_EQ(cute_backend::unsupported_reason(GemmProblem::parse(spec)), "") << spec;
+  for (const char* spec :
+       {"64x64x64:bf16->f32", "64x64x64x2:bf16", "64x128x64:bf16:swiglu", "64x64x77:bf16", "64x77x64:bf16",
+        "64x64x64:e4m3->e4m3", "64x64x64:e4m3->f32", "64x64x64:e4m3->bf16:scale=block128", "64x64x72:e4m3->bf16"})
     EXPECT_NE(cute_backend::unsupported_reason(GemmProblem::parse(spec)), "") << spec;
   // Nothing of M, N or K is in the compile request: one binary serves every shape.
   CuteConfig c;
@@ -43,6 +55,12 @@ TEST(CuteSpace, DeclinesWhatTheTemplateLacks) {
             cute_backend::compile_request(c, GemmProblem::parse("4096x8x64:bf16:bias")));
   EXPECT_NE(cute_backend::compile_request(c, GemmProblem::parse("64x64x64:bf16:bias")),
             cute_backend::compile_request(c, GemmProblem::parse("64x64x64:bf16:bias+gelu")));
+  EXPECT_NE(cute_backend::compile_request(c, GemmProblem::parse("64x64x64:e4m3->bf16:scale=tensor")),
+            cute_backend::compile_request(c, GemmProblem::parse("64x64x64:e4m3->bf16:scale=rowcol")));
+  CuteConfig persistent = c;
+  persistent.persistent = true;
+  EXPECT_NE(cute_backend::compile_request(c, GemmProblem::parse("64x64x64:bf16")),
+            cute_backend::compile_request(persistent, GemmProblem::parse("64x64x64:bf16")));
 }
 
 TEST(CuteCompile, TemplateCompilesToALoadableSharedObject) {
@@ -51,7 +69,8 @@ TEST(CuteCompile, TemplateCompilesToALoadableSharedObject) {
   auto cute = find_backend<GemmProblem>("cute");
   ASSERT_TRUE(cute);
   DeviceInfo d = DeviceInfo::assumed_hopper();
-  for (const char* spec : {"130x384x512:bf16:bias+gelu+residual", "4096x4096x4096:f16:nn"}) {
+  for (const char* spec :
+       {"130x384x512:bf16:bias+gelu+residual", "4096x4096x4096:f16:nn", "4096x4096x4096:e4m3->bf16:scale=rowcol"}) {
     GemmProblem p = GemmProblem::parse(spec);
     auto cands = cute->candidates(p, d, {.level = Search::fast, .top_k = 1});
     ASSERT_EQ(cands.size(), 1u);

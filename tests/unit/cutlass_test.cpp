@@ -56,8 +56,8 @@ TEST(CutlassSpace, KernelsAreShapeIndependent) {
   const auto a = ranked_configs(GemmProblem::parse("4096x6144x4096:bf16"), d, Search::normal);
   const auto b = ranked_configs(GemmProblem::parse("16x1024x14336:bf16"), d, Search::normal);
   EXPECT_EQ(unit_names(a), unit_names(b));
-  EXPECT_NE(unit_names(a), unit_names(ranked_configs(GemmProblem::parse("16x1024x14336:bf16:bias+gelu"), d,
-                                                     Search::normal)));
+  EXPECT_NE(unit_names(a),
+            unit_names(ranked_configs(GemmProblem::parse("16x1024x14336:bf16:bias+gelu"), d, Search::normal)));
 }
 
 TEST(CutlassSpace, RanksByTheModel) {
@@ -78,15 +78,26 @@ TEST(CutlassSpace, DeclinesWhatItHasNoKernelFor) {
   EXPECT_EQ(unsupported_reason(GemmProblem::parse("64x64x64:bf16->f32:nn:residual+silu")), "");
   EXPECT_NE(unsupported_reason(GemmProblem::parse("64x128x64:bf16:swiglu")), "");
   EXPECT_NE(unsupported_reason(GemmProblem::parse("64x128x64:bf16:rowbias")), "");
-  EXPECT_NE(unsupported_reason(GemmProblem::parse("64x64x64:e4m3->bf16")), "");
+  EXPECT_EQ(unsupported_reason(GemmProblem::parse("64x64x64:e4m3->bf16")), "");
+  EXPECT_EQ(unsupported_reason(GemmProblem::parse("77x1000x1024:e4m3xe5m2->f16:scale=tensor+bias+gelu")), "");
+  EXPECT_EQ(unsupported_reason(GemmProblem::parse("64x64x64:e4m3->bf16:scale=rowcol+bias+relu")), "");
+  for (const char* spec : {"64x64x64:e4m3->bf16:scale=rowcol+residual", "64x64x64:e4m3->bf16:scale=block128",
+                           "64x64x64:e4m3->f32", "64x64x64:e4m3->e4m3"})
+    EXPECT_NE(unsupported_reason(GemmProblem::parse(spec)), "") << spec;
   EXPECT_NE(unsupported_reason(GemmProblem::parse("64x64x60:bf16")), "") << "K rows of 120 bytes";
   EXPECT_NE(unsupported_reason(GemmProblem::parse("64x60x64:bf16")), "") << "D rows of 120 bytes";
-  EXPECT_TRUE(ranked_configs(GemmProblem::parse("64x128x64:bf16:swiglu"), DeviceInfo::assumed_hopper(), Search::fast)
-                  .empty());
+  EXPECT_TRUE(
+      ranked_configs(GemmProblem::parse("64x128x64:bf16:swiglu"), DeviceInfo::assumed_hopper(), Search::fast).empty());
   EXPECT_NE(illegal_reason(TileConfig{64, 128, 64, 1, 1, Schedule::cooperative}), "");
   EXPECT_NE(illegal_reason(TileConfig{128, 256, 64, 1, 1, Schedule::pingpong}), "") << "256 accumulators a thread";
   EXPECT_NE(illegal_reason(TileConfig{128, 128, 64, 2, 2, Schedule::pingpong}), "");
   EXPECT_NE(illegal_reason(TileConfig{128, 128, 32, 1, 1, Schedule::pingpong}), "");
+  // fp8 K tiles are 128 elements: the same 128-byte rows.
+  EXPECT_EQ(illegal_reason(TileConfig{128, 128, 128, 1, 1, Schedule::pingpong}, DType::e4m3), "");
+  EXPECT_NE(illegal_reason(TileConfig{128, 128, 64, 1, 1, Schedule::pingpong}, DType::e4m3), "");
+  for (const auto& c : ranked_configs(GemmProblem::parse("4096x4096x4096:e4m3->bf16:scale=tensor"),
+                                      DeviceInfo::assumed_hopper(), Search::exhaustive))
+    EXPECT_EQ(c.tile().k, 128) << c.name();
 }
 
 TEST(CutlassSpace, UnitKindsNameTheirTemplateArguments) {
@@ -99,6 +110,12 @@ TEST(CutlassSpace, UnitKindsNameTheirTemplateArguments) {
   const UnitKind k = UnitKind::of(GemmProblem::parse("64x64x64:f16->f32:nn:residual+bias+silu"));
   EXPECT_EQ(UnitKind::from_json(k.to_json()), k);
   EXPECT_THROW(CutlassConfig::from_json({{"kind", k.to_json()}}), Error);
+  const UnitKind f = UnitKind::of(GemmProblem::parse("64x64x64:e4m3xe5m2->f16:scale=tensor+bias"));
+  EXPECT_EQ(f.name(), "e4m3xe5m2_f16_tn_bias_scaled");
+  EXPECT_EQ(UnitKind::from_json(f.to_json()), f);
+  const UnitKind r = UnitKind::of(GemmProblem::parse("64x64x64:e4m3->bf16:scale=rowcol"));
+  EXPECT_EQ(r.name(), "e4m3_bf16_tn_rowwise");
+  EXPECT_EQ(UnitKind::from_json(r.to_json()), r);
 }
 
 TEST(CutlassCodegen, TheUnitSourceInstantiatesEachKernel) {
@@ -108,20 +125,30 @@ TEST(CutlassCodegen, TheUnitSourceInstantiatesEachKernel) {
   EXPECT_NE(src.find("#include \"gemm/cutlass/unit.cuh\""), std::string::npos);
   EXPECT_NE(src.find("#include \"gemm/cutlass/entry_points.cuh\""), std::string::npos);
   EXPECT_NE(src.find("using GfUnit = gf_cutlass::Unit<I0, I1, I2, I3>;"), std::string::npos) << src;
-  EXPECT_NE(src.find("gf_cutlass::Instance<128, 256, 64, 2, 1, gf_cutlass::Cooperative, cutlass::bfloat16_t, "
-                     "cutlass::layout::ColumnMajor, cutlass::bfloat16_t, void, true, "
-                     "cutlass::epilogue::thread::GELU_taylor>"),
-            std::string::npos)
+  EXPECT_NE(
+      src.find(
+          "gf_cutlass::Instance<128, 256, 64, 2, 1, gf_cutlass::Cooperative, cutlass::bfloat16_t, "
+          "cutlass::bfloat16_t, cutlass::layout::ColumnMajor, cutlass::bfloat16_t, void, true, gf_cutlass::kNoScale, "
+          "cutlass::epilogue::thread::GELU_taylor>"),
+      std::string::npos)
       << src;
   EXPECT_NE(src.find("gf_cutlass::StreamK"), std::string::npos);
   for (size_t i = 0; i < u.tiles.size(); ++i) EXPECT_NE(src.find("\"" + u.instance_name(i) + "\""), std::string::npos);
   // NN reads a row-major B; a residual reads C of D's type.
   const std::string nn =
       unit_source(units_for(UnitKind::of(GemmProblem::parse("64x64x64:f16->f32:nn:residual")), Search::fast).front());
-  EXPECT_NE(nn.find("cutlass::half_t, cutlass::layout::RowMajor, float, float, false, "
+  EXPECT_NE(nn.find("cutlass::half_t, cutlass::layout::RowMajor, float, float, false, gf_cutlass::kNoScale, "
                     "cutlass::epilogue::thread::Identity>"),
             std::string::npos)
       << nn;
+  // fp8 with per-tensor scales: K tiles of 128, the scaled fusion.
+  const std::string fp8 = unit_source(
+      units_for(UnitKind::of(GemmProblem::parse("64x64x64:e4m3->bf16:scale=tensor")), Search::fast).front());
+  EXPECT_NE(fp8.find("gf_cutlass::Instance<128, 256, 128, 2, 1, gf_cutlass::Cooperative, cutlass::float_e4m3_t, "
+                     "cutlass::float_e4m3_t, cutlass::layout::ColumnMajor, cutlass::bfloat16_t, void, false, "
+                     "gf_cutlass::kTensorScale, "),
+            std::string::npos)
+      << fp8;
 }
 
 TEST(CutlassCompile, CacheKeysNameTheUnitAndItsContent) {

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 // Bumped whenever an entry point or gf_cutlass_problem changes: a unit of another ABI is refused.
-#define GF_CUTLASS_ABI 1
+#define GF_CUTLASS_ABI 2
 
 #ifdef __cplusplus
 extern "C" {
@@ -20,11 +20,13 @@ struct gf_cutlass_problem {
   float alpha, beta;
   const void* a;
   const void* b;
-  const void* c;     // null unless the unit's epilogue reads C
-  const void* bias;  // null unless the unit's epilogue adds a bias (length N)
+  const void* c;         // null unless the unit's epilogue reads C
+  const void* bias;      // null unless the unit's epilogue adds a bias (length N)
+  const float* scale_a;  // fp8 units' scales (device memory): one float each, or M and N; else null
+  const float* scale_b;
   void* d;
-  void* workspace;   // gf_cutlass_workspace_bytes of scratch
-  int device;        // the CUDA device and its SM count, for the persistent grid
+  void* workspace;  // gf_cutlass_workspace_bytes of scratch
+  int device;       // the CUDA device and its SM count, for the persistent grid
   int sm_count;
 };
 

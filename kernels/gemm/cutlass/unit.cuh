@@ -40,19 +40,52 @@ struct StreamK {  // cooperative warps over stream-K work units (partial tiles f
   using Scheduler = cutlass::gemm::StreamKScheduler;
 };
 
-// The epilogue's fusion operation: D = act(alpha * acc + beta * C [+ bias per column]).
-// ElementC is void when the epilogue reads no C (the kernel then loads none).
-template <class ElementD, class ElementC, bool kBias, template <class> class Act>
+// fp8 dequantisation scales (gemmforge's ScaleKind): none, one float each for A and B, or one per
+// row of A and per column of B.
+enum Scale { kNoScale, kTensorScale, kRowwiseScale };
+
+// The epilogue's fusion operation: D = act(alpha * acc + beta * C [+ bias per column]); with
+// per-tensor fp8 scales alpha is multiplied by scale_a * scale_b, read from device memory (a null
+// bias pointer reads as zeros). ElementC is void when the epilogue reads no C (the kernel then
+// loads none).
+template <class TileShape, class ElementD, class ElementC, bool kBias, int kScale, template <class> class Act>
 struct Fusion {
   using Op = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<Act, ElementD, float, ElementD, ElementC, float>;
 };
-template <class ElementD, class ElementC, template <class> class Act>
-struct Fusion<ElementD, ElementC, false, Act> {
+template <class TileShape, class ElementD, class ElementC, bool kBias, template <class> class Act>
+struct Fusion<TileShape, ElementD, ElementC, kBias, kTensorScale, Act> {
+  using Op = cutlass::epilogue::fusion::ScaledLinCombPerColBiasEltAct<Act, ElementD, float, ElementD, ElementC, float>;
+};
+template <class TileShape, class ElementD, class ElementC, template <class> class Act>
+struct Fusion<TileShape, ElementD, ElementC, false, kNoScale, Act> {
   using Op = cutlass::epilogue::fusion::LinCombEltAct<Act, ElementD, float, ElementC, float>;
 };
-template <class ElementD, class ElementC>
-struct Fusion<ElementD, ElementC, false, cutlass::epilogue::thread::Identity> {
+template <class TileShape, class ElementD, class ElementC>
+struct Fusion<TileShape, ElementD, ElementC, false, kNoScale, cutlass::epilogue::thread::Identity> {
   using Op = cutlass::epilogue::fusion::LinearCombination<ElementD, float, ElementC, float>;
+};
+// Rowwise scales have no stock operation: a visitor tree, D = act(alpha * (scale_a[m] *
+// (scale_b[n] * acc)) + bias[n]) (no C; a null bias reads as zeros). Its arguments nest as the tree
+// does: a node's children in order, then the node's own.
+template <class TileShape, class ElementD, class ElementC, bool kBias, template <class> class Act>
+struct Fusion<TileShape, ElementD, ElementC, kBias, kRowwiseScale, Act> {
+  static constexpr auto kRound = cutlass::FloatRoundStyle::round_to_nearest;
+  template <template <class> class Fn, class Out = float>
+  using Compute = cutlass::epilogue::fusion::Sm90Compute<Fn, Out, float, kRound>;
+  using PerRow = cutlass::epilogue::fusion::Sm90ColBroadcast<0, TileShape, float, float>;   // scale_a: M
+  using PerCol = cutlass::epilogue::fusion::Sm90RowBroadcast<0, TileShape, float, float>;   // scale_b: N
+  using Bias = cutlass::epilogue::fusion::Sm90RowBroadcast<0, TileShape, ElementD, float>;  // N
+  using Alpha = cutlass::epilogue::fusion::Sm90ScalarBroadcast<float>;
+  using Acc = cutlass::epilogue::fusion::Sm90AccFetch;
+  using ColScaled = cutlass::epilogue::fusion::Sm90EVT<Compute<cutlass::multiplies>, PerCol, Acc>;
+  using Scaled = cutlass::epilogue::fusion::Sm90EVT<Compute<cutlass::multiplies>, PerRow, ColScaled>;
+  using Biased = cutlass::epilogue::fusion::Sm90EVT<Compute<cutlass::homogeneous_multiply_add>, Alpha, Scaled, Bias>;
+  using Op = cutlass::epilogue::fusion::Sm90EVT<Compute<Act, ElementD>, Biased>;
+
+  static typename Op::Arguments arguments(const gf_cutlass_problem& p) {
+    const auto* bias = static_cast<const ElementD*>(p.bias);
+    return {{{{p.alpha}}, {{p.scale_a}, {{p.scale_b}, {}, {}}, {}}, {bias}, {}}, {}};
+  }
 };
 
 // The stride of a dense (x, y, batch) tensor whose stride type makes one of x, y unit-stride.
@@ -73,17 +106,19 @@ struct HandleBase {
   virtual int run(cudaStream_t stream) = 0;  // 0 or a cudaError_t
 };
 
-template <int kM, int kN, int kK, int kClusterM, int kClusterN, class Schedule, class ElementAB, class LayoutB,
-          class ElementD, class ElementC, bool kBias, template <class> class Act>
+template <int kM, int kN, int kK, int kClusterM, int kClusterN, class Schedule, class ElementA, class ElementB,
+          class LayoutB, class ElementD, class ElementC, bool kBias, int kScale, template <class> class Act>
 struct Instance {
   using TileShape = Shape<Int<kM>, Int<kN>, Int<kK>>;
   using ClusterShape = Shape<Int<kClusterM>, Int<kClusterN>, _1>;
   using LayoutA = cutlass::layout::RowMajor;
   using LayoutD = cutlass::layout::RowMajor;
   // 16-byte accesses (what TMA needs); C shares D's alignment, also when there is none.
-  static constexpr int kAlignAB = 128 / cutlass::sizeof_bits<ElementAB>::value;
+  static constexpr int kAlignA = 128 / cutlass::sizeof_bits<ElementA>::value;
+  static constexpr int kAlignB = 128 / cutlass::sizeof_bits<ElementB>::value;
   static constexpr int kAlignD = 128 / cutlass::sizeof_bits<ElementD>::value;
-  using FusionOp = typename Fusion<ElementD, ElementC, kBias, Act>::Op;
+  using FusionT = Fusion<TileShape, ElementD, ElementC, kBias, kScale, Act>;
+  using FusionOp = typename FusionT::Op;
 
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
@@ -91,7 +126,7 @@ struct Instance {
       kAlignD, typename Schedule::Epilogue, FusionOp>::CollectiveOp;
   // The mainloop takes the stages that fit beside the epilogue's shared memory.
   using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementAB, LayoutA, kAlignAB, ElementAB, LayoutB, kAlignAB,
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, LayoutA, kAlignA, ElementB, LayoutB, kAlignB,
       float, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
           sizeof(typename CollectiveEpilogue::SharedStorage))>,
@@ -112,17 +147,26 @@ struct Instance {
     hw.sm_count = p.sm_count;
     Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
                    {m, n, k, l},
-                   {static_cast<const ElementAB*>(p.a), packed_stride<StrideA>(m, k),
-                    static_cast<const ElementAB*>(p.b), packed_stride<StrideB>(n, k)},
+                   {static_cast<const ElementA*>(p.a), packed_stride<StrideA>(m, k), static_cast<const ElementB*>(p.b),
+                    packed_stride<StrideB>(n, k)},
                    {{},
                     static_cast<const CElement*>(p.c),
                     packed_stride<StrideC>(m, n),
                     static_cast<ElementD*>(p.d),
                     packed_stride<StrideD>(m, n)},
                    hw};
-    args.epilogue.thread.alpha = p.alpha;
-    args.epilogue.thread.beta = p.beta;
-    if constexpr (kBias) args.epilogue.thread.bias_ptr = static_cast<const ElementD*>(p.bias);
+    if constexpr (kScale == kRowwiseScale) {
+      args.epilogue.thread = FusionT::arguments(p);
+    } else {
+      args.epilogue.thread.alpha = p.alpha;
+      args.epilogue.thread.beta = p.beta;
+      if constexpr (kBias || kScale == kTensorScale)
+        args.epilogue.thread.bias_ptr = static_cast<const ElementD*>(p.bias);
+      if constexpr (kScale == kTensorScale) {
+        args.epilogue.thread.scale_a_ptr = p.scale_a;
+        args.epilogue.thread.scale_b_ptr = p.scale_b;
+      }
+    }
     return args;
   }
 

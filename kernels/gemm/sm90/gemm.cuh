@@ -42,9 +42,8 @@ namespace gf {
 template <class Cfg>
 struct Gemm : Traits<Cfg> {
   using T = Traits<Cfg>;
-  using T::kAcc, T::kCluster, T::kConsumers, T::kMmaM, T::kOverlap, T::kPingpong, T::kPrefetchC, T::kPromote, T::kSplitK,
-      T::kStageA,
-      T::kStageB, T::kStageReaders, T::kStages, T::kStaging, T::kStoreTma;
+  using T::kAcc, T::kCluster, T::kConsumers, T::kMmaM, T::kOverlap, T::kPingpong, T::kPrefetchC, T::kPromote,
+      T::kSplitK, T::kStageA, T::kStageB, T::kStageReaders, T::kStages, T::kStaging, T::kStoreTma;
   using Unit = typename Scheduler<Cfg>::Unit;
 
   template <int kRows, int kCols>
@@ -204,7 +203,7 @@ struct Gemm : Traits<Cfg> {
     // waits for the stream's previous kernel before it reads or writes anything else. A plain
     // launch skips the prefetch: its producer loads the same k-blocks at once.
     if (p.pdl && threadIdx.x == 0)
-      Producer<Cfg>::prefetch_b(p, units, kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0);
+      Producer<Cfg>::prefetch_weights(p, units, kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0);
     ptx::grid_dependency_wait();
     if (threadIdx.x < 128) {
       if (kConsumers > 1) ptx::regs_dealloc<40>();

@@ -54,12 +54,18 @@ struct Producer : Traits<Cfg> {
   }
 
   // Before the stream's previous kernel is done (programmatic dependent launch): the first
-  // k-blocks of B of this CTA's first unit, the weights, into L2. L2 is coherent, so even a B
-  // that kernel writes is read right later; the prefetch only saves DRAM latency.
-  static __device__ __forceinline__ void prefetch_b(const GemmParams& p, int units, int rank) {
+  // k-blocks of this CTA's first unit of the weights (B; A under swap-AB) into L2. L2 is
+  // coherent, so even weights that kernel writes are read right later; the prefetch only saves
+  // DRAM latency.
+  static __device__ __forceinline__ void prefetch_weights(const GemmParams& p, int units, int rank) {
     const int unit = blockIdx.x / kCluster;
     if (Cfg::kNN || unit >= units) return;
     const Unit u = Scheduler<Cfg>::unit_at(p, unit, rank);
+    if constexpr (T::kSwapAB) {
+      for (int kb = u.kb_begin; kb < min(u.kb_end, u.kb_begin + kStages); ++kb)
+        ptx::tma_prefetch_l2(&p.a, kb * BK, u.m0 + (kPairN ? rank * (BM / 2) : 0), u.b);
+      return;
+    }
     const int first = first_b_row(u), second = second_b_row(p, u);
     for (int kb = u.kb_begin; kb < min(u.kb_end, u.kb_begin + kStages); ++kb) {
       if (kPairM) {
@@ -88,7 +94,8 @@ struct Producer : Traits<Cfg> {
     }
     const int first = first_b_row(u), second = second_b_row(p, u);
     if (kPairM) {
-      ptx::tma_load_3d_multicast(b + rank * (BN / 2) * kGemmRowBytes, &p.b, full, kb * BK, rank ? second : first, u.b, 0x3);
+      ptx::tma_load_3d_multicast(b + rank * (BN / 2) * kGemmRowBytes, &p.b, full, kb * BK, rank ? second : first, u.b,
+                                 0x3);
     } else if (Cfg::kGate == GateKind::split) {
       ptx::tma_load_3d(b, &p.b, full, kb * BK, first, u.b);
       ptx::tma_load_3d(b + BN / 2 * kGemmRowBytes, &p.b, full, kb * BK, second, u.b);

@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "backends/gemm/cute/toolchain.hpp"
 #include "backends/registry.hpp"
 #include "core/hash.hpp"
+#include "cuda/check.hpp"
 #include "gemmforge/error.hpp"
 #include "jit/python_pool.hpp"
 #include "store/kernel_cache.hpp"
@@ -25,14 +27,16 @@
 namespace gf::cute_backend {
 namespace {
 
-constexpr int kAbi = 1;  // of the shim in python/gemmforge_cute/build.py
+constexpr int kAbi = 2;  // of the shim in python/gemmforge_cute/build.py
 
 // The shim's argument block (python/gemmforge_cute/build.py, gf_cute_gemm_args).
 struct ShimArgs {
   const void *a, *b, *c, *bias;
+  const float *scale_a, *scale_b;
   void* d;
-  int64_t m, n, k, lda, ldb, ldc, ldd, bias_len;
+  int64_t m, n, k, lda, ldb, ldc, ldd, bias_len, scale_a_len, scale_b_len;
   float alpha, beta;
+  int32_t max_clusters;
 };
 using LaunchFn = int (*)(const ShimArgs*, cudaStream_t);
 
@@ -117,6 +121,11 @@ class CuteKernel final : public Kernel {
     const int loaded = so_.symbol<int (*)()>("gf_cute_load")();
     GF_CHECK(loaded == 0, "CuTe DSL kernel {} did not load onto the GPU (CUDA error {})", c.name(), loaded);
     launch_ = so_.symbol<LaunchFn>("gf_cute_gemm");
+    // The persistent schedule's grid: a cluster for every cluster's worth of SMs.
+    int device = 0, sms = 0;
+    GF_CUDA_CHECK(cudaGetDevice(&device));
+    GF_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    max_clusters_ = std::max(1, sms / (c.cluster_m * c.cluster_n));
   }
 
   size_t alignment() const override { return 16; }  // TMA: the kernel was compiled for it
@@ -127,12 +136,17 @@ class CuteKernel final : public Kernel {
     GF_CHECK(pointer_alignment(args) >= alignment(), "cute {}: operands must be 16-byte aligned", p.key());
     GF_CHECK(!p.epilogue.has_c() || args.c, "cute {}: the residual needs C", p.key());
     GF_CHECK(p.epilogue.bias == BiasKind::none || args.bias, "cute {}: the bias epilogue needs a bias", p.key());
+    const bool scaled = p.epilogue.scale != ScaleKind::none;
+    GF_CHECK(!scaled || (args.scale_a && args.scale_b), "cute {}: fp8 scales need scale_a and scale_b", p.key());
     // Unused operands still cross as well-formed tensors: D's pointer stands in.
     const int64_t bias_len = p.epilogue.bias == BiasKind::row ? p.m : p.n;
+    const auto* stand_in = static_cast<const float*>(args.d);
     const ShimArgs x{.a = args.a,
                      .b = args.b,
                      .c = args.c ? args.c : args.d,
                      .bias = args.bias ? args.bias : args.d,
+                     .scale_a = scaled ? args.scale_a : stand_in,
+                     .scale_b = scaled ? args.scale_b : stand_in,
                      .d = args.d,
                      .m = p.m,
                      .n = p.n,
@@ -142,8 +156,11 @@ class CuteKernel final : public Kernel {
                      .ldc = p.n,
                      .ldd = p.n,
                      .bias_len = bias_len,
+                     .scale_a_len = scaled ? p.scale_a_count() : 1,
+                     .scale_b_len = scaled ? p.scale_b_count() : 1,
                      .alpha = p.epilogue.alpha,
-                     .beta = p.epilogue.beta};
+                     .beta = p.epilogue.beta,
+                     .max_clusters = max_clusters_};
     const int status = launch_(&x, stream);
     GF_CHECK(status == 0, "cute {} {}: the launch failed (error {})", cfg_.name(), p.key(), status);
   }
@@ -153,6 +170,7 @@ class CuteKernel final : public Kernel {
   GemmProblem problem_;
   SharedObject so_;
   LaunchFn launch_ = nullptr;
+  int32_t max_clusters_ = 1;
 };
 
 class CuteBackend final : public Backend {

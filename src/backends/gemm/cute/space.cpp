@@ -13,7 +13,7 @@ namespace {
 
 // The ranking model's constants, one a line with its reason.
 struct Model {
-  // Peak dense 16-bit tensor-core rate of the GPU (H100/H200 SXM).
+  // Peak dense 16-bit tensor-core rate of the GPU (H100/H200 SXM); fp8 runs at twice it.
   static constexpr double kPeak = 989e12;
   // A tile's operand intensity tile_m*tile_n/(tile_m+tile_n) at which it reaches half the peak.
   static constexpr double kHalfPeakIntensity = 24.0;
@@ -23,66 +23,103 @@ struct Model {
   static constexpr double kClusterGain = 0.97;
   // DRAM an H200 achieves for a GEMM's operands.
   static constexpr double kDramBytesPerSecond = 3.3e12;
+  // The persistent schedule over several waves: the next tile's loads overlap this tile's
+  // epilogue, and no CTA launches twice. Unfitted (its first GPU run is pending): a guess from
+  // the plain template's 0.84 of cuBLASLt at M = 4096 against CUTLASS's persistent kernels' 0.96.
+  static constexpr double kPersistentGain = 0.9;
 };
 
 }  // namespace
 
 std::string CuteConfig::name() const {
-  return fmt::format("wgmma_{}x{}_c{}x{}", tile_m, tile_n, cluster_m, cluster_n);
+  return fmt::format("wgmma_{}x{}_c{}x{}{}", tile_m, tile_n, cluster_m, cluster_n, persistent ? "_ws" : "");
 }
 
 nlohmann::json CuteConfig::to_json() const {
-  return {{"tile_m", tile_m}, {"tile_n", tile_n}, {"cluster_m", cluster_m}, {"cluster_n", cluster_n}};
+  return {{"tile_m", tile_m},
+          {"tile_n", tile_n},
+          {"cluster_m", cluster_m},
+          {"cluster_n", cluster_n},
+          {"persistent", persistent}};
 }
 
 CuteConfig CuteConfig::from_json(const nlohmann::json& j) {
-  return {.tile_m = j.at("tile_m"), .tile_n = j.at("tile_n"), .cluster_m = j.at("cluster_m"),
-          .cluster_n = j.at("cluster_n")};
+  return {.tile_m = j.at("tile_m"),
+          .tile_n = j.at("tile_n"),
+          .cluster_m = j.at("cluster_m"),
+          .cluster_n = j.at("cluster_n"),
+          .persistent = j.value("persistent", false)};
 }
 
 std::string unsupported_reason(const GemmProblem& p) {
-  if (p.a != DType::bf16 && p.a != DType::f16) return "the CuTe DSL template takes bf16 and f16 inputs (fp8: not yet)";
-  if (p.out != p.a) return "the CuTe DSL template writes D in its inputs' dtype";
   if (p.batch != 1) return "batched GEMMs are not in the CuTe DSL template";
   if (p.epilogue.gate != GateKind::none) return "SwiGLU is not in the CuTe DSL template";
+  if (is_fp8(p.a) != is_fp8(p.b)) return "the CuTe DSL template takes two 16-bit or two fp8 operands";
+  if (is_fp8(p.a)) {
+    if (p.layout != Layout::tn) return "fp8 wgmma reads both operands K-major (layout tn)";
+    if (p.out != DType::bf16 && p.out != DType::f16) return "the CuTe DSL template's fp8 GEMMs write bf16 or f16";
+    if (p.epilogue.scale == ScaleKind::block128) return "block scales are not in the CuTe DSL template";
+    if (p.k % 16 != 0 || p.n % 8 != 0) return "TMA needs 16-byte row pitches (K % 16 == 0 and N % 8 == 0)";
+    return "";
+  }
+  if (p.a != DType::bf16 && p.a != DType::f16) return "the CuTe DSL template takes bf16, f16 and fp8 inputs";
+  if (p.b != p.a || p.out != p.a) return "the CuTe DSL template's 16-bit GEMMs read and write one dtype";
   if (p.k % 8 != 0 || p.n % 8 != 0) return "TMA needs 16-byte row pitches (K and N multiples of 8)";
+  return "";
+}
+
+std::string illegal_reason(const CuteConfig& c, const GemmProblem& p) {
+  const Epilogue& e = p.epilogue;
+  // ptxas (CUDA 13.0) leaves the persistent consumers at the launch's 168 registers: 128
+  // accumulators a thread with an activation or C spill there (6-92 spill instructions).
+  if (c.persistent && c.tile_m == 128 && c.tile_n > 128 && (e.act != Activation::none || e.has_c()))
+    return "the persistent 128-row, two-warpgroup tile spills with an activation or C";
   return "";
 }
 
 std::vector<CuteConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d, Search level) {
   const int sms = std::max(d.sm_count, 1);
+  const double peak = Model::kPeak * (is_fp8(p.a) ? 2 : 1);
   std::vector<std::pair<double, CuteConfig>> scored;
-  for (int tm : {64, 128})
-    for (int tn : {64, 128, 192, 256})
-      for (auto [cm, cn] : {std::pair{1, 1}, {2, 1}, {1, 2}}) {
-        const CuteConfig c{tm, tn, cm, cn};
-        const int64_t tiles_m = ceil_div(ceil_div(p.m, tm), cm) * cm, tiles_n = ceil_div(ceil_div(p.n, tn), cn) * cn;
-        const double intensity = double(tm) * tn / (tm + tn);
-        double rate = Model::kPeak / sms * intensity / (intensity + Model::kHalfPeakIntensity);
-        if (!(tm == 128 && tn > 128)) rate *= Model::kOneWarpgroupShare;
-        const double waves = std::ceil(double(tiles_m * tiles_n) / sms);
-        double s = std::max(waves * 2.0 * tm * tn * p.k / rate, p.min_bytes() / Model::kDramBytesPerSecond);
-        if (cm * cn > 1) s *= tiles_m * tiles_n >= 2 * sms ? Model::kClusterGain : 1.0 / Model::kClusterGain;
-        scored.emplace_back(s, c);
-      }
+  for (bool persistent : {false, true})
+    for (int tm : {64, 128})
+      for (int tn : {64, 128, 192, 256})
+        for (auto [cm, cn] : {std::pair{1, 1}, {2, 1}, {1, 2}}) {
+          const CuteConfig c{tm, tn, cm, cn, persistent};
+          if (!illegal_reason(c, p).empty()) continue;
+          const int64_t tiles_m = ceil_div(ceil_div(p.m, tm), cm) * cm;
+          const int64_t tiles_n = ceil_div(ceil_div(p.n, tn), cn) * cn;
+          const double intensity = double(tm) * tn / (tm + tn);
+          double rate = peak / sms * intensity / (intensity + Model::kHalfPeakIntensity);
+          if (!(tm == 128 && tn > 128)) rate *= Model::kOneWarpgroupShare;
+          const double waves = std::ceil(double(tiles_m * tiles_n) / sms);
+          double s = std::max(waves * 2.0 * tm * tn * p.k / rate, p.min_bytes() / Model::kDramBytesPerSecond);
+          if (cm * cn > 1) s *= tiles_m * tiles_n >= 2 * sms ? Model::kClusterGain : 1.0 / Model::kClusterGain;
+          if (persistent && waves > 1) s *= Model::kPersistentGain;
+          scored.emplace_back(s, c);
+        }
   const size_t keep = level == Search::fast ? 3 : level == Search::normal ? 8 : scored.size();
-  return diverse_head<CuteConfig>(std::move(scored), keep,
-                                  {[](const CuteConfig& c) { return fmt::format("{}x{}", c.tile_m, c.tile_n); }});
+  return diverse_head<CuteConfig>(std::move(scored), keep, {[](const CuteConfig& c) {
+                                    return fmt::format("{}x{}{}", c.tile_m, c.tile_n, c.persistent);
+                                  }});
 }
 
 nlohmann::json compile_request(const CuteConfig& c, const GemmProblem& p) {
   const Epilogue& e = p.epilogue;
   return {{"op", "compile"},
           {"dtype", to_string(p.a)},
+          {"dtype_b", to_string(p.b)},
           {"out", to_string(p.out)},
           {"layout", to_string(p.layout)},
           {"tile_m", c.tile_m},
           {"tile_n", c.tile_n},
           {"cluster_m", c.cluster_m},
           {"cluster_n", c.cluster_n},
+          {"persistent", c.persistent},
           {"act", to_string(e.act)},
           {"bias", to_string(e.bias)},
-          {"residual", e.has_c()}};
+          {"residual", e.has_c()},
+          {"scale", to_string(e.scale)}};
 }
 
 }  // namespace gf::cute_backend

@@ -1,6 +1,7 @@
 #pragma once
 // The CuTe DSL backend's search space: the TMA + wgmma template of python/gemmforge_cute over
-// tile shapes and clusters, ranked by a tile/wave model. Plain data, tested on the CPU.
+// tile shapes, clusters and its two schedules, ranked by a tile/wave model. Plain data, tested on
+// the CPU.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -10,8 +11,9 @@
 namespace gf::cute_backend {
 
 struct CuteConfig {
-  int tile_m = 128, tile_n = 256;   // 64 or 128; 64..256 in steps of 64
+  int tile_m = 128, tile_n = 256;    // 64 or 128; 64..256 in steps of 64
   int cluster_m = 1, cluster_n = 1;  // CTAs sharing B's (along M) or A's (along N) tiles by multicast
+  bool persistent = false;           // warp-specialized persistent (else one CTA a tile)
 
   std::string name() const;
   nlohmann::json to_json() const;
@@ -20,6 +22,8 @@ struct CuteConfig {
 };
 
 std::string unsupported_reason(const GemmProblem& p);
+// Why the template cannot run this config on this problem ("" if it can).
+std::string illegal_reason(const CuteConfig& c, const GemmProblem& p);
 // Configs best-first: fast 3, default 8, exhaustive all.
 std::vector<CuteConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d, Search level);
 // The compile request for the worker (python/gemmforge_cute/worker.py): everything the binary

@@ -27,8 +27,8 @@ class CutlassBackend final : public Backend {
   std::string name() const override { return "cutlass"; }
   // The template, CUTLASS's version, nvcc's version and the flags: what shapes every unit.
   std::string version() const override {
-    static const std::string v =
-        std::string(GF_VERSION) + "+cutlass" + std::string(kCutlassVersion) + "+" + hex64(toolchain_hash()).substr(0, 8);
+    static const std::string v = std::string(GF_VERSION) + "+cutlass" + std::string(kCutlassVersion) + "+" +
+                                 hex64(toolchain_hash()).substr(0, 8);
     return v;
   }
   // nvcc is needed for the cache keys (its version) and to compile; the headers only to compile,
@@ -47,11 +47,12 @@ class CutlassBackend final : public Backend {
   std::vector<Candidate> candidates(const GemmProblem& p, const DeviceInfo& device,
                                     const SearchOptions& search) const override {
     GF_CHECK(unavailable().empty(), "{}", unavailable());
-    GF_CHECK(!device.present || device.cc_major == 9, "the CUTLASS SM90 kernels need sm_90a (Hopper); this GPU is sm_{}{}",
-             device.cc_major, device.cc_minor);
+    GF_CHECK(!device.present || device.cc_major == 9,
+             "the CUTLASS SM90 kernels need sm_90a (Hopper); this GPU is sm_{}{}", device.cc_major, device.cc_minor);
     std::vector<Candidate> out;
     if (search.alignment < 16) return out;  // TMA takes 16-byte aligned operands only
-    for (const CutlassConfig& c : ranked_configs(p, device, search.level)) out.push_back({name(), c.name(), c.to_json()});
+    for (const CutlassConfig& c : ranked_configs(p, device, search.level))
+      out.push_back({name(), c.name(), c.to_json()});
     GF_CHECK(!out.empty(), "no CUTLASS kernel fits {}", p.key());
     if (search.top_k > 0 && out.size() > size_t(search.top_k)) out.resize(size_t(search.top_k));
     return out;

@@ -106,8 +106,9 @@ Toolchain probe() {
                                   t.include_dir, found, kCutlassVersion, kCutlassVersion);
   // Host code at -O1: the front end's time is CUTLASS's templates, and the host side is a few
   // calls; the device code is sm_90a (wgmma, setmaxnreg) at -O3.
-  t.flags = {"-shared",  "-Xcompiler", "-fPIC", "--cudart", "shared", "-arch=sm_90a", "-std=c++17", "-O3",
-             "-DNDEBUG", "--expt-relaxed-constexpr", "-Xcompiler", "-O1", "-Xcompiler", "-fvisibility=hidden"};
+  t.flags = {"-shared",      "-Xcompiler", "-fPIC",      "--cudart",           "shared",
+             "-arch=sm_90a", "-std=c++17", "-O3",        "-DNDEBUG",           "--expt-relaxed-constexpr",
+             "-Xcompiler",   "-O1",        "-Xcompiler", "-fvisibility=hidden"};
   return t;
 }
 
@@ -196,8 +197,9 @@ CompiledUnit compile_fresh(const Unit& u, const std::string& key) {
   write_file_atomically(dir / "unit.cu", source);
   std::vector<std::string> argv = {t.nvcc};
   argv.insert(argv.end(), t.flags.begin(), t.flags.end());
-  argv.insert(argv.end(), {"-I" + (dir / "include").string(), "-I" + t.include_dir, "-Xlinker",
-                           "-rpath," + runtime_dir(t.nvcc), "-o", (dir / "unit.so").string(), (dir / "unit.cu").string()});
+  argv.insert(argv.end(),
+              {"-I" + (dir / "include").string(), "-I" + t.include_dir, "-Xlinker", "-rpath," + runtime_dir(t.nvcc),
+               "-o", (dir / "unit.so").string(), (dir / "unit.cu").string()});
   const std::string dump = env("GEMMFORGE_DUMP");
   if (!dump.empty()) {
     fs::create_directories(dump);
@@ -218,9 +220,9 @@ CompiledUnit compile_fresh(const Unit& u, const std::string& key) {
   if (!dump.empty()) std::ofstream(fs::path(dump) / (u.name() + ".log")) << out.report.log;
   if (rc != 0) {
     out.report.ok = false;
-    out.report.log = fmt::format("nvcc {} for {}\n{}",
-                                 rc < 0 ? "did not finish (" + why + ")" : fmt::format("exited with {}", rc),
-                                 u.name(), out.report.log);
+    out.report.log =
+        fmt::format("nvcc {} for {}\n{}", rc < 0 ? "did not finish (" + why + ")" : fmt::format("exited with {}", rc),
+                    u.name(), out.report.log);
     return out;
   }
   const std::string bytes = slurp(dir / "unit.so");

@@ -13,11 +13,11 @@ namespace gf::cutlass_backend {
 
 // nvcc and the CUTLASS headers, probed once; never throws.
 struct Toolchain {
-  std::string nvcc;          // path; "" when none was found
-  std::string nvcc_version;  // the last line of `nvcc --version`
-  std::string include_dir;   // CUTLASS's headers (cute/, cutlass/); "" when none were found
-  std::string nvcc_error;    // why nvcc cannot be used, or ""
-  std::string headers_error;  // why the headers cannot be used, or ""
+  std::string nvcc;                // path; "" when none was found
+  std::string nvcc_version;        // the last line of `nvcc --version`
+  std::string include_dir;         // CUTLASS's headers (cute/, cutlass/); "" when none were found
+  std::string nvcc_error;          // why nvcc cannot be used, or ""
+  std::string headers_error;       // why the headers cannot be used, or ""
   std::vector<std::string> flags;  // every flag but the include folders and the file names
 };
 const Toolchain& toolchain();

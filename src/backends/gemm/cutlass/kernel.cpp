@@ -112,6 +112,8 @@ class CutlassKernel final : public Kernel {
              problem_.key());
     GF_CHECK(pointer_alignment(args) >= alignment(), "cutlass {}: operands must be 16-byte aligned (TMA)",
              problem_.key());
+    GF_CHECK(e.scale == ScaleKind::none || (args.scale_a && args.scale_b), "cutlass {}: fp8 scales are null",
+             problem_.key());
     GF_CHECK(args.workspace_bytes >= workspace_ && (workspace_ == 0 || args.workspace),
              "cutlass {}: needs {} bytes of workspace, got {}", problem_.key(), workspace_, args.workspace_bytes);
     std::shared_ptr<void> handle = prepared(args, stream);
@@ -126,7 +128,8 @@ class CutlassKernel final : public Kernel {
   };
 
   static bool same_pointers(const gf_cutlass_problem& x, const gf_cutlass_problem& y) {
-    return x.a == y.a && x.b == y.b && x.c == y.c && x.bias == y.bias && x.d == y.d && x.workspace == y.workspace;
+    return x.a == y.a && x.b == y.b && x.c == y.c && x.bias == y.bias && x.d == y.d && x.workspace == y.workspace &&
+           x.scale_a == y.scale_a && x.scale_b == y.scale_b;
   }
 
   // The handle of this pointer set: prepared (Params built, workspace initialised on stream) the
@@ -137,6 +140,8 @@ class CutlassKernel final : public Kernel {
     p.a = args.a, p.b = args.b, p.c = problem_.epilogue.has_c() ? args.c : nullptr;
     p.bias = problem_.epilogue.bias == BiasKind::none ? nullptr : args.bias;
     p.d = args.d, p.workspace = workspace_ ? args.workspace : nullptr;
+    const bool scaled = problem_.epilogue.scale != ScaleKind::none;
+    p.scale_a = scaled ? args.scale_a : nullptr, p.scale_b = scaled ? args.scale_b : nullptr;
     std::lock_guard lock(mu_);
     for (const Prepared& q : prepared_)
       if (same_pointers(q.key, p)) return q.handle;
@@ -160,7 +165,8 @@ class CutlassKernel final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> load_kernel(const CutlassConfig& c, const GemmProblem& p, const std::filesystem::path& library) {
+std::unique_ptr<Kernel> load_kernel(const CutlassConfig& c, const GemmProblem& p,
+                                    const std::filesystem::path& library) {
   return std::make_unique<CutlassKernel>(c, p, library);
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/arith.hpp"
+#include "core/codes.hpp"
 #include "gemmforge/error.hpp"
 
 namespace gf::cutlass_backend {
@@ -16,7 +17,8 @@ using S = Schedule;
 // in the unit. Tier 0 (--search fast) covers the llama-like shapes with four kernels: the big
 // cooperative tile for large M, ping-pong for mid sizes, a 64-row ping-pong for few tokens and
 // stream-K for problems of fewer tiles than SMs. Tiers 1 and 2 add the neighbours CUTLASS's
-// profiler lists for SM90 bf16.
+// profiler lists for SM90 bf16. fp8 units take the same tiles with K tiles of 128 (one 128-byte
+// swizzle row either way).
 const std::vector<std::vector<TileConfig>>& catalogue() {
   static const std::vector<std::vector<TileConfig>> tiers = {
       {{128, 256, 64, 2, 1, S::cooperative},
@@ -53,7 +55,7 @@ int tiers_of(Search level) {
 
 // The ranking model's constants, one a line with its reason.
 struct Model {
-  // Peak dense 16-bit tensor-core rate of an H100/H200 SXM.
+  // Peak dense 16-bit tensor-core rate of an H100/H200 SXM; fp8 runs at twice it.
   static constexpr double kPeak = 989e12;
   // DRAM an H200 achieves for a GEMM's operands.
   static constexpr double kDramBytesPerSecond = 3.3e12;
@@ -91,24 +93,36 @@ Schedule parse_schedule(std::string_view s) {
 
 UnitKind UnitKind::of(const GemmProblem& p) {
   return {.in = p.a,
+          .in_b = p.b,
           .out = p.out,
           .layout = p.layout,
           .c = p.epilogue.has_c(),
           .bias = p.epilogue.bias == BiasKind::col,
-          .act = p.epilogue.act};
+          .act = p.epilogue.act,
+          .scale = p.epilogue.scale};
 }
 
 std::string UnitKind::name() const {
-  std::string s = fmt::format("{}_{}_{}", to_string(in), to_string(out), to_string(layout));
+  const std::string inputs =
+      in_b == in ? std::string(to_string(in)) : fmt::format("{}x{}", to_string(in), to_string(in_b));
+  std::string s = fmt::format("{}_{}_{}", inputs, to_string(out), to_string(layout));
   if (c) s += "_c";
   if (bias) s += "_bias";
   if (act != Activation::none) s += fmt::format("_{}", to_string(act));
+  if (scale == ScaleKind::tensor) s += "_scaled";
+  if (scale == ScaleKind::rowcol) s += "_rowwise";
   return s;
 }
 
 nlohmann::json UnitKind::to_json() const {
-  return {{"in", to_string(in)}, {"out", to_string(out)}, {"layout", to_string(layout)},
-          {"c", c},              {"bias", bias},          {"act", to_string(act)}};
+  return {{"in", to_string(in)},
+          {"in_b", to_string(in_b)},
+          {"out", to_string(out)},
+          {"layout", to_string(layout)},
+          {"c", c},
+          {"bias", bias},
+          {"act", to_string(act)},
+          {"scale", to_string(scale)}};
 }
 
 UnitKind UnitKind::from_json(const nlohmann::json& j) {
@@ -124,6 +138,11 @@ UnitKind UnitKind::from_json(const nlohmann::json& j) {
              .layout = layout == "tn" ? Layout::tn : Layout::nn,
              .c = j.at("c"),
              .bias = j.at("bias")};
+  const std::string scale = j.value("scale", std::string("none"));
+  const auto s = parse_code<ScaleKind>(kScaleKindNames, scale);
+  GF_CHECK(s, "cutlass config: unknown scale kind {}", scale);
+  k.scale = *s;
+  k.in_b = j.contains("in_b") ? dtype("in_b") : k.in;
   // The activation's name is the epilogue token of that name (gemmforge/codes.hpp).
   k.act = act == "none" ? Activation::none : parse_epilogue(act).act;
   return k;
@@ -134,7 +153,11 @@ std::string TileConfig::name() const {
 }
 
 nlohmann::json TileConfig::to_json() const {
-  return {{"m", m}, {"n", n}, {"k", k}, {"cluster_m", cluster_m}, {"cluster_n", cluster_n},
+  return {{"m", m},
+          {"n", n},
+          {"k", k},
+          {"cluster_m", cluster_m},
+          {"cluster_n", cluster_n},
           {"schedule", to_string(schedule)}};
 }
 
@@ -176,12 +199,20 @@ CutlassConfig CutlassConfig::from_json(const nlohmann::json& j) {
 
 std::string unsupported_reason(const GemmProblem& p) {
   const Epilogue& e = p.epilogue;
-  if (p.a != DType::bf16 && p.a != DType::f16)
-    return is_fp8(p.a) ? "fp8 is not in the CUTLASS backend yet" : "the CUTLASS kernels take bf16 or f16 inputs";
-  if (p.out != p.a && p.out != DType::f32) return "the CUTLASS kernels write the input dtype or f32";
   if (e.gate != GateKind::none) return "CUTLASS has no stock SwiGLU fusion (the unfused plan covers it)";
   if (e.bias == BiasKind::row) return "a per-row bias is not in the CUTLASS backend";
-  if (e.scale != ScaleKind::none) return "scales are for fp8, which the CUTLASS backend does not take yet";
+  if (is_fp8(p.a) || is_fp8(p.b)) {
+    if (!is_fp8(p.a) || !is_fp8(p.b)) return "the CUTLASS kernels take two fp8 or two 16-bit operands";
+    if (e.scale == ScaleKind::rowcol && e.has_c()) return "rowwise fp8 scales with C are not in the CUTLASS backend";
+    if (e.scale == ScaleKind::block128) return "block-scaled fp8 is not in the CUTLASS backend yet";
+    if (p.out != DType::bf16 && p.out != DType::f16) return "the CUTLASS fp8 kernels write bf16 or f16";
+    if (p.k % 16 != 0) return "CUTLASS's TMA needs K a multiple of 16 for fp8";
+    if (p.n % 8 != 0) return "CUTLASS's TMA needs N a multiple of 8 (16-byte rows of D)";
+    return "";
+  }
+  if (p.a != DType::bf16 && p.a != DType::f16) return "the CUTLASS kernels take bf16, f16 or fp8 inputs";
+  if (p.out != p.a && p.out != DType::f32) return "the CUTLASS kernels write the input dtype or f32";
+  if (e.scale != ScaleKind::none) return "scales are for fp8 inputs";
   // TMA moves 16-byte rows: every contiguous extent a multiple of 16 bytes.
   if (p.k % 8 != 0) return "CUTLASS's TMA needs K a multiple of 8";
   if (p.n * dtype_bytes(p.out) % 16 != 0 || (p.layout == Layout::nn && p.n % 8 != 0))
@@ -189,8 +220,8 @@ std::string unsupported_reason(const GemmProblem& p) {
   return "";
 }
 
-std::string illegal_reason(const TileConfig& t) {
-  if (t.k != 64) return "16-bit kernels take K tiles of 64 (one 128-byte swizzle row)";
+std::string illegal_reason(const TileConfig& t, DType in) {
+  if (t.k * dtype_bytes(in) != 128) return "K tiles of 128 bytes (64 16-bit or 128 fp8 elements: one swizzle row)";
   if (t.cluster_m * t.cluster_n > 2 || t.cluster_m < 1 || t.cluster_n < 1) return "clusters of 1 or 2 CTAs";
   const bool coop = t.schedule != Schedule::pingpong;
   // Cooperative warpgroups split the tile's rows: 64 each at least.
@@ -205,7 +236,11 @@ std::string illegal_reason(const TileConfig& t) {
 
 std::vector<Unit> units_for(const UnitKind& kind, Search level) {
   std::vector<Unit> out;
-  for (int tier = 0; tier < tiers_of(level); ++tier) out.push_back({kind, tier, catalogue()[size_t(tier)]});
+  for (int tier = 0; tier < tiers_of(level); ++tier) {
+    Unit u{kind, tier, catalogue()[size_t(tier)]};
+    for (TileConfig& t : u.tiles) t.k = 128 / int(dtype_bytes(kind.in));
+    out.push_back(std::move(u));
+  }
   return out;
 }
 
@@ -213,8 +248,9 @@ double estimate_us(const TileConfig& t, const GemmProblem& p, const DeviceInfo& 
   const int sms = std::max(d.sm_count, 1);
   const double tiles = double(ceil_div(p.m, t.m) * ceil_div(p.n, t.n) * p.batch);
   const double intensity = double(t.m) * t.n / (t.m + t.n);
-  double tile_us = 2.0 * t.m * t.n * double(p.k) /
-                   (Model::kPeak / sms * intensity / (intensity + Model::kHalfPeakIntensity)) * 1e6;
+  const double peak = Model::kPeak * (is_fp8(p.a) ? 2 : 1);
+  double tile_us =
+      2.0 * t.m * t.n * double(p.k) / (peak / sms * intensity / (intensity + Model::kHalfPeakIntensity)) * 1e6;
   if (t.schedule == Schedule::pingpong) tile_us *= Model::kPingpongShare;
   if (t.cluster_m * t.cluster_n > 1) tile_us *= Model::kClusterShare;
   // Whole tiles in waves over the SMs; stream-K spreads the last wave's K over all of them.
@@ -229,7 +265,7 @@ std::vector<CutlassConfig> ranked_configs(const GemmProblem& p, const DeviceInfo
   std::vector<std::pair<double, CutlassConfig>> scored;
   for (const Unit& u : units_for(UnitKind::of(p), level))
     for (size_t i = 0; i < u.tiles.size(); ++i)
-      if (illegal_reason(u.tiles[i]).empty()) scored.push_back({estimate_us(u.tiles[i], p, d), {u, int(i)}});
+      if (illegal_reason(u.tiles[i], u.kind.in).empty()) scored.push_back({estimate_us(u.tiles[i], p, d), {u, int(i)}});
   std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<CutlassConfig> out;
   for (auto& [us, c] : scored) out.push_back(std::move(c));

@@ -25,14 +25,16 @@ Schedule parse_schedule(std::string_view s);  // throws gf::Error
 
 // What every instance of a unit shares: the template arguments a problem fixes.
 struct UnitKind {
-  DType in = DType::bf16, out = DType::bf16;
+  DType in = DType::bf16, in_b = DType::bf16, out = DType::bf16;  // A's, B's and D's dtypes
   Layout layout = Layout::tn;
   bool c = false;     // reads C (beta != 0)
   bool bias = false;  // adds a bias per column
   Activation act = Activation::none;
+  ScaleKind scale = ScaleKind::none;  // fp8: per tensor (alpha times scale_a * scale_b) or rowcol
 
   static UnitKind of(const GemmProblem& p);
-  // "bf16_bf16_tn", then "_c", "_bias", "_<act>" as they apply.
+  // "bf16_bf16_tn" ("e4m3xe5m2_bf16_tn" for two input dtypes), then "_c", "_bias", "_<act>",
+  // "_scaled" (per-tensor scales) or "_rowwise" as they apply.
   std::string name() const;
   nlohmann::json to_json() const;
   static UnitKind from_json(const nlohmann::json& j);
@@ -79,8 +81,8 @@ struct CutlassConfig {
 
 // Why the CUTLASS kernels cannot run a problem at all, or "".
 std::string unsupported_reason(const GemmProblem& p);
-// Why this tile cannot be built (CollectiveBuilder's constraints), or "".
-std::string illegal_reason(const TileConfig& t);
+// Why this tile cannot be built (CollectiveBuilder's constraints) for inputs of this dtype, or "".
+std::string illegal_reason(const TileConfig& t, DType in = DType::bf16);
 // The catalogue's units of a kind up to and including a tier (fast: tier 0; default: 0-1;
 // exhaustive: all).
 std::vector<Unit> units_for(const UnitKind& kind, Search level);
