@@ -8,7 +8,7 @@ rather than hiding them behind macros. Run it again after changing SHAPES.
 import itertools
 import pathlib
 
-SHAPES = [16, 32, 48, 64, 96, 112, 128, 144, 160, 176, 192, 208, 240, 256]
+SHAPES = [16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 240, 256]
 TYPES = {"bf16": "bf16", "f16": "f16"}
 
 

@@ -67,10 +67,13 @@ TEST(NativeSpace, SwapAB) {
     return std::any_of(all.begin(), all.end(), [](const NativeConfig& c) { return c.swap_ab; });
   };
   for (const char* spec : {"1x4096x4096:bf16", "8x6144x4096:f16:residual", "64x4096x4096:bf16:bias",
-                           "16x4096x4096:e4m3:scale=rowcol"})
+                           "77x3584x3584:bf16", "128x4096x4096:bf16", "16x4096x4096:e4m3:scale=rowcol"})
     EXPECT_TRUE(has_swap(spec)) << spec;
-  for (const char* spec : {"65x4096x4096:bf16", "16x28672x4096:bf16:swiglu", "16x4096x4096:bf16:nn",
-                           "16x4096x4096:e4m3:scale=block128"})
+  // The problem's rows are the kernel's N, whole in one tile: up to 128 (77 takes n80).
+  const auto at77 = native::ranked_configs(GemmProblem::parse("77x3584x3584:bf16"), d, Search::fast);
+  EXPECT_TRUE(std::any_of(at77.begin(), at77.end(), [](const NativeConfig& c) { return c.swap_ab && c.bn == 80; }));
+  for (const char* spec :
+       {"129x4096x4096:bf16", "16x28672x4096:bf16:swiglu", "16x4096x4096:bf16:nn", "16x4096x4096:e4m3:scale=block128"})
     EXPECT_FALSE(has_swap(spec)) << spec;
 
   NativeConfig c{.bm = 64, .bn = 16, .stages = 8, .consumers = 1, .swap_ab = true};
@@ -160,8 +163,8 @@ TEST(NativeSpace, Fp8PromotesWhereBlockScalesNeedIt) {
   EXPECT_NE(NativeConfig{.promote = true}.name(tensor).find("_promote"), std::string::npos);
   // Overlapped promotion: a third set of accumulators, offered for block scales beside the plain one.
   EXPECT_NE(native::illegal_reason({.bm = 128, .bn = 128, .overlap = true}, tensor, d), "");  // not promoted
-  EXPECT_EQ(native::illegal_reason({.bm = 128, .bn = 128, .stages = 4, .consumers = 2, .promote = true, .overlap = true},
-                                   block, d),
+  EXPECT_EQ(native::illegal_reason(
+                {.bm = 128, .bn = 128, .stages = 4, .consumers = 2, .promote = true, .overlap = true}, block, d),
             "");
   // An fp8 D: stored from registers.
   const GemmProblem fp8_out = GemmProblem::parse("4096x4096x4096:e4m3->e4m3:scale=tensor");
@@ -209,8 +212,9 @@ TEST(NativeSpace, DefaultSpaceCompilesWithoutSpills) {
                            // fp8: the promoted and plain variants, block scales
                            "4096x6144x4096:e4m3:scale=rowcol+bias+gelu_tanh", "16x6144x4096:e4m3:scale=block128",
                            "4096x4096x4096:e5m2xe4m3:scale=tensor", "300x640x1040:e4m3->e4m3:scale=block128+bias",
-                           // swap-AB at small M: the transposed store with C, a row bias and GELU
-                           "8x4096x4096:bf16:bias+gelu+residual"}) {
+                           // swap-AB at small M: the transposed store with C, a row bias and GELU;
+                           // fp8 scales swapped, M = 77 in wgmma n80
+                           "8x4096x4096:bf16:bias+gelu+residual", "77x3584x3584:e4m3:scale=rowcol+bias"}) {
     GemmProblem p = GemmProblem::parse(spec);
     auto configs = native::ranked_configs(p, d, Search::normal);
     std::vector<native::Compiled> out(configs.size());

