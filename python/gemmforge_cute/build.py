@@ -21,7 +21,7 @@ from cutlass.cute.runtime import make_fake_tensor
 
 from gemm_sm90 import Epilogue, Sm90Gemm, Tiling
 
-ABI = 2  # of the shim below; the C++ side checks gf_cute_abi()
+ABI = 3  # of the shim below; the C++ side checks gf_cute_abi()
 DSL_PIN = "4.8.1"
 DTYPES = {"bf16": cutlass.BFloat16, "f16": cutlass.Float16, "f32": cutlass.Float32,
           "e4m3": cutlass.Float8E4M3FN, "e5m2": cutlass.Float8E5M2}
@@ -34,7 +34,9 @@ typedef struct {
   const void *a, *b, *c, *bias;
   const float *scale_a, *scale_b;
   void *d;
-  int64_t m, n, k, lda, ldb, ldc, ldd, bias_len, scale_a_len, scale_b_len;
+  float *partials; /* split-K's workspace: fp32 sums of whole tiles, then a counter a tile */
+  int32_t *counters;
+  int64_t m, n, k, lda, ldb, ldc, ldd, bias_len, scale_a_len, scale_b_len, partials_len, counters_len;
   float alpha, beta;
   int32_t max_clusters; /* clusters resident at once: the persistent schedule's grid */
 } gf_cute_gemm_args;
@@ -59,8 +61,10 @@ int gf_cute_gemm(const gf_cute_gemm_args *x, cudaStream_t stream) {
   gf_cute_Tensor_bias_t bias = {(void *)x->bias, {(int32_t)x->bias_len}};
   gf_cute_Tensor_scale_a_t scale_a = {(void *)x->scale_a, {(int32_t)x->scale_a_len}};
   gf_cute_Tensor_scale_b_t scale_b = {(void *)x->scale_b, {(int32_t)x->scale_b_len}};
-  return cute_dsl_gf_cute_wrapper(&module, &a, &b, &d, &c, &bias, &scale_a, &scale_b, x->alpha, x->beta,
-                                  x->max_clusters, stream);
+  gf_cute_Tensor_partials_t partials = {(void *)x->partials, {(int32_t)x->partials_len}};
+  gf_cute_Tensor_counters_t counters = {(void *)x->counters, {(int32_t)x->counters_len}};
+  return cute_dsl_gf_cute_wrapper(&module, &a, &b, &d, &c, &bias, &scale_a, &scale_b, &partials, &counters,
+                                  x->alpha, x->beta, x->max_clusters, stream);
 }
 """.replace("ABI", str(ABI))
 
@@ -87,7 +91,9 @@ def fake_operands(dtype: str, dtype_b: str, out: str, layout: str):
     # fp8 scales, fp32: one each (tensor) or M and N (rowcol); 4-byte aligned.
     scale_a = make_fake_tensor(cutlass.Float32, (cute.sym_int32(),), (1,), assumed_align=4)
     scale_b = make_fake_tensor(cutlass.Float32, (cute.sym_int32(),), (1,), assumed_align=4)
-    return a, b, d, c, bias, scale_a, scale_b
+    partials = make_fake_tensor(cutlass.Float32, (cute.sym_int32(),), (1,), assumed_align=16)
+    counters = make_fake_tensor(cutlass.Int32, (cute.sym_int32(),), (1,), assumed_align=4)
+    return a, b, d, c, bias, scale_a, scale_b, partials, counters
 
 
 @functools.cache
@@ -105,7 +111,7 @@ def compile_request(req):
     if dsl_version() != DSL_PIN:
         raise RuntimeError(f"nvidia-cutlass-dsl {dsl_version()} is installed; gemmforge pins {DSL_PIN}")
     tiling = Tiling(req["tile_m"], req["tile_n"], req["cluster_m"], req["cluster_n"], req.get("stages", 0),
-                    bool(req.get("persistent", False)))
+                    bool(req.get("persistent", False)), int(req.get("split_k", 1)))
     epilogue = Epilogue(req.get("act", "none"), req.get("bias", "none"), bool(req.get("residual", False)),
                         req.get("scale", "none"))
     gemm = Sm90Gemm(tiling, epilogue)

@@ -55,6 +55,7 @@ class Tiling:
     cluster_n: int = 1  # ... along N share A's tile
     stages: int = 0  # 0: as many as shared memory holds
     persistent: bool = False  # the warp-specialized persistent schedule (else one CTA a tile)
+    split_k: int = 1  # one CTA a tile and a K-slice: the slices' fp32 sums meet in a workspace
 
 
 def activate(v, act: str):
@@ -79,6 +80,8 @@ class Sm90Gemm:
             raise ValueError(f"tile_n must be a multiple of 32 in 64..256, not {tiling.tile_n}")
         if tiling.cluster_m * tiling.cluster_n > 4:
             raise ValueError("a cluster holds at most 4 CTAs here")
+        if tiling.split_k > 1 and (tiling.persistent or tiling.cluster_m * tiling.cluster_n > 1):
+            raise ValueError("split-K is for the one-CTA-a-tile schedule without clusters")
         self.tiling = tiling
         self.epi = epilogue
         # Two warpgroups split a 128-row tile when one would hold too many accumulators.
@@ -93,9 +96,10 @@ class Sm90Gemm:
 
     @cute.jit
     def __call__(self, a: cute.Tensor, b: cute.Tensor, d: cute.Tensor, c: cute.Tensor, bias: cute.Tensor,
-                 scale_a: cute.Tensor, scale_b: cute.Tensor, alpha: cutlass.Float32, beta: cutlass.Float32,
-                 max_clusters: cutlass.Int32, stream: cuda.CUstream):
-        """max_clusters: the clusters that fit on the GPU at once (the persistent schedule's grid)."""
+                 scale_a: cute.Tensor, scale_b: cute.Tensor, partials: cute.Tensor, counters: cute.Tensor,
+                 alpha: cutlass.Float32, beta: cutlass.Float32, max_clusters: cutlass.Int32, stream: cuda.CUstream):
+        """max_clusters: the clusters that fit on the GPU at once (the persistent schedule's grid).
+        partials and counters: split-K's workspace (reduce_split), zero between launches."""
         t = self.tiling
         self.a_type, self.b_type, self.d_type = a.element_type, b.element_type, d.element_type
         a_major, b_major = utils.LayoutEnum.from_tensor(a), utils.LayoutEnum.from_tensor(b)
@@ -150,14 +154,16 @@ class Sm90Gemm:
             @cute.struct
             class Shared:
                 barriers: cute.struct.MemRange[cutlass.Int64, self.stages * 2]
+                last: cute.struct.MemRange[cutlass.Int32, 1]  # split-K: the tile's arrivals before this CTA's
                 sa: cute.struct.Align[cute.struct.MemRange[self.a_type, cute.cosize(a_smem)], 1024]
                 sb: cute.struct.Align[cute.struct.MemRange[self.b_type, cute.cosize(b_smem)], 1024]
 
             self.shared = Shared
             # Whole clusters of tiles; the CTAs past D's edge find nothing to store (TMA clips).
             grid = ((tiles_m + t.cluster_m - 1) // t.cluster_m * t.cluster_m,
-                    (tiles_n + t.cluster_n - 1) // t.cluster_n * t.cluster_n, 1)
-            self.kernel(*operands).launch(grid=grid, block=[self.threads, 1, 1], cluster=cluster, stream=stream)
+                    (tiles_n + t.cluster_n - 1) // t.cluster_n * t.cluster_n, t.split_k)
+            self.kernel(*operands, partials, counters).launch(grid=grid, block=[self.threads, 1, 1], cluster=cluster,
+                                                              stream=stream)
 
     # -------------------------------------------------------------- device side
 
@@ -208,10 +214,11 @@ class Sm90Gemm:
     def kernel(self, tma_a: cute.CopyAtom, ta: cute.Tensor, tma_b: cute.CopyAtom, tb: cute.Tensor,
                tma_d: cute.CopyAtom, td: cute.Tensor, c: cute.Tensor, bias: cute.Tensor, scale_a: cute.Tensor,
                scale_b: cute.Tensor, alpha: cutlass.Float32, beta: cutlass.Float32, mma: cute.TiledMma,
-               a_smem: cute.ComposedLayout, b_smem: cute.ComposedLayout, d_smem: cute.ComposedLayout):
+               a_smem: cute.ComposedLayout, b_smem: cute.ComposedLayout, d_smem: cute.ComposedLayout,
+               partials: cute.Tensor, counters: cute.Tensor):
         t = self.tiling
         tidx, _, _ = cute.arch.thread_idx()
-        bidx, bidy, _ = cute.arch.block_idx()
+        bidx, bidy, bidz = cute.arch.block_idx()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         shared, ring, in_cluster, mask_a, mask_b = self.setup(tma_a, tma_b, tma_d, warp)
 
@@ -236,15 +243,22 @@ class Sm90Gemm:
 
         # ---- main loop: warp 0 keeps the ring full, everyone multiplies
         k_tiles = cute.size(ga, mode=[2])
+        k_first = 0
+        if cutlass.const_expr(t.split_k > 1):
+            # Slice bidz of the k-blocks (the last slices may hold none).
+            per = (k_tiles + t.split_k - 1) // t.split_k
+            k_first = cutlass.min(bidz * per, k_tiles)
+            k_tiles = cutlass.min(k_first + per, k_tiles) - k_first
+            acc.fill(0.0)
         load = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
         if warp == 0:
             for _ in cutlass.range(cutlass.min(self.stages, k_tiles), unroll=1):
-                self.load_stage(ring, load, tma_a, a_s, a_g, mask_a, tma_b, b_s, b_g, mask_b)
+                self.load_stage(ring, load, tma_a, a_s, a_g, mask_a, tma_b, b_s, b_g, mask_b, k_first)
                 load.advance()
 
         read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
         release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
-        mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, False)
+        mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, t.split_k > 1)
         k_blocks = cute.size(frag_a, mode=[2])
         for k_tile in cutlass.range(k_tiles, unroll=1):
             ring.consumer_wait(read)
@@ -261,13 +275,27 @@ class Sm90Gemm:
                 ring.consumer_release(release)
                 release.advance()
                 if warp == 0 and load.count < k_tiles:
-                    self.load_stage(ring, load, tma_a, a_s, a_g, mask_a, tma_b, b_s, b_g, mask_b)
+                    self.load_stage(ring, load, tma_a, a_s, a_g, mask_a, tma_b, b_s, b_g, mask_b, k_first)
                     load.advance()
         cute.nvgpu.warpgroup.wait_group(0)
         if k_tiles > 0:
             ring.consumer_release(release)
 
-        self.fuse(acc, mma, tidx, c, bias, scale_a, scale_b, factor, beta, (bidx, bidy))
+        tile = (bidx, bidy)
+        if cutlass.const_expr(t.split_k > 1):
+            last = cute.make_tensor(shared.last.data_ptr(), cute.make_layout(1))
+            if self.reduce_split(acc, mma, tidx, c, partials, counters, last, tile):
+                self.finish(acc, mma, tidx, warp, c, bias, scale_a, scale_b, factor, beta, tile, sd, gd, tma_d)
+        else:
+            self.finish(acc, mma, tidx, warp, c, bias, scale_a, scale_b, factor, beta, tile, sd, gd, tma_d)
+
+    @cute.jit
+    def finish(self, acc: cute.Tensor, mma: cute.TiledMma, tidx, warp, c: cute.Tensor, bias: cute.Tensor,
+               scale_a: cute.Tensor, scale_b: cute.Tensor, factor: cutlass.Float32, beta: cutlass.Float32, tile,
+               sd: cute.Tensor, gd: cute.Tensor, tma_d: cute.CopyAtom):
+        """The plain kernel's epilogue: fused on the registers, then stored through the ring's memory."""
+        t = self.tiling
+        self.fuse(acc, mma, tidx, c, bias, scale_a, scale_b, factor, beta, tile)
         # The ring's shared memory becomes the epilogue's: every CTA that multicasts into ours must be done.
         if cutlass.const_expr(t.cluster_m * t.cluster_n > 1):
             cute.arch.cluster_arrive()
@@ -280,6 +308,38 @@ class Sm90Gemm:
         self.store(acc, sd, gd, tma_d, mma, tidx, warp == 0, stores, 0)
         if warp == 0:
             stores.producer_tail()
+
+    @cute.jit
+    def reduce_split(self, acc: cute.Tensor, mma: cute.TiledMma, tidx, c: cute.Tensor, partials: cute.Tensor,
+                     counters: cute.Tensor, last: cute.Tensor, tile):
+        """Split-K: adds this slice's products into the fp32 partials (whole tiles, row-major, zero
+        between launches) at each accumulator's coordinates, then counts the slice in on the tile's
+        counter. The last slice to arrive reads the sum back into acc, leaves the partials and the
+        counter zero again, and returns True: it runs the epilogue."""
+        t = self.tiling
+        tiles_n = (cute.size(c, mode=[1]) + t.tile_n - 1) // t.tile_n
+        pitch = tiles_n * t.tile_n
+        coords = self.coordinates(mma, tidx, c, tile)
+        for i in cutlass.range_constexpr(cute.size(acc)):
+            m, n = coords[i]
+            cute.arch.red(partials.iterator + (m * pitch + n), acc[i], op="add", dtype="f32", sem="relaxed",
+                         scope="gpu")
+        cute.arch.fence_acq_rel_gpu()
+        cute.arch.sync_threads()
+        tile_id = tile[0] * tiles_n + tile[1]
+        if tidx == 0:
+            last[0] = cute.arch.atomic_add(counters.iterator + tile_id, cutlass.Int32(1), sem="acq_rel", scope="gpu")
+        cute.arch.sync_threads()
+        is_last = last[0] == t.split_k - 1
+        if is_last:
+            cute.arch.fence_acq_rel_gpu()
+            for i in cutlass.range_constexpr(cute.size(acc)):
+                m, n = coords[i]
+                acc[i] = cute.arch.load(partials.iterator + (m * pitch + n), cutlass.Float32, cop="cg")
+                partials[m * pitch + n] = cutlass.Float32(0.0)
+            if tidx == 0:
+                counters[tile_id] = cutlass.Int32(0)
+        return is_last
 
     @cute.kernel
     def persistent_kernel(self, tma_a: cute.CopyAtom, ta: cute.Tensor, tma_b: cute.CopyAtom, tb: cute.Tensor,
@@ -383,12 +443,13 @@ class Sm90Gemm:
                                                 cute.group_modes(s, 0, 2), cute.group_modes(g, 0, 2))
 
     @cute.jit
-    def load_stage(self, ring, state, tma_a, a_s, a_g, mask_a, tma_b, b_s, b_g, mask_b):
-        """k-block state.count of A and B into the ring's stage state.index."""
+    def load_stage(self, ring, state, tma_a, a_s, a_g, mask_a, tma_b, b_s, b_g, mask_b, k_first=0):
+        """k-block k_first + state.count of A and B into the ring's stage state.index."""
         ring.producer_acquire(state)
         barrier = ring.producer_get_barrier(state)
-        cute.copy(tma_a, a_g[None, state.count], a_s[None, state.index], tma_bar_ptr=barrier, mcast_mask=mask_a)
-        cute.copy(tma_b, b_g[None, state.count], b_s[None, state.index], tma_bar_ptr=barrier, mcast_mask=mask_b)
+        k = state.count + k_first
+        cute.copy(tma_a, a_g[None, k], a_s[None, state.index], tma_bar_ptr=barrier, mcast_mask=mask_a)
+        cute.copy(tma_b, b_g[None, k], b_s[None, state.index], tma_bar_ptr=barrier, mcast_mask=mask_b)
         ring.producer_commit(state)
 
     @cute.jit
@@ -400,11 +461,8 @@ class Sm90Gemm:
             for i in cutlass.range_constexpr(cute.size(acc)):
                 acc[i] = activate(acc[i] * factor, self.epi.act)
         else:
-            # (m, n) of this thread's accumulators: an identity tensor partitioned by the thread's own
-            # slice of the MMA (the warpgroup's slice gives its first thread's coordinates).
+            coords = self.coordinates(mma, tidx, c, tile)
             shape_mn = (cute.size(c, mode=[0]), cute.size(c, mode=[1]))
-            tile_mn = cute.local_tile(cute.make_identity_tensor(shape_mn), self.tile, (*tile, None), proj=(1, 1, None))
-            coords = mma.get_slice(tidx).partition_C(tile_mn)
             # Past D's edge the TMA store clips: those accumulators read C, the bias and the scales at
             # a clamped index (always in bounds) instead of branching.
             last_m, last_n = shape_mn[0] - 1, shape_mn[1] - 1
@@ -421,6 +479,15 @@ class Sm90Gemm:
                 if cutlass.const_expr(self.epi.bias == "row"):
                     v = v + bias[m].to(cutlass.Float32)
                 acc[i] = activate(v, self.epi.act)
+
+    @cute.jit
+    def coordinates(self, mma: cute.TiledMma, tidx, c: cute.Tensor, tile):
+        """(m, n) of this thread's accumulators of tile (m, n), past D's edge too: an identity tensor
+        partitioned by the thread's own slice of the MMA (the warpgroup's slice gives its first
+        thread's coordinates)."""
+        shape_mn = (cute.size(c, mode=[0]), cute.size(c, mode=[1]))
+        tile_mn = cute.local_tile(cute.make_identity_tensor(shape_mn), self.tile, (*tile, None), proj=(1, 1, None))
+        return mma.get_slice(tidx).partition_C(tile_mn)
 
     @cute.jit
     def store(self, acc: cute.Tensor, sd: cute.Tensor, gd: cute.Tensor, tma_d: cute.CopyAtom,

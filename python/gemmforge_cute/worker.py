@@ -2,7 +2,7 @@
 
     {"op": "version"}
     {"op": "compile", "dtype": "e4m3", "dtype_b": "e4m3", "out": "bf16", "layout": "tn", "tile_m": 128,
-     "tile_n": 256, "cluster_m": 2, "cluster_n": 1, "stages": 0, "persistent": true, "act": "gelu",
+     "tile_n": 256, "cluster_m": 2, "cluster_n": 1, "stages": 0, "persistent": true, "split_k": 1, "act": "gelu",
      "bias": "col", "residual": false, "scale": "rowcol", "path": "/dir/name.so"}
 
 compile writes a shared object (build.py) to `path`; it needs no GPU. `cute.compile` is not

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "backends/gemm/cute/space.hpp"
@@ -20,8 +21,11 @@ TEST(CuteSpace, LevelsAndNames) {
     EXPECT_EQ(cute_backend::ranked_configs(p, d, Search::normal).size(), 8u) << spec;
     auto all = cute_backend::ranked_configs(p, d, Search::exhaustive);
     // Two schedules of 8 tiles and 3 clusters, less the persistent 128x192 and 128x256 with an
-    // activation (they spill).
-    EXPECT_EQ(all.size(), p.epilogue.act == Activation::none ? 48u : 42u) << spec;
+    // activation (they spill); then split-K variants of the plain 1x1 ones where tiles are few.
+    const auto whole = std::count_if(all.begin(), all.end(), [](const CuteConfig& c) { return c.split_k == 1; });
+    EXPECT_EQ(whole, p.epilogue.act == Activation::none ? 48 : 42) << spec;
+    for (const auto& c : all)
+      if (c.split_k > 1) EXPECT_TRUE(!c.persistent && c.cluster_m * c.cluster_n == 1) << c.name();
     std::set<std::string> names;
     for (const auto& c : all) {
       EXPECT_TRUE(names.insert(c.name()).second) << c.name();
@@ -35,6 +39,17 @@ TEST(CuteSpace, LevelsAndNames) {
        cute_backend::ranked_configs(GemmProblem::parse("4096x4096x4096:e4m3->bf16:scale=rowcol"), d, Search::fast))
     (c.persistent ? persistent : plain) = true;
   EXPECT_TRUE(persistent && plain);
+  // Decode: few tiles (16x4096x14336 in 64x128 tiles is 32 CTAs on 132 SMs), so split-K is in the
+  // fast list; at M = 4096 there is none. Its workspace holds whole tiles and a counter each.
+  const GemmProblem down = GemmProblem::parse("16x4096x14336:bf16");
+  const auto decode = cute_backend::ranked_configs(down, d, Search::fast);
+  EXPECT_TRUE(std::any_of(decode.begin(), decode.end(), [](const CuteConfig& c) { return c.split_k > 1; }));
+  for (const auto& c : cute_backend::ranked_configs(GemmProblem::parse("4096x4096x4096:bf16"), d, Search::exhaustive))
+    EXPECT_EQ(c.split_k, 1) << c.name();
+  const auto ws = cute_backend::split_workspace(CuteConfig{.tile_m = 64, .tile_n = 128, .split_k = 4}, down);
+  EXPECT_EQ(ws.partials_bytes, 64u * 4096 * 4);
+  EXPECT_EQ(ws.counters_bytes, 256u);
+  EXPECT_EQ(cute_backend::split_workspace(CuteConfig{}, down).partials_bytes, 0u);
   // A large square GEMM ranks the two-warpgroup 128x256 tile first.
   auto big = cute_backend::ranked_configs(GemmProblem::parse("8192x8192x8192:bf16"), d, Search::fast);
   EXPECT_EQ(big.front().tile_m, 128);
@@ -83,4 +98,8 @@ TEST(CuteCompile, TemplateCompilesToALoadableSharedObject) {
     auto again = cute->compile(other, cands[0], /*use_cache=*/true);
     EXPECT_TRUE(again.ok && again.cached) << again.log;
   }
+  // Split-K (decode): its workspace reduction compiles too.
+  const CuteConfig split{.tile_m = 64, .tile_n = 128, .split_k = 4};
+  auto sk = cute->compile(GemmProblem::parse("16x4096x14336:bf16"), {"cute", split.name(), split.to_json()}, false);
+  EXPECT_TRUE(sk.ok) << sk.log;
 }

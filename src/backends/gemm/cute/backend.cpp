@@ -27,14 +27,16 @@
 namespace gf::cute_backend {
 namespace {
 
-constexpr int kAbi = 2;  // of the shim in python/gemmforge_cute/build.py
+constexpr int kAbi = 3;  // of the shim in python/gemmforge_cute/build.py
 
 // The shim's argument block (python/gemmforge_cute/build.py, gf_cute_gemm_args).
 struct ShimArgs {
   const void *a, *b, *c, *bias;
   const float *scale_a, *scale_b;
   void* d;
-  int64_t m, n, k, lda, ldb, ldc, ldd, bias_len, scale_a_len, scale_b_len;
+  float* partials;
+  int32_t* counters;
+  int64_t m, n, k, lda, ldb, ldc, ldd, bias_len, scale_a_len, scale_b_len, partials_len, counters_len;
   float alpha, beta;
   int32_t max_clusters;
 };
@@ -129,6 +131,7 @@ class CuteKernel final : public Kernel {
   }
 
   size_t alignment() const override { return 16; }  // TMA: the kernel was compiled for it
+  size_t workspace_bytes() const override { return split_.partials_bytes + split_.counters_bytes; }
 
   void launch(const GemmArgs& args, cudaStream_t stream) override {
     const GemmProblem& p = problem_;
@@ -141,6 +144,13 @@ class CuteKernel final : public Kernel {
     // Unused operands still cross as well-formed tensors: D's pointer stands in.
     const int64_t bias_len = p.epilogue.bias == BiasKind::row ? p.m : p.n;
     const auto* stand_in = static_cast<const float*>(args.d);
+    const bool split = cfg_.split_k > 1;
+    GF_CHECK(!split || (args.workspace && args.workspace_bytes >= workspace_bytes()),
+             "cute {}: split-K needs {} bytes of zeroed workspace, got {}", p.key(), workspace_bytes(),
+             args.workspace_bytes);
+    auto* partials = split ? static_cast<float*>(args.workspace) : static_cast<float*>(args.d);
+    auto* counters = split ? reinterpret_cast<int32_t*>(static_cast<char*>(args.workspace) + split_.partials_bytes)
+                           : static_cast<int32_t*>(args.d);
     const ShimArgs x{.a = args.a,
                      .b = args.b,
                      .c = args.c ? args.c : args.d,
@@ -148,6 +158,8 @@ class CuteKernel final : public Kernel {
                      .scale_a = scaled ? args.scale_a : stand_in,
                      .scale_b = scaled ? args.scale_b : stand_in,
                      .d = args.d,
+                     .partials = partials,
+                     .counters = counters,
                      .m = p.m,
                      .n = p.n,
                      .k = p.k,
@@ -158,6 +170,8 @@ class CuteKernel final : public Kernel {
                      .bias_len = bias_len,
                      .scale_a_len = scaled ? p.scale_a_count() : 1,
                      .scale_b_len = scaled ? p.scale_b_count() : 1,
+                     .partials_len = split ? int64_t(split_.partials_bytes / 4) : 1,
+                     .counters_len = split ? int64_t(split_.counters_bytes / 4) : 1,
                      .alpha = p.epilogue.alpha,
                      .beta = p.epilogue.beta,
                      .max_clusters = max_clusters_};
@@ -171,6 +185,7 @@ class CuteKernel final : public Kernel {
   SharedObject so_;
   LaunchFn launch_ = nullptr;
   int32_t max_clusters_ = 1;
+  SplitWorkspace split_ = split_workspace(cfg_, problem_);
 };
 
 class CuteBackend final : public Backend {

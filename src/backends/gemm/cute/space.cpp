@@ -21,26 +21,27 @@ struct Model {
   static constexpr double kOneWarpgroupShare = 0.75;
   // Multicast halves a cluster's L2 reads of the shared operand: a small gain when tiles are many.
   static constexpr double kClusterGain = 0.97;
-  // DRAM an H200 achieves for a GEMM's operands.
+  // DRAM an H200 achieves for a GEMM's operands, with a CTA on every SM; fewer CTAs pull a
+  // proportional share (down at M = 16 in 32 CTAs: 1.1 TB/s measured, 2026-12-03).
   static constexpr double kDramBytesPerSecond = 3.3e12;
   // The persistent schedule over several waves: the next tile's loads overlap this tile's
   // epilogue, and no CTA launches twice. Unfitted (its first GPU run is pending): a guess from
   // the plain template's 0.84 of cuBLASLt at M = 4096 against CUTLASS's persistent kernels' 0.96.
   static constexpr double kPersistentGain = 0.9;
+  // Split-K's sums: each slice adds its tile into the workspace, the last reads it back.
+  static constexpr double kSplitBytesPerSecond = 2.0e12;
 };
 
 }  // namespace
 
 std::string CuteConfig::name() const {
-  return fmt::format("wgmma_{}x{}_c{}x{}{}", tile_m, tile_n, cluster_m, cluster_n, persistent ? "_ws" : "");
+  return fmt::format("wgmma_{}x{}_c{}x{}{}{}", tile_m, tile_n, cluster_m, cluster_n, persistent ? "_ws" : "",
+                     split_k > 1 ? fmt::format("_k{}", split_k) : "");
 }
 
 nlohmann::json CuteConfig::to_json() const {
-  return {{"tile_m", tile_m},
-          {"tile_n", tile_n},
-          {"cluster_m", cluster_m},
-          {"cluster_n", cluster_n},
-          {"persistent", persistent}};
+  return {{"tile_m", tile_m},       {"tile_n", tile_n},         {"cluster_m", cluster_m},
+          {"cluster_n", cluster_n}, {"persistent", persistent}, {"split_k", split_k}};
 }
 
 CuteConfig CuteConfig::from_json(const nlohmann::json& j) {
@@ -48,7 +49,8 @@ CuteConfig CuteConfig::from_json(const nlohmann::json& j) {
           .tile_n = j.at("tile_n"),
           .cluster_m = j.at("cluster_m"),
           .cluster_n = j.at("cluster_n"),
-          .persistent = j.value("persistent", false)};
+          .persistent = j.value("persistent", false),
+          .split_k = j.value("split_k", 1)};
 }
 
 std::string unsupported_reason(const GemmProblem& p) {
@@ -70,6 +72,9 @@ std::string unsupported_reason(const GemmProblem& p) {
 
 std::string illegal_reason(const CuteConfig& c, const GemmProblem& p) {
   const Epilogue& e = p.epilogue;
+  if (c.split_k < 1) return "split_k must be >= 1";
+  if (c.split_k > 1 && (c.persistent || c.cluster_m * c.cluster_n > 1))
+    return "split-K is for the one-CTA-a-tile schedule without clusters";
   // ptxas (CUDA 13.0) leaves the persistent consumers at the launch's 168 registers: 128
   // accumulators a thread with an activation or C spill there (6-92 spill instructions).
   if (c.persistent && c.tile_m == 128 && c.tile_n > 128 && (e.act != Activation::none || e.has_c()))
@@ -77,27 +82,43 @@ std::string illegal_reason(const CuteConfig& c, const GemmProblem& p) {
   return "";
 }
 
+SplitWorkspace split_workspace(const CuteConfig& c, const GemmProblem& p) {
+  if (c.split_k <= 1) return {};
+  const int64_t tiles_m = ceil_div(p.m, c.tile_m), tiles_n = ceil_div(p.n, c.tile_n);
+  // Each part in whole 256-byte lines, so the counters after the partials stay aligned.
+  return {.partials_bytes = size_t(ceil_div(tiles_m * c.tile_m * tiles_n * c.tile_n * 4, 256) * 256),
+          .counters_bytes = size_t(ceil_div(tiles_m * tiles_n * 4, 256) * 256)};
+}
+
 std::vector<CuteConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d, Search level) {
   const int sms = std::max(d.sm_count, 1);
   const double peak = Model::kPeak * (is_fp8(p.a) ? 2 : 1);
   std::vector<std::pair<double, CuteConfig>> scored;
+  const int64_t k_blocks = ceil_div(p.k, is_fp8(p.a) ? 128 : 64);
   for (bool persistent : {false, true})
     for (int tm : {64, 128})
       for (int tn : {64, 128, 192, 256})
-        for (auto [cm, cn] : {std::pair{1, 1}, {2, 1}, {1, 2}}) {
-          const CuteConfig c{tm, tn, cm, cn, persistent};
-          if (!illegal_reason(c, p).empty()) continue;
-          const int64_t tiles_m = ceil_div(ceil_div(p.m, tm), cm) * cm;
-          const int64_t tiles_n = ceil_div(ceil_div(p.n, tn), cn) * cn;
-          const double intensity = double(tm) * tn / (tm + tn);
-          double rate = peak / sms * intensity / (intensity + Model::kHalfPeakIntensity);
-          if (!(tm == 128 && tn > 128)) rate *= Model::kOneWarpgroupShare;
-          const double waves = std::ceil(double(tiles_m * tiles_n) / sms);
-          double s = std::max(waves * 2.0 * tm * tn * p.k / rate, p.min_bytes() / Model::kDramBytesPerSecond);
-          if (cm * cn > 1) s *= tiles_m * tiles_n >= 2 * sms ? Model::kClusterGain : 1.0 / Model::kClusterGain;
-          if (persistent && waves > 1) s *= Model::kPersistentGain;
-          scored.emplace_back(s, c);
-        }
+        for (auto [cm, cn] : {std::pair{1, 1}, {2, 1}, {1, 2}})
+          for (int split : {1, 2, 4, 8}) {
+            const CuteConfig c{tm, tn, cm, cn, persistent, split};
+            if (!illegal_reason(c, p).empty()) continue;
+            const int64_t tiles_m = ceil_div(ceil_div(p.m, tm), cm) * cm;
+            const int64_t tiles_n = ceil_div(ceil_div(p.n, tn), cn) * cn;
+            // Split-K only where whole tiles leave most SMs idle, and each slice has k-blocks.
+            if (split > 1 && (tiles_m * tiles_n * 2 > sms || split > k_blocks)) continue;
+            const double intensity = double(tm) * tn / (tm + tn);
+            double rate = peak / sms * intensity / (intensity + Model::kHalfPeakIntensity);
+            if (!(tm == 128 && tn > 128)) rate *= Model::kOneWarpgroupShare;
+            const double waves = std::ceil(double(tiles_m * tiles_n * split) / sms);
+            const double busy = std::min(1.0, double(tiles_m * tiles_n * split) / sms);
+            double s = std::max(waves * 2.0 * tm * tn * p.k / split / rate,
+                                p.min_bytes() / (Model::kDramBytesPerSecond * busy));
+            if (cm * cn > 1) s *= tiles_m * tiles_n >= 2 * sms ? Model::kClusterGain : 1.0 / Model::kClusterGain;
+            if (persistent && waves > 1) s *= Model::kPersistentGain;
+            if (split > 1)
+              s += double(split_workspace(c, p).partials_bytes) * (split + 1) / Model::kSplitBytesPerSecond;
+            scored.emplace_back(s, c);
+          }
   const size_t keep = level == Search::fast ? 3 : level == Search::normal ? 8 : scored.size();
   return diverse_head<CuteConfig>(std::move(scored), keep, {[](const CuteConfig& c) {
                                     return fmt::format("{}x{}{}", c.tile_m, c.tile_n, c.persistent);
@@ -116,6 +137,7 @@ nlohmann::json compile_request(const CuteConfig& c, const GemmProblem& p) {
           {"cluster_m", c.cluster_m},
           {"cluster_n", c.cluster_n},
           {"persistent", c.persistent},
+          {"split_k", c.split_k},
           {"act", to_string(e.act)},
           {"bias", to_string(e.bias)},
           {"residual", e.has_c()},

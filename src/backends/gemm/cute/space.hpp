@@ -14,6 +14,7 @@ struct CuteConfig {
   int tile_m = 128, tile_n = 256;    // 64 or 128; 64..256 in steps of 64
   int cluster_m = 1, cluster_n = 1;  // CTAs sharing B's (along M) or A's (along N) tiles by multicast
   bool persistent = false;           // warp-specialized persistent (else one CTA a tile)
+  int split_k = 1;                   // one CTA a tile and K-slice, the slices summed in a workspace
 
   std::string name() const;
   nlohmann::json to_json() const;
@@ -24,6 +25,12 @@ struct CuteConfig {
 std::string unsupported_reason(const GemmProblem& p);
 // Why the template cannot run this config on this problem ("" if it can).
 std::string illegal_reason(const CuteConfig& c, const GemmProblem& p);
+// Split-K's workspace: fp32 sums of whole tiles (row-major, tiles_n * tile_n a row), then a
+// counter a tile; zero before the first launch, left zero by every launch. {0, 0} without split-K.
+struct SplitWorkspace {
+  size_t partials_bytes = 0, counters_bytes = 0;
+};
+SplitWorkspace split_workspace(const CuteConfig& c, const GemmProblem& p);
 // Configs best-first: fast 3, default 8, exhaustive all.
 std::vector<CuteConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d, Search level);
 // The compile request for the worker (python/gemmforge_cute/worker.py): everything the binary
