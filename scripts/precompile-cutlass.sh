@@ -14,4 +14,5 @@ gf=${1:-build/gemmforge}
 "$gf" compile -b cutlass -s fast -p 130x384x512:bf16:bias+gelu -p 200x256x72:f16:nn \
   -p 96x128x64:bf16:alpha=2+residual+silu -p '136x264x128:bf16->f32:bias+gelu_tanh' -p 64x128x256:f16:bias+relu \
   -p '4096x4096x4096:e4m3->bf16:scale=tensor' -p '77x1000x1024:e4m3->bf16:scale=tensor+bias+gelu' \
-  -p '4096x4096x4096:e4m3->bf16:scale=rowcol' -p '200x520x256:e4m3->bf16:scale=rowcol+bias+gelu'
+  -p '4096x4096x4096:e4m3->bf16:scale=rowcol' -p '200x520x256:e4m3->bf16:scale=rowcol+bias+gelu' \
+  -p '4096x4096x4096:e4m3->bf16:scale=block128' -p '77x1024x1152:e4m3->bf16:scale=block128+bias'

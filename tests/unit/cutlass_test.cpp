@@ -81,8 +81,8 @@ TEST(CutlassSpace, DeclinesWhatItHasNoKernelFor) {
   EXPECT_EQ(unsupported_reason(GemmProblem::parse("64x64x64:e4m3->bf16")), "");
   EXPECT_EQ(unsupported_reason(GemmProblem::parse("77x1000x1024:e4m3xe5m2->f16:scale=tensor+bias+gelu")), "");
   EXPECT_EQ(unsupported_reason(GemmProblem::parse("64x64x64:e4m3->bf16:scale=rowcol+bias+relu")), "");
-  for (const char* spec : {"64x64x64:e4m3->bf16:scale=rowcol+residual", "64x64x64:e4m3->bf16:scale=block128",
-                           "64x64x64:e4m3->f32", "64x64x64:e4m3->e4m3"})
+  EXPECT_EQ(unsupported_reason(GemmProblem::parse("64x64x64:e4m3->bf16:scale=block128+bias+gelu")), "");
+  for (const char* spec : {"64x64x64:e4m3->bf16:scale=rowcol+residual", "64x64x64:e4m3->f32", "64x64x64:e4m3->e4m3"})
     EXPECT_NE(unsupported_reason(GemmProblem::parse(spec)), "") << spec;
   EXPECT_NE(unsupported_reason(GemmProblem::parse("64x64x60:bf16")), "") << "K rows of 120 bytes";
   EXPECT_NE(unsupported_reason(GemmProblem::parse("64x60x64:bf16")), "") << "D rows of 120 bytes";
@@ -95,6 +95,16 @@ TEST(CutlassSpace, DeclinesWhatItHasNoKernelFor) {
   // fp8 K tiles are 128 elements: the same 128-byte rows.
   EXPECT_EQ(illegal_reason(TileConfig{128, 128, 128, 1, 1, Schedule::pingpong}, DType::e4m3), "");
   EXPECT_NE(illegal_reason(TileConfig{128, 128, 64, 1, 1, Schedule::pingpong}, DType::e4m3), "");
+  // Block scales: no stream-K, tiles of whole 128-column blocks; units leave out what they cannot build.
+  EXPECT_NE(illegal_reason(TileConfig{128, 128, 128, 1, 1, Schedule::streamk}, DType::e4m3, ScaleKind::block128), "");
+  EXPECT_NE(illegal_reason(TileConfig{128, 64, 128, 1, 1, Schedule::pingpong}, DType::e4m3, ScaleKind::block128), "");
+  EXPECT_NE(illegal_reason(TileConfig{128, 256, 128, 2, 1, Schedule::cooperative}, DType::e4m3, ScaleKind::block128),
+            "");
+  EXPECT_EQ(illegal_reason(TileConfig{256, 128, 128, 1, 2, Schedule::cooperative}, DType::e4m3, ScaleKind::block128),
+            "");
+  for (const Unit& u :
+       units_for(UnitKind::of(GemmProblem::parse("64x64x64:e4m3->bf16:scale=block128")), Search::exhaustive))
+    for (const TileConfig& t : u.tiles) EXPECT_NE(t.schedule, Schedule::streamk) << u.name();
   for (const auto& c : ranked_configs(GemmProblem::parse("4096x4096x4096:e4m3->bf16:scale=tensor"),
                                       DeviceInfo::assumed_hopper(), Search::exhaustive))
     EXPECT_EQ(c.tile().k, 128) << c.name();

@@ -11,6 +11,7 @@
 
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
+#include "cutlass/detail/blockwise_scale_layout.hpp"
 #include "cutlass/epilogue/collective/collective_builder.hpp"
 #include "cutlass/epilogue/thread/activation.h"
 #include "cutlass/gemm/collective/collective_builder.hpp"
@@ -23,26 +24,43 @@ namespace gf_cutlass {
 
 using namespace cute;
 
-// The kernel schedules a candidate names: its mainloop, its epilogue and its tile scheduler.
+// The kernel schedules a candidate names: its mainloop (and the mainloop that applies fp8 block
+// scales), its epilogue and its tile scheduler.
 struct Cooperative {
   using Mainloop = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
+  using BlockScaledMainloop = cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8Blockwise;
   using Epilogue = cutlass::epilogue::TmaWarpSpecializedCooperative;
   using Scheduler = cutlass::gemm::PersistentScheduler;
 };
 struct Pingpong {
   using Mainloop = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
+  using BlockScaledMainloop = cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8Blockwise;
   using Epilogue = cutlass::epilogue::TmaWarpSpecialized;
   using Scheduler = cutlass::gemm::PersistentScheduler;
 };
 struct StreamK {  // cooperative warps over stream-K work units (partial tiles fixed up in workspace)
   using Mainloop = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
+  using BlockScaledMainloop = void;  // not offered with block scales
   using Epilogue = cutlass::epilogue::TmaWarpSpecializedCooperative;
   using Scheduler = cutlass::gemm::StreamKScheduler;
 };
 
-// fp8 dequantisation scales (gemmforge's ScaleKind): none, one float each for A and B, or one per
-// row of A and per column of B.
-enum Scale { kNoScale, kTensorScale, kRowwiseScale };
+// fp8 dequantisation scales (gemmforge's ScaleKind): none, one float each for A and B, one per
+// row of A and per column of B, or per 1x128 group of A and 128x128 block of B (applied in the
+// mainloop, to each k-block's partial sums).
+enum Scale { kNoScale, kTensorScale, kRowwiseScale, kBlockScale };
+
+// The blockwise mainloop's scale layouts: A's (kb, m) at kb*M + m, as gemmforge's (GemmArgs); B's
+// N-major, (nb, kb) at kb*ceil(N/128) + nb, the only major it takes on sm90 (K-major B scales fail
+// its static assertions), where gemmforge's are K-major: each launch transposes them first.
+using BlockScales =
+    cutlass::detail::Sm90BlockwiseScaleConfig<1, 128, 128, cute::GMMA::Major::MN, cute::GMMA::Major::MN>;
+
+// B's block scales from gemmforge's (nb, kb) at nb*kbs + kb to (nb, kb) at kb*nbs + nb.
+__global__ void transpose_block_scales(const float* in, float* out, int nbs, int kbs) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < nbs * kbs; i += gridDim.x * blockDim.x)
+    out[(i % kbs) * nbs + i / kbs] = in[i];
+}
 
 // The epilogue's fusion operation: D = act(alpha * acc + beta * C [+ bias per column]); with
 // per-tensor fp8 scales alpha is multiplied by scale_a * scale_b, read from device memory (a null
@@ -117,7 +135,16 @@ struct Instance {
   static constexpr int kAlignA = 128 / cutlass::sizeof_bits<ElementA>::value;
   static constexpr int kAlignB = 128 / cutlass::sizeof_bits<ElementB>::value;
   static constexpr int kAlignD = 128 / cutlass::sizeof_bits<ElementD>::value;
-  using FusionT = Fusion<TileShape, ElementD, ElementC, kBias, kScale, Act>;
+  // Block scales are the mainloop's: its A and B layouts carry the scale layouts, and the epilogue
+  // is the unscaled one.
+  static constexpr bool kBlock = kScale == kBlockScale;
+  using MainloopLayoutA =
+      cute::conditional_t<kBlock, cute::tuple<LayoutA, decltype(BlockScales::deduce_layoutSFA())>, LayoutA>;
+  using MainloopLayoutB =
+      cute::conditional_t<kBlock, cute::tuple<LayoutB, decltype(BlockScales::deduce_layoutSFB())>, LayoutB>;
+  using MainloopSchedule =
+      cute::conditional_t<kBlock, typename Schedule::BlockScaledMainloop, typename Schedule::Mainloop>;
+  using FusionT = Fusion<TileShape, ElementD, ElementC, kBias, kBlock ? int(kNoScale) : kScale, Act>;
   using FusionOp = typename FusionT::Op;
 
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
@@ -126,11 +153,11 @@ struct Instance {
       kAlignD, typename Schedule::Epilogue, FusionOp>::CollectiveOp;
   // The mainloop takes the stages that fit beside the epilogue's shared memory.
   using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, LayoutA, kAlignA, ElementB, LayoutB, kAlignB,
-      float, TileShape, ClusterShape,
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, MainloopLayoutA, kAlignA, ElementB,
+      MainloopLayoutB, kAlignB, float, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
           sizeof(typename CollectiveEpilogue::SharedStorage))>,
-      typename Schedule::Mainloop>::CollectiveOp;
+      MainloopSchedule>::CollectiveOp;
   using GemmKernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, CollectiveMainloop,
                                                           CollectiveEpilogue, typename Schedule::Scheduler>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;
@@ -145,10 +172,23 @@ struct Instance {
     cutlass::KernelHardwareInfo hw;
     hw.device_id = p.device;
     hw.sm_count = p.sm_count;
+    const auto* a = static_cast<const ElementA*>(p.a);
+    const auto* b = static_cast<const ElementB*>(p.b);
+    typename CollectiveMainloop::Arguments mainloop;
+    if constexpr (kBlock)  // B's scales as transposed into the workspace's head (Handle::run)
+      mainloop = {a,
+                  packed_stride<StrideA>(m, k),
+                  b,
+                  packed_stride<StrideB>(n, k),
+                  p.scale_a,
+                  BlockScales::tile_atom_to_shape_SFA(make_shape(m, n, k, l)),
+                  static_cast<const float*>(p.workspace),
+                  BlockScales::tile_atom_to_shape_SFB(make_shape(m, n, k, l))};
+    else
+      mainloop = {a, packed_stride<StrideA>(m, k), b, packed_stride<StrideB>(n, k)};
     Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
                    {m, n, k, l},
-                   {static_cast<const ElementA*>(p.a), packed_stride<StrideA>(m, k), static_cast<const ElementB*>(p.b),
-                    packed_stride<StrideB>(n, k)},
+                   mainloop,
                    {{},
                     static_cast<const CElement*>(p.c),
                     packed_stride<StrideC>(m, n),
@@ -170,15 +210,28 @@ struct Instance {
     return args;
   }
 
-  static size_t workspace_bytes(const gf_cutlass_problem& p) { return Gemm::get_workspace_size(arguments(p)); }
+  // Block scales: B's transposed scales at the workspace's head, CUTLASS's workspace after them.
+  static size_t scale_bytes(const gf_cutlass_problem& p) {
+    return kBlock ? size_t((p.n + 127) / 128 * ((p.k + 127) / 128) * 4 + 255) / 256 * 256 : 0;
+  }
+  static size_t workspace_bytes(const gf_cutlass_problem& p) {
+    return scale_bytes(p) + Gemm::get_workspace_size(arguments(p));
+  }
 
   // The adapter (CUTLASS's Params) and the arguments, which stream-K needs again at each launch.
   struct Handle final : HandleBase {
     Gemm gemm;
     Arguments args;
-    void* workspace = nullptr;
+    void* workspace = nullptr;       // CUTLASS's
+    const float* scale_b = nullptr;  // block scales: gemmforge's, transposed to the workspace's head
+    float* scales = nullptr;
+    int nbs = 0, kbs = 0;
 
     int run(cudaStream_t stream) override {
+      if constexpr (kBlock) {
+        transpose_block_scales<<<(nbs * kbs + 255) / 256, 256, 0, stream>>>(scale_b, scales, nbs, kbs);
+        if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return int(e);
+      }
       // Stream-K counts arrivals per tile in the workspace and never resets them: zero them again
       // (a memset on the stream, so the launch still captures into a graph).
       if constexpr (cute::is_same_v<typename Schedule::Scheduler, cutlass::gemm::StreamKScheduler>) {
@@ -208,8 +261,11 @@ struct Instance {
       return nullptr;
     }
     h->args = arguments(p);
-    h->workspace = p.workspace;
-    const cutlass::Status s = h->gemm.initialize(h->args, p.workspace, stream);
+    h->workspace = p.workspace ? static_cast<char*>(p.workspace) + scale_bytes(p) : nullptr;
+    h->scale_b = p.scale_b;
+    h->scales = static_cast<float*>(p.workspace);
+    h->nbs = int((p.n + 127) / 128), h->kbs = int((p.k + 127) / 128);
+    const cutlass::Status s = h->gemm.initialize(h->args, h->workspace, stream);
     if (s != cutlass::Status::kSuccess) {
       const cudaError_t e = cudaGetLastError();
       std::snprintf(why, why_len, "CUTLASS cannot run %lldx%lldx%lld: %s%s%s", (long long)p.m, (long long)p.n,

@@ -51,9 +51,10 @@ std::string_view scale(ScaleKind s) {
       return "gf_cutlass::kTensorScale";
     case ScaleKind::rowcol:
       return "gf_cutlass::kRowwiseScale";
-    default:
-      GF_FAIL("no CUTLASS fusion for {} scales", to_string(s));
+    case ScaleKind::block128:
+      return "gf_cutlass::kBlockScale";
   }
+  GF_FAIL("no CUTLASS fusion for scale code {}", int(s));
 }
 
 std::string_view schedule(Schedule s) {

@@ -111,6 +111,7 @@ std::string UnitKind::name() const {
   if (act != Activation::none) s += fmt::format("_{}", to_string(act));
   if (scale == ScaleKind::tensor) s += "_scaled";
   if (scale == ScaleKind::rowcol) s += "_rowwise";
+  if (scale == ScaleKind::block128) s += "_block128";
   return s;
 }
 
@@ -204,7 +205,6 @@ std::string unsupported_reason(const GemmProblem& p) {
   if (is_fp8(p.a) || is_fp8(p.b)) {
     if (!is_fp8(p.a) || !is_fp8(p.b)) return "the CUTLASS kernels take two fp8 or two 16-bit operands";
     if (e.scale == ScaleKind::rowcol && e.has_c()) return "rowwise fp8 scales with C are not in the CUTLASS backend";
-    if (e.scale == ScaleKind::block128) return "block-scaled fp8 is not in the CUTLASS backend yet";
     if (p.out != DType::bf16 && p.out != DType::f16) return "the CUTLASS fp8 kernels write bf16 or f16";
     if (p.k % 16 != 0) return "CUTLASS's TMA needs K a multiple of 16 for fp8";
     if (p.n % 8 != 0) return "CUTLASS's TMA needs N a multiple of 8 (16-byte rows of D)";
@@ -220,7 +220,12 @@ std::string unsupported_reason(const GemmProblem& p) {
   return "";
 }
 
-std::string illegal_reason(const TileConfig& t, DType in) {
+std::string illegal_reason(const TileConfig& t, DType in, ScaleKind scale) {
+  // Block scales: a tile of exactly one 128-column block of B's scales (A's are per row, and the
+  // blockwise mainloop cannot take several scales along both M and N: a static assertion), and no
+  // stream-K (its fix-up is not the blockwise mainloop's).
+  if (scale == ScaleKind::block128 && (t.n != 128 || t.schedule == Schedule::streamk))
+    return "block scales need tile N of 128 and no stream-K";
   if (t.k * dtype_bytes(in) != 128) return "K tiles of 128 bytes (64 16-bit or 128 fp8 elements: one swizzle row)";
   if (t.cluster_m * t.cluster_n > 2 || t.cluster_m < 1 || t.cluster_n < 1) return "clusters of 1 or 2 CTAs";
   const bool coop = t.schedule != Schedule::pingpong;
@@ -237,9 +242,14 @@ std::string illegal_reason(const TileConfig& t, DType in) {
 std::vector<Unit> units_for(const UnitKind& kind, Search level) {
   std::vector<Unit> out;
   for (int tier = 0; tier < tiers_of(level); ++tier) {
-    Unit u{kind, tier, catalogue()[size_t(tier)]};
-    for (TileConfig& t : u.tiles) t.k = 128 / int(dtype_bytes(kind.in));
-    out.push_back(std::move(u));
+    // The tier's tiles in the kind's K (128 bytes), less those the kind cannot build (block scales
+    // take no stream-K): a unit instantiates all it lists.
+    Unit u{kind, tier, {}};
+    for (TileConfig t : catalogue()[size_t(tier)]) {
+      t.k = 128 / int(dtype_bytes(kind.in));
+      if (illegal_reason(t, kind.in, kind.scale).empty()) u.tiles.push_back(t);
+    }
+    if (!u.tiles.empty()) out.push_back(std::move(u));
   }
   return out;
 }
@@ -265,7 +275,8 @@ std::vector<CutlassConfig> ranked_configs(const GemmProblem& p, const DeviceInfo
   std::vector<std::pair<double, CutlassConfig>> scored;
   for (const Unit& u : units_for(UnitKind::of(p), level))
     for (size_t i = 0; i < u.tiles.size(); ++i)
-      if (illegal_reason(u.tiles[i], u.kind.in).empty()) scored.push_back({estimate_us(u.tiles[i], p, d), {u, int(i)}});
+      if (illegal_reason(u.tiles[i], u.kind.in, u.kind.scale).empty())
+        scored.push_back({estimate_us(u.tiles[i], p, d), {u, int(i)}});
   std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<CutlassConfig> out;
   for (auto& [us, c] : scored) out.push_back(std::move(c));

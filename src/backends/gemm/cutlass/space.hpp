@@ -34,7 +34,7 @@ struct UnitKind {
 
   static UnitKind of(const GemmProblem& p);
   // "bf16_bf16_tn" ("e4m3xe5m2_bf16_tn" for two input dtypes), then "_c", "_bias", "_<act>",
-  // "_scaled" (per-tensor scales) or "_rowwise" as they apply.
+  // "_scaled" (per-tensor scales), "_rowwise" or "_block128" as they apply.
   std::string name() const;
   nlohmann::json to_json() const;
   static UnitKind from_json(const nlohmann::json& j);
@@ -81,8 +81,9 @@ struct CutlassConfig {
 
 // Why the CUTLASS kernels cannot run a problem at all, or "".
 std::string unsupported_reason(const GemmProblem& p);
-// Why this tile cannot be built (CollectiveBuilder's constraints) for inputs of this dtype, or "".
-std::string illegal_reason(const TileConfig& t, DType in = DType::bf16);
+// Why this tile cannot be built (CollectiveBuilder's constraints) for inputs of this dtype and
+// scale kind, or "".
+std::string illegal_reason(const TileConfig& t, DType in = DType::bf16, ScaleKind scale = ScaleKind::none);
 // The catalogue's units of a kind up to and including a tier (fast: tier 0; default: 0-1;
 // exhaustive: all).
 std::vector<Unit> units_for(const UnitKind& kind, Search level);
