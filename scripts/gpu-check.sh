@@ -279,6 +279,11 @@ fi
 if [ "$what" = cutlass ]; then
   step "CUTLASS: units from the carried cache (compiling what it lacks), GPU tests, llama3-8b beside cuBLASLt and native"
   cache=${CUTLASS_CACHE:-.carry/cutlass-kernels}
+  # scripts/precompile-cutlass.sh leaves the units as one xz archive too.
+  if [ -f .carry/cutlass.txz ]; then
+    mkdir -p "$cache"
+    python3 -c "import tarfile, sys; tarfile.open('.carry/cutlass.txz').extractall(sys.argv[1])" "$cache" || status=1
+  fi
   mkdir -p "$GEMMFORGE_HOME/kernels"
   [ -d "$cache" ] && cp -n "$cache"/cutlass90_* "$GEMMFORGE_HOME/kernels/" 2>/dev/null
   # The headers, for units the cache lacks: from a carried wheel where the package is missing (the

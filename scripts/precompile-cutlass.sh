@@ -4,7 +4,8 @@
 # $GEMMFORGE_HOME/kernels. Units are shape-independent: these few serve every shape of their dtype,
 # layout and epilogue. Carry the cutlass90_* files of that folder to a machine without the CUTLASS
 # headers (scripts/gpu-check.sh cutlass reads them from .carry/cutlass-kernels).
-#   scripts/precompile-cutlass.sh [path/to/gemmforge]
+#   scripts/precompile-cutlass.sh [path/to/gemmforge]   (then carry .carry/cutlass.txz, which
+#   gpu-check.sh cutlass unpacks)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 gf=${1:-build/gemmforge}
@@ -16,3 +17,7 @@ gf=${1:-build/gemmforge}
   -p '4096x4096x4096:e4m3->bf16:scale=tensor' -p '77x1000x1024:e4m3->bf16:scale=tensor+bias+gelu' \
   -p '4096x4096x4096:e4m3->bf16:scale=rowcol' -p '200x520x256:e4m3->bf16:scale=rowcol+bias+gelu' \
   -p '4096x4096x4096:e4m3->bf16:scale=block128' -p '77x1024x1152:e4m3->bf16:scale=block128+bias'
+home=${GEMMFORGE_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/gemmforge}
+mkdir -p .carry
+tar cf - -C "$home/kernels" $(cd "$home/kernels" && ls cutlass90_*) | xz -9 > .carry/cutlass.txz
+ls -l .carry/cutlass.txz
