@@ -56,6 +56,9 @@ enum Scale { kNoScale, kTensorScale, kRowwiseScale, kBlockScale };
 using BlockScales =
     cutlass::detail::Sm90BlockwiseScaleConfig<1, 128, 128, cute::GMMA::Major::MN, cute::GMMA::Major::MN>;
 
+// 128-element blocks covering an extent of x.
+inline int blocks128(int64_t x) { return int((x + 127) / 128); }
+
 // B's block scales from gemmforge's (nb, kb) at nb*kbs + kb to (nb, kb) at kb*nbs + nb.
 __global__ void transpose_block_scales(const float* in, float* out, int nbs, int kbs) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < nbs * kbs; i += gridDim.x * blockDim.x)
@@ -212,7 +215,7 @@ struct Instance {
 
   // Block scales: B's transposed scales at the workspace's head, CUTLASS's workspace after them.
   static size_t scale_bytes(const gf_cutlass_problem& p) {
-    return kBlock ? size_t((p.n + 127) / 128 * ((p.k + 127) / 128) * 4 + 255) / 256 * 256 : 0;
+    return kBlock ? (size_t(blocks128(p.n)) * size_t(blocks128(p.k)) * 4 + 255) / 256 * 256 : 0;
   }
   static size_t workspace_bytes(const gf_cutlass_problem& p) {
     return scale_bytes(p) + Gemm::get_workspace_size(arguments(p));
@@ -264,7 +267,7 @@ struct Instance {
     h->workspace = p.workspace ? static_cast<char*>(p.workspace) + scale_bytes(p) : nullptr;
     h->scale_b = p.scale_b;
     h->scales = static_cast<float*>(p.workspace);
-    h->nbs = int((p.n + 127) / 128), h->kbs = int((p.k + 127) / 128);
+    h->nbs = blocks128(p.n), h->kbs = blocks128(p.k);
     const cutlass::Status s = h->gemm.initialize(h->args, h->workspace, stream);
     if (s != cutlass::Status::kSuccess) {
       const cudaError_t e = cudaGetLastError();

@@ -109,8 +109,8 @@ std::vector<CuteConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d
             const double intensity = double(tm) * tn / (tm + tn);
             double rate = peak / sms * intensity / (intensity + Model::kHalfPeakIntensity);
             if (!(tm == 128 && tn > 128)) rate *= Model::kOneWarpgroupShare;
-            const double waves = std::ceil(double(tiles_m * tiles_n * split) / sms);
-            const double busy = std::min(1.0, double(tiles_m * tiles_n * split) / sms);
+            const double ctas = double(tiles_m * tiles_n * split);
+            const double waves = std::ceil(ctas / sms), busy = std::min(1.0, ctas / sms);
             double s = std::max(waves * 2.0 * tm * tn * p.k / split / rate,
                                 p.min_bytes() / (Model::kDramBytesPerSecond * busy));
             if (cm * cn > 1) s *= tiles_m * tiles_n >= 2 * sms ? Model::kClusterGain : 1.0 / Model::kClusterGain;

@@ -274,9 +274,7 @@ std::vector<CutlassConfig> ranked_configs(const GemmProblem& p, const DeviceInfo
   if (!unsupported_reason(p).empty()) return {};
   std::vector<std::pair<double, CutlassConfig>> scored;
   for (const Unit& u : units_for(UnitKind::of(p), level))
-    for (size_t i = 0; i < u.tiles.size(); ++i)
-      if (illegal_reason(u.tiles[i], u.kind.in, u.kind.scale).empty())
-        scored.push_back({estimate_us(u.tiles[i], p, d), {u, int(i)}});
+    for (size_t i = 0; i < u.tiles.size(); ++i) scored.push_back({estimate_us(u.tiles[i], p, d), {u, int(i)}});
   std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<CutlassConfig> out;
   for (auto& [us, c] : scored) out.push_back(std::move(c));
