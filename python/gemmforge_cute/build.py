@@ -1,16 +1,9 @@
 """Builds one gemmforge CuTe DSL GEMM into a self-contained shared object for the C++ backend.
 
 cute.compile runs on symbolic M, N, K and leading dimensions (so one binary serves every shape),
-for sm_90a, without a GPU. export_to_c gives the DSL's host launcher as an object file and a
-header; a small C shim (below) gives it the fixed ABI the C++ side loads, and the DSL's static
-runtime and CUDA's static runtime are linked in, so the .so needs nothing of the DSL's wheel where
-it runs.
+for sm_90a, without a GPU; the C shim below gives the DSL's host launcher the fixed ABI the C++
+side loads (export.py links them).
 """
-import functools
-import importlib.metadata
-import os
-import subprocess
-import tempfile
 import time
 
 import cuda.bindings.driver as cuda
@@ -19,12 +12,10 @@ import cutlass
 import cutlass.cute as cute
 from cutlass.cute.runtime import make_fake_tensor
 
+from export import COMPILE_OPTIONS, DTYPES, check_pin, link_shared_object
 from gemm_sm90 import Epilogue, Sm90Gemm, Tiling
 
 ABI = 3  # of the shim below; the C++ side checks gf_cute_abi()
-DSL_PIN = "4.8.1"
-DTYPES = {"bf16": cutlass.BFloat16, "f16": cutlass.Float16, "f32": cutlass.Float32,
-          "e4m3": cutlass.Float8E4M3FN, "e5m2": cutlass.Float8E5M2}
 
 SHIM = r"""
 #include <stdint.h>
@@ -69,10 +60,6 @@ int gf_cute_gemm(const gf_cute_gemm_args *x, cudaStream_t stream) {
 """.replace("ABI", str(ABI))
 
 
-def dsl_version() -> str:
-    return importlib.metadata.version("nvidia-cutlass-dsl")
-
-
 def fake_operands(dtype: str, dtype_b: str, out: str, layout: str):
     """Symbolic tensors of the kernel's signature: extents and leading dimensions are runtime
     values; contiguous dimensions and pointers are 16-byte aligned (the C++ side checks)."""
@@ -96,44 +83,18 @@ def fake_operands(dtype: str, dtype_b: str, out: str, layout: str):
     return a, b, d, c, bias, scale_a, scale_b, partials, counters
 
 
-@functools.cache
-def runtime_libs():
-    """The DSL's static runtime and CUDA's static runtime (with what it needs)."""
-    from cutlass.cute.export.aot_config import get_libdir
-
-    cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
-    return [os.path.join(get_libdir(), "libcuda_dialect_runtime_static.a"), f"-L{cuda_home}/lib64",
-            "-lcudart_static", "-lrt", "-ldl", "-lpthread"], cuda_home
-
-
 def compile_request(req):
     start = time.time()
-    if dsl_version() != DSL_PIN:
-        raise RuntimeError(f"nvidia-cutlass-dsl {dsl_version()} is installed; gemmforge pins {DSL_PIN}")
+    check_pin()
     tiling = Tiling(req["tile_m"], req["tile_n"], req["cluster_m"], req["cluster_n"], req.get("stages", 0),
                     bool(req.get("persistent", False)), int(req.get("split_k", 1)))
     epilogue = Epilogue(req.get("act", "none"), req.get("bias", "none"), bool(req.get("residual", False)),
                         req.get("scale", "none"))
     gemm = Sm90Gemm(tiling, epilogue)
     operands = fake_operands(req["dtype"], req.get("dtype_b", req["dtype"]), req["out"], req["layout"])
-    # The host target named explicitly: the native one makes the DSL try to resolve CUDA's symbols
-    # in this process, which has no GPU driver.
-    options = "--gpu-arch sm_90a --host-target 'llvm -mtriple=x86_64-unknown-linux-gnu'"
     compiled = cute.compile(gemm, *operands, cutlass.Float32(1.0), cutlass.Float32(0.0), cutlass.Int32(1),
-                            cuda.CUstream(0), options=options)
+                            cuda.CUstream(0), options=COMPILE_OPTIONS)
     compile_s = time.time() - start
-    libs, cuda_home = runtime_libs()
-    with tempfile.TemporaryDirectory() as tmp:
-        compiled.export_to_c(tmp, "kernel", "gf_cute")
-        with open(os.path.join(tmp, "shim.c"), "w") as f:
-            f.write(SHIM)
-        out = req["path"] + f".{os.getpid()}.tmp"
-        link = [os.environ.get("CC", "cc"), "-shared", "-fPIC", "-O2", f"-I{cuda_home}/include", f"-I{tmp}",
-                os.path.join(tmp, "shim.c"), os.path.join(tmp, "kernel.o"), *libs,
-                "-Wl,--exclude-libs,ALL", "-Wl,--no-undefined", "-o", out]
-        done = subprocess.run(link, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RuntimeError("linking the kernel failed: " + (done.stderr or done.stdout)[-2000:])
-    os.replace(out, req["path"])
-    return {"ok": True, "abi": ABI, "dsl_version": dsl_version(), "threads": gemm.threads,
+    link_shared_object(compiled, SHIM, req["path"])
+    return {"ok": True, "abi": ABI, "threads": gemm.threads,
             "stages": gemm.stages, "compile_seconds": compile_s, "seconds": time.time() - start}

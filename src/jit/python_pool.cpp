@@ -3,9 +3,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
-#include <fstream>
 #include <cstdlib>
+#include <fstream>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -13,8 +14,10 @@
 #include "core/embedded.hpp"
 #include "core/files.hpp"
 #include "core/hash.hpp"
+#include "gemmforge/error.hpp"
 #include "gemmforge/paths.hpp"
 #include "process/worker_process.hpp"
+#include "store/kernel_cache.hpp"
 
 namespace gf::jit {
 namespace {
@@ -46,6 +49,17 @@ PythonSources write_sources() {
 }
 
 }  // namespace
+
+std::string PythonSources::hash_of(std::initializer_list<std::string_view> files) const {
+  uint64_t h = 0;
+  for (std::string_view file : files) {
+    const std::string path = "python/" + std::string(file);
+    auto it = embedded::files().find(path);
+    GF_CHECK(it != embedded::files().end(), "{} is not among the embedded Python files", path);
+    h = fnv1a(it->second, fnv1a(path, h));
+  }
+  return hex64(h);
+}
 
 const PythonSources& python_sources() {
   static const PythonSources sources = write_sources();
@@ -113,7 +127,7 @@ nlohmann::json PythonPool::call(const nlohmann::json& request, double timeout_s)
 }
 
 PythonPool::FileReply PythonPool::call_writing(nlohmann::json request, const std::filesystem::path& dir,
-                                              const std::string& name, double timeout_s) {
+                                               const std::string& name, double timeout_s) {
   static std::atomic<uint64_t> calls{0};
   struct TempFile {
     std::filesystem::path path;
@@ -128,6 +142,42 @@ PythonPool::FileReply PythonPool::call_writing(nlohmann::json request, const std
     std::ifstream in(tmp.path, std::ios::binary);
     out.bytes.assign(std::istreambuf_iterator<char>(in), {});
   }
+  return out;
+}
+
+PythonArtifact compile_through_cache(PythonPool& pool, const nlohmann::json& request, const std::string& key,
+                                     bool use_cache, const std::string& why_not, double timeout_s) {
+  PythonArtifact out;
+  const auto start = std::chrono::steady_clock::now();
+  if (use_cache) {
+    if (auto hit = KernelCache::shared().get(key)) {
+      out.bytes = std::move(hit->bytes);
+      out.meta = nlohmann::json::parse(hit->meta, nullptr, false);
+      out.report.cached = true;
+      out.report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      return out;
+    }
+  }
+  if (!why_not.empty()) {
+    out.report.ok = false;
+    out.report.log = why_not;
+    return out;
+  }
+  auto [reply, bytes] = pool.call_writing(request, KernelCache::shared().dir(), key + ".out", timeout_s);
+  out.report.seconds = reply.value("seconds", 0.0);
+  if (!reply.value("ok", false)) {
+    out.report.ok = false;
+    out.report.log = reply.value("error", std::string("no reply")) + "\n" + reply.value("trace", std::string());
+    return out;
+  }
+  if (bytes.empty()) {
+    out.report.ok = false;
+    out.report.log = "the worker replied ok but wrote nothing";
+    return out;
+  }
+  out.bytes = std::move(bytes);
+  out.meta = std::move(reply);
+  KernelCache::shared().put(key, out.bytes, out.meta.dump());
   return out;
 }
 

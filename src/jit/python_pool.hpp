@@ -4,9 +4,13 @@
 // python3 (or GEMMFORGE_PYTHON) as pools of persistent compile workers, so Python and the
 // toolchain start once per worker.
 #include <filesystem>
+#include <initializer_list>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
+
+#include "gemmforge/compile_report.hpp"
 
 namespace gf::jit {
 
@@ -14,6 +18,10 @@ struct PythonSources {
   std::filesystem::path dir;  // home_dir()/python/<hash>: python/ as embedded
   std::string hash;           // of every embedded Python file: part of each cache key
   std::string error;          // why they could not be written, or ""
+  // The hash of the named files (paths under python/): part of the cache keys of the kernels only
+  // they shape, so that a change elsewhere in python/ leaves those kernels cached. Throws gf::Error
+  // for a file that is not embedded.
+  std::string hash_of(std::initializer_list<std::string_view> files) const;
 };
 // Writes the files out once. Never throws.
 const PythonSources& python_sources();
@@ -46,5 +54,16 @@ class PythonPool {
   std::string script_;
   std::unique_ptr<State> state_;
 };
+
+// A kernel compiled by a Python worker, through the kernel cache: key's entry when use_cache finds
+// one; else, unless why_not says this machine cannot compile it, the pool's worker compiles request
+// (its reply becomes the entry's meta). Never throws for a failed compile: the report says why.
+struct PythonArtifact {
+  CompileReport report;
+  std::string bytes;
+  nlohmann::json meta;
+};
+PythonArtifact compile_through_cache(PythonPool& pool, const nlohmann::json& request, const std::string& key,
+                                     bool use_cache, const std::string& why_not, double timeout_s = 300.0);
 
 }  // namespace gf::jit

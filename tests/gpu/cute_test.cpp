@@ -5,7 +5,7 @@
 
 #include <random>
 
-#include "backends/gemm/cute/toolchain.hpp"
+#include "jit/cute_dsl.hpp"
 #include "gemmforge/backend.hpp"
 #include "harness/gemm_bench.hpp"
 
@@ -24,7 +24,7 @@ TEST_P(CuteGpuTest, EveryDefaultCandidateVerifies) {
   int verified = 0;
   for (const auto& c : cands) {
     auto report = cute->compile(p, c, true);
-    if (!report.ok && !cute_backend::compile_unavailable().empty()) {
+    if (!report.ok && !jit::cute_dsl::compile_unavailable().empty()) {
       ADD_FAILURE() << c.name << " is not in the carried kernel cache: " << report.log;
       continue;
     }

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "backends/gemm/cute/space.hpp"
-#include "backends/gemm/cute/toolchain.hpp"
+#include "jit/cute_dsl.hpp"
 #include "gemmforge/backend.hpp"
 
 using namespace gf;
@@ -79,8 +79,8 @@ TEST(CuteSpace, DeclinesWhatTheTemplateLacks) {
 }
 
 TEST(CuteCompile, TemplateCompilesToALoadableSharedObject) {
-  if (!cute_backend::compile_unavailable().empty())
-    GTEST_SKIP() << "cannot compile CuTe DSL kernels here: " << cute_backend::compile_unavailable();
+  if (!jit::cute_dsl::compile_unavailable().empty())
+    GTEST_SKIP() << "cannot compile CuTe DSL kernels here: " << jit::cute_dsl::compile_unavailable();
   auto cute = find_backend<GemmProblem>("cute");
   ASSERT_TRUE(cute);
   DeviceInfo d = DeviceInfo::assumed_hopper();

@@ -4,7 +4,6 @@
 
 #include <set>
 
-#include "backends/gemm/triton/python_env.hpp"
 #include "backends/gemm/triton/space.hpp"
 #include "gemmforge/backend.hpp"
 

@@ -3,26 +3,17 @@
 // DSL's own host launcher behind a fixed C ABI, the DSL and CUDA runtimes linked in statically);
 // loaded with dlopen and launched from C++. Machines without the DSL (the GPU machine) run from
 // the kernel cache and name a miss.
-#include <dlfcn.h>
 #include <fmt/format.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <filesystem>
-#include <fstream>
-#include <mutex>
 
 #include "backends/gemm/cute/space.hpp"
-#include "backends/gemm/cute/toolchain.hpp"
 #include "backends/registry.hpp"
 #include "core/hash.hpp"
 #include "cuda/check.hpp"
 #include "gemmforge/error.hpp"
-#include "jit/python_pool.hpp"
-#include "store/kernel_cache.hpp"
+#include "jit/cute_dsl.hpp"
+#include "jit/shared_object.hpp"
 
 namespace gf::cute_backend {
 namespace {
@@ -42,87 +33,27 @@ struct ShimArgs {
 };
 using LaunchFn = int (*)(const ShimArgs*, cudaStream_t);
 
-std::string cache_key(const CuteConfig& c, const nlohmann::json& request) {
-  return "cute_" + c.name() + "-" + hex64(fnv1a(request.dump() + version_string()));
+// The backend's version: the pin and the Python files that shape its kernels.
+std::string version_string() {
+  static const std::string v =
+      jit::cute_dsl::version_string({"gemmforge_cute/build.py", "gemmforge_cute/gemm_sm90.py"});
+  return v;
 }
 
-struct Compiled {
-  CompileReport report;
-  std::string so;
-};
-
-Compiled compile_config(const CuteConfig& c, const GemmProblem& p, bool use_cache) {
-  Compiled out;
-  auto start = std::chrono::steady_clock::now();
-  nlohmann::json req = compile_request(c, p);
-  const std::string key = cache_key(c, req);
-  if (use_cache) {
-    if (auto hit = KernelCache::shared().get(key)) {
-      out.so = std::move(hit->bytes);
-      out.report.cached = true;
-      out.report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      return out;
-    }
-  }
-  if (const std::string& why = compile_unavailable(); !why.empty()) {
-    out.report.ok = false;
-    out.report.log = fmt::format(
-        "not compiled: {} is not in the kernel cache and this machine cannot compile it ({}); run gemmforge "
-        "compile -b cute on a machine with nvidia-cutlass-dsl {} and bring its kernel cache",
-        c.name(), why, kDslPin);
-    return out;
-  }
-  static jit::PythonPool pool("gemmforge_cute/worker.py");
-  auto [reply, so] = pool.call_writing(req, KernelCache::shared().dir(), key + ".cute.so", 300.0);
-  out.report.seconds = reply.value("seconds", 0.0);
-  if (!reply.value("ok", false)) {
-    out.report.ok = false;
-    out.report.log = reply.value("error", std::string("no reply")) + "\n" + reply.value("trace", std::string());
-    return out;
-  }
-  GF_CHECK(!so.empty(), "the CuTe DSL worker wrote nothing for {}", c.name());
-  out.so = std::move(so);
-  KernelCache::shared().put(key, out.so, reply.dump());
-  return out;
+jit::PythonArtifact compile_config(const CuteConfig& c, const GemmProblem& p, bool use_cache) {
+  const nlohmann::json req = compile_request(c, p);
+  const std::string key = "cute_" + c.name() + "-" + hex64(fnv1a(req.dump() + version_string()));
+  return jit::cute_dsl::compile(req, key, c.name(), use_cache);
 }
-
-// A shared object loaded from memory (a memfd: no file to clean up or to race on).
-class SharedObject {
- public:
-  explicit SharedObject(const std::string& bytes) {
-    int fd = memfd_create("gemmforge-cute", MFD_CLOEXEC);
-    GF_CHECK(fd >= 0, "memfd_create failed");
-    bool written = ::write(fd, bytes.data(), bytes.size()) == ssize_t(bytes.size());
-    if (written) handle_ = dlopen(fmt::format("/proc/self/fd/{}", fd).c_str(), RTLD_NOW | RTLD_LOCAL);
-    const char* why = handle_ ? nullptr : dlerror();
-    ::close(fd);
-    GF_CHECK(written, "could not stage a CuTe DSL kernel in memory");
-    GF_CHECK(handle_, "could not load a CuTe DSL kernel: {}", why ? why : "?");
-  }
-  ~SharedObject() {
-    if (handle_) dlclose(handle_);
-  }
-  SharedObject(const SharedObject&) = delete;
-  SharedObject& operator=(const SharedObject&) = delete;
-  template <class Fn>
-  Fn symbol(const char* name) const {
-    void* s = dlsym(handle_, name);
-    GF_CHECK(s, "CuTe DSL kernel lacks {}", name);
-    return reinterpret_cast<Fn>(s);
-  }
-
- private:
-  void* handle_ = nullptr;
-};
 
 class CuteKernel final : public Kernel {
  public:
   CuteKernel(const CuteConfig& c, const GemmProblem& p, const std::string& so) : cfg_(c), problem_(p), so_(so) {
-    const int abi = so_.symbol<int (*)()>("gf_cute_abi")();
+    const int abi = so_.function<int (*)()>("gf_cute_abi")();
     GF_CHECK(abi == kAbi, "CuTe DSL kernel {} has ABI {}, the launcher {}: compile it again", c.name(), abi, kAbi);
-    const int loaded = so_.symbol<int (*)()>("gf_cute_load")();
+    const int loaded = so_.function<int (*)()>("gf_cute_load")();
     GF_CHECK(loaded == 0, "CuTe DSL kernel {} did not load onto the GPU (CUDA error {})", c.name(), loaded);
-    launch_ = so_.symbol<LaunchFn>("gf_cute_gemm");
+    launch_ = so_.function<LaunchFn>("gf_cute_gemm");
     // The persistent schedule's grid: a cluster for every cluster's worth of SMs.
     int device = 0, sms = 0;
     GF_CUDA_CHECK(cudaGetDevice(&device));
@@ -182,7 +113,7 @@ class CuteKernel final : public Kernel {
  private:
   CuteConfig cfg_;
   GemmProblem problem_;
-  SharedObject so_;
+  jit::SharedObject so_;
   LaunchFn launch_ = nullptr;
   int32_t max_clusters_ = 1;
   SplitWorkspace split_ = split_workspace(cfg_, problem_);
@@ -194,9 +125,10 @@ class CuteBackend final : public Backend {
   std::string version() const override { return version_string(); }
   std::string supports(const GemmProblem& p) const override { return unsupported_reason(p); }
   std::string doctor_note() const override {
-    const std::string& why = compile_unavailable();
-    return why.empty() ? fmt::format("compiles with nvidia-cutlass-dsl {}, cu12 flavor, for sm_90a", kDslPin)
-                       : "runs what the kernel cache holds; cannot compile here: " + why;
+    const std::string& why = jit::cute_dsl::compile_unavailable();
+    return why.empty()
+               ? fmt::format("compiles with nvidia-cutlass-dsl {}, cu12 flavor, for sm_90a", jit::cute_dsl::kDslPin)
+               : "runs what the kernel cache holds; cannot compile here: " + why;
   }
 
   std::vector<Candidate> candidates(const GemmProblem& p, const DeviceInfo& device,
@@ -214,9 +146,9 @@ class CuteBackend final : public Backend {
 
   std::unique_ptr<Kernel> build(const GemmProblem& p, const Candidate& c) const override {
     const CuteConfig cfg = CuteConfig::from_json(c.config);
-    Compiled compiled = compile_config(cfg, p, /*use_cache=*/true);
+    jit::PythonArtifact compiled = compile_config(cfg, p, /*use_cache=*/true);
     GF_CHECK(compiled.report.ok, "cute {} failed to compile:\n{}", c.name, compiled.report.log);
-    return std::make_unique<CuteKernel>(cfg, p, compiled.so);
+    return std::make_unique<CuteKernel>(cfg, p, compiled.bytes);
   }
 };
 

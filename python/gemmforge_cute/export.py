@@ -1,0 +1,56 @@
+"""What every gemmforge CuTe DSL kernel shares on its way to a shared object for the C++ side: the
+pinned DSL, its dtypes, and the link of the DSL's exported host launcher with a small C shim (the
+fixed ABI the C++ side loads) and the DSL's and CUDA's static runtimes, so the .so needs nothing of
+the DSL's wheel where it runs.
+"""
+import functools
+import importlib.metadata
+import os
+import subprocess
+import tempfile
+
+import cutlass
+
+DSL_PIN = "4.8.1"
+DTYPES = {"bf16": cutlass.BFloat16, "f16": cutlass.Float16, "f32": cutlass.Float32,
+          "e4m3": cutlass.Float8E4M3FN, "e5m2": cutlass.Float8E5M2}
+# The host target named explicitly: the native one makes the DSL try to resolve CUDA's symbols in
+# this process, which has no GPU driver.
+COMPILE_OPTIONS = "--gpu-arch sm_90a --host-target 'llvm -mtriple=x86_64-unknown-linux-gnu'"
+
+
+def dsl_version() -> str:
+    return importlib.metadata.version("nvidia-cutlass-dsl")
+
+
+def check_pin():
+    if dsl_version() != DSL_PIN:
+        raise RuntimeError(f"nvidia-cutlass-dsl {dsl_version()} is installed; gemmforge pins {DSL_PIN}")
+
+
+@functools.cache
+def runtime_libs():
+    """The DSL's static runtime and CUDA's static runtime (with what it needs)."""
+    from cutlass.cute.export.aot_config import get_libdir
+
+    cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    return [os.path.join(get_libdir(), "libcuda_dialect_runtime_static.a"), f"-L{cuda_home}/lib64",
+            "-lcudart_static", "-lrt", "-ldl", "-lpthread"], cuda_home
+
+
+def link_shared_object(compiled, shim: str, path: str):
+    """Exports `compiled` (a cute.compile result) as C under the prefix gf_cute (kernel.h names its
+    module and tensor types), links it with `shim` into a shared object and moves that to path."""
+    libs, cuda_home = runtime_libs()
+    with tempfile.TemporaryDirectory() as tmp:
+        compiled.export_to_c(tmp, "kernel", "gf_cute")
+        with open(os.path.join(tmp, "shim.c"), "w") as f:
+            f.write(shim)
+        out = path + f".{os.getpid()}.tmp"
+        link = [os.environ.get("CC", "cc"), "-shared", "-fPIC", "-O2", f"-I{cuda_home}/include", f"-I{tmp}",
+                os.path.join(tmp, "shim.c"), os.path.join(tmp, "kernel.o"), *libs,
+                "-Wl,--exclude-libs,ALL", "-Wl,--no-undefined", "-o", out]
+        done = subprocess.run(link, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError("linking the kernel failed: " + (done.stderr or done.stdout)[-2000:])
+    os.replace(out, path)

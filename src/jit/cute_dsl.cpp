@@ -1,0 +1,39 @@
+#include "jit/cute_dsl.hpp"
+
+#include <fmt/format.h>
+
+#include "core/hash.hpp"
+
+namespace gf::jit::cute_dsl {
+
+const std::string& compile_unavailable() {
+  static const std::string why = [] {
+    if (const auto& s = python_sources(); !s.error.empty()) return s.error;
+    std::string error;
+    std::string v = python_package_version("nvidia-cutlass-dsl", &error);
+    if (v.empty()) return error;
+    if (v != kDslPin) return fmt::format("nvidia-cutlass-dsl {} is installed; gemmforge pins {}", v, kDslPin);
+    return std::string();
+  }();
+  return why;
+}
+
+std::string version_string(std::initializer_list<std::string_view> files) {
+  const PythonSources& s = python_sources();
+  const std::string worker = s.hash_of({"worker_loop.py", "gemmforge_cute/worker.py", "gemmforge_cute/export.py"});
+  return fmt::format("{}+{}", kDslPin, hex64(fnv1a(s.hash_of(files), fnv1a(worker))).substr(0, 8));
+}
+
+PythonArtifact compile(const nlohmann::json& request, const std::string& key, const std::string& what, bool use_cache) {
+  static PythonPool pool("gemmforge_cute/worker.py");
+  const std::string& why = compile_unavailable();
+  return compile_through_cache(
+      pool, request, key, use_cache,
+      why.empty() ? ""
+                  : fmt::format("not compiled: {} is not in the kernel cache and this machine cannot compile it "
+                                "({}); run gemmforge compile -b cute on a machine with nvidia-cutlass-dsl {} and "
+                                "bring its kernel cache",
+                                what, why, kDslPin));
+}
+
+}  // namespace gf::jit::cute_dsl

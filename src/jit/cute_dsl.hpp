@@ -1,0 +1,26 @@
+#pragma once
+// The CuTe DSL toolchain the cute backends (GEMMs, row ops) share: the pinned nvidia-cutlass-dsl,
+// whether this machine can compile with it, its compile workers, and the versions that key the
+// kernels (the pin and the Python files that shape them: the same on a machine that compiles and
+// on one that only runs from the kernel cache).
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "jit/python_pool.hpp"
+
+namespace gf::jit::cute_dsl {
+
+inline constexpr const char* kDslPin = "4.8.1";  // python/gemmforge_cute/export.py pins the same
+
+// Why this machine cannot compile CuTe DSL kernels (no python3, no or another DSL), or "".
+// Asked once per process.
+const std::string& compile_unavailable();
+// "4.8.1+<hash of files>", files being paths under python/ (the worker's own are added).
+std::string version_string(std::initializer_list<std::string_view> files);
+// Compiles request in a CuTe DSL worker (python/gemmforge_cute/worker.py) through the kernel cache
+// (key); on a machine that cannot compile, a miss is a failed report naming what to do.
+PythonArtifact compile(const nlohmann::json& request, const std::string& key, const std::string& what, bool use_cache);
+
+}  // namespace gf::jit::cute_dsl
