@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Compiles the CuTe DSL kernels the GPU machine needs into a kernel cache to carry there (it has no
 # nvidia-cutlass-dsl): the fast-search candidates of the llama3-8b GEMMs (bf16, and e4m3 with
-# rowwise scales) and the default-search ones of the shapes of tests/gpu/cute_test.cpp. Kernels are shape-independent: a shape of the same dtypes, layout and
-# epilogue compiles nothing more.
+# rowwise scales), the default-search ones of the shapes of tests/gpu/cute_test.cpp, and the row
+# ops of bench-ops and tests/gpu/rowop_backends_test.cpp. Kernels are shape-independent: a shape of
+# the same dtypes, layout and epilogue (a row op of the same op, dtypes and config) compiles nothing more.
 #   GEMMFORGE_HOME=.carry/gf-home scripts/precompile-cute.sh   (then carry .carry/cute-home.txz)
 # Each kernel is a ~1 MB shared object, mostly the same static runtimes: one xz archive of the
 # home holds a hundred of them in well under 1 MB.
@@ -17,6 +18,14 @@ shapes=(1x8x8:bf16 77x1000x1008:bf16 4097x1000x4104:bf16 4096x4096x4096:bf16 300
         16x4096x4096:bf16:silu 4096x4096x4096:e4m3-\>bf16:scale=rowcol 77x1000x1008:e4m3-\>bf16:scale=tensor
         1000x80x1024:e4m3xe5m2-\>f16:scale=rowcol+bias+gelu 4097x1000x4112:e4m3-\>bf16:scale=rowcol+residual)
 "$gf" compile -b cute -s default "${shapes[@]/#/-p}"
+# Row ops: bench-ops' default set (its default search) and the shapes of tests/gpu/rowop_backends_test.cpp.
+ops=(softmax:262144x1024:bf16 softmax:65536x4096:bf16 softmax:16384x16384:bf16 softmax:4096x65536:bf16
+     softmax:1024x262144:bf16 rmsnorm:262144x1024:bf16 rmsnorm:65536x4096:bf16 rmsnorm:16384x16384:bf16
+     rmsnorm:4096x65536:bf16 rmsnorm:1024x262144:bf16
+     softmax:77x1000:f16 softmax:300x4096:bf16-\>f32 softmax+valid:64x4096:bf16 softmax:8x262144:bf16
+     softmax+valid:8x65536:bf16 softmax:1000x24:f32 rmsnorm:1000x4096:bf16 rmsnorm+residual:333x1000:bf16
+     rmsnorm+residual:8x262144:f16 rmsnorm:3x8:f32 rmsnorm:130x16384:bf16-\>f32 softmax:4x256:f32 softmax:4x65536:f32)
+"$gf" compile -b cute -s default "${ops[@]/#/-o}"
 du -sh "$GEMMFORGE_HOME/kernels"
 tar cf - -C "$(dirname "$GEMMFORGE_HOME")" "$(basename "$GEMMFORGE_HOME")" | xz -9 > .carry/cute-home.txz
 ls -l .carry/cute-home.txz

@@ -40,7 +40,7 @@ Search parse_search(std::string_view s) {
 template <>
 const std::vector<std::shared_ptr<Backend>>& backends<GemmProblem>() {
   static const std::vector<std::shared_ptr<Backend>> list = [] {
-    std::vector<std::shared_ptr<Backend>> v = {cublaslt::make_backend(),       native::make_backend(),
+    std::vector<std::shared_ptr<Backend>> v = {cublaslt::make_backend(),        native::make_backend(),
                                                cutlass_backend::make_backend(), triton_backend::make_backend(),
                                                cute_backend::make_backend(),    unfused::make_backend()};
     if (plant_faults()) v.push_back(faulty::make_gemm_backend());
@@ -52,7 +52,8 @@ const std::vector<std::shared_ptr<Backend>>& backends<GemmProblem>() {
 template <>
 const std::vector<std::shared_ptr<RowOpBackend>>& backends<RowOpSpec>() {
   static const std::vector<std::shared_ptr<RowOpBackend>> list = [] {
-    std::vector<std::shared_ptr<RowOpBackend>> v = {rowops::make_backend()};
+    std::vector<std::shared_ptr<RowOpBackend>> v = {rowops::make_backend(), triton_rowops::make_backend(),
+                                                    cute_rowops::make_backend()};
     if (plant_faults()) v.push_back(faulty::make_rowop_backend());
     return v;
   }();

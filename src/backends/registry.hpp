@@ -26,6 +26,12 @@ std::shared_ptr<Backend> make_backend();
 namespace rowops {
 std::shared_ptr<RowOpBackend> make_backend();
 }
+namespace triton_rowops {
+std::shared_ptr<RowOpBackend> make_backend();
+}
+namespace cute_rowops {
+std::shared_ptr<RowOpBackend> make_backend();
+}
 namespace faulty {
 std::shared_ptr<Backend> make_gemm_backend();
 std::shared_ptr<RowOpBackend> make_rowop_backend();

@@ -3,8 +3,11 @@
 // the same run. It only prints: the tuner does the work.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "core/strings.hpp"
 #include "gemmforge/error.hpp"
 
 namespace gf::cli {
@@ -48,14 +51,25 @@ void run_bench_ops(OpsArgs& a) {
   auto tuner = make_tuner(t, progress);
   const double copy = tuner->copy_bandwidth_tbps();
   fmt::print("device-to-device copy: {:.2f} TB/s (bytes read + written)\n", copy);
-  Table table({"op", "config", "us", "TB/s", "% of copy", "configs ok", "source"});
+  // Each backend's best verified config beside the winner: the backends side by side.
+  const std::vector<std::string> chosen = split_list(t.backends, "--backends", true);
+  std::vector<std::string> names;
+  for (const auto& b : backends<RowOpSpec>())
+    if (b->unavailable().empty() && (chosen.empty() || std::ranges::find(chosen, b->name()) != chosen.end()))
+      names.push_back(b->name());
+  std::vector<std::string> header = {"op", "backend", "config", "us", "TB/s", "% of copy"};
+  for (const auto& n : names) header.push_back(n + " %");
+  header.insert(header.end(), {"configs ok", "source"});
+  Table table(header);
   nlohmann::json out = {{"copy_tbps", copy}, {"ops", nlohmann::json::array()}};
   for (const auto& s : specs) {
     BenchResult bench;
     try {
       bench = tuner->bench(s);
     } catch (const Error& e) {
-      table.add({s.key(), "-", "failed", std::string(e.what()).substr(0, 60), "-", "-", "-"});
+      std::vector<std::string> row = {s.key(), "-", "-", "failed", std::string(e.what()).substr(0, 60), "-"};
+      row.resize(header.size(), "-");
+      table.add(row);
       continue;
     }
     const auto& measured =
@@ -65,15 +79,27 @@ void run_bench_ops(OpsArgs& a) {
     for (const auto& r : bench.rows)
       if (r.chosen) best = &r;
     if (!best || !best->measurement.verified) {
-      table.add({s.key(), "-", "failed", best ? best->measurement.error.substr(0, 60) : "no verified config", "-",
-                 fmt::format("{}/{}", ok, measured.size()), "-"});
+      std::vector<std::string> row = {
+          s.key(), "-", "-", "failed", best ? best->measurement.error.substr(0, 60) : "no verified config", "-"};
+      row.resize(header.size() - 2, "-");
+      row.insert(row.end(), {fmt::format("{}/{}", ok, measured.size()), "-"});
+      table.add(row);
       continue;
     }
     const Measurement& m = best->measurement;
     const std::string& name = best->candidate.name;
-    table.add({s.key(), name.substr(std::min(name.rfind("_t"), name.size())), fixed(m.us, 1), fixed(m.rate, 2),
-               fixed(100.0 * m.rate / copy, 1), fmt::format("{}/{}", ok, measured.size()),
-               bench.tuned.from_db ? "db" : "tuned"});
+    std::vector<std::string> row = {s.key(),        best->candidate.backend, name,
+                                    fixed(m.us, 1), fixed(m.rate, 2),        fixed(100.0 * m.rate / copy, 1)};
+    nlohmann::json per_backend = nlohmann::json::object();
+    for (const auto& n : names) {
+      double fastest = 0;  // us of the backend's fastest verified config
+      for (const auto& x : measured)
+        if (x.backend == n && x.verified && (fastest == 0 || x.us < fastest)) fastest = x.us;
+      row.push_back(fastest > 0 ? fixed(100.0 * s.rate(fastest) / copy, 1) : "-");
+      if (fastest > 0) per_backend[n] = {{"us", fastest}, {"tbps", s.rate(fastest)}};
+    }
+    row.insert(row.end(), {fmt::format("{}/{}", ok, measured.size()), bench.tuned.from_db ? "db" : "tuned"});
+    table.add(row);
     out["ops"].push_back({{"op", s.key()},
                           {"backend", best->candidate.backend},
                           {"config", name},
@@ -82,6 +108,7 @@ void run_bench_ops(OpsArgs& a) {
                           {"tbps", m.rate},
                           {"pct_copy", 100.0 * m.rate / copy},
                           {"verified_configs", ok},
+                          {"backends", per_backend},
                           {"configs", configs_json(s, measured)}});
     if (!t.json.empty()) write_json(t.json, out);
   }
