@@ -14,11 +14,14 @@
 #   against the exhaustive best in one run (SEARCH_PROBLEMS); python: the Python package's GPU tests and
 #   the decoder-layer benchmark and fp8 quantization beside torch (the package staged by
 #   scripts/stage-python.sh in .carry/py);
-#   cute: the CuTe DSL GPU tests and bench from kernels compiled by scripts/precompile-cute.sh.
+#   cute: the CuTe DSL GPU tests (GEMMs, and the Triton and CuTe DSL row ops) and benches from kernels
+#   compiled by scripts/precompile-cute.sh: llama3-8b at CUTE_TOKENS (CUTE_FP8=0 skips e4m3), then
+#   bench-ops with native, triton and cute side by side (CUTE_ROWOPS=0 skips it).
 #   cutlass: the CUTLASS backend's units compiled (nothing, where the carried kernel cache holds them:
 #   CUTLASS_CACHE, default .carry/cutlass-kernels, is copied into $GEMMFORGE_HOME/kernels first; the
 #   headers for the rest from a carried .carry/nvidia_cutlass-4.2.0.0-*.whl where pip has none), its
-#   GPU tests, then the llama3-8b bench with -b cutlass,cublaslt,native.
+#   GPU tests, then the llama3-8b bench with -b cutlass,cublaslt,native (CUTLASS_BF16=0 skips it), and
+#   e4m3 benches at M = 128, 4096 for each scale kind of CUTLASS_FP8_SCALES (e.g. "rowcol block128").
 #   fp8: the fp8 GPU tests (native, cuBLASLt), then llama3-8b in e4m3 with each scale kind of
 #   FP8_SCALES (default "rowcol block128 tensor") at FP8_TOKENS (default 128,4096), -b cublaslt,native.
 #   chain: bench-chain (a layer's GEMMs back to back, with and without programmatic dependent
@@ -102,17 +105,27 @@ if [ "$what" = cute ]; then
     python3 -c "import tarfile; tarfile.open('.carry/cute-home.txz').extractall('/tmp/gf-cute')" || status=1
     export GEMMFORGE_HOME=/tmp/gf-cute/gf-home
   fi
-  step "CuTe DSL: GPU tests from the carried kernel cache, then llama3-8b (bf16; e4m3 rowwise) beside cuBLASLt and native"
-  GF_TEST_TIMEOUT=90 timeout "${T_CUTE_TESTS:-240}" build/tests/gf_gpu_tests --gtest_brief=1 --gtest_filter='*Cute*' \
-    > "$out/cute-tests.log" 2>&1 || status=1
-  grep -E "FAILED|PASSED|tests ran" "$out/cute-tests.log" | tail -12
-  timeout "${T_CUTE_BENCH:-240}" "$gf" bench --model llama3-8b --tokens 16,128,4096 -b cublaslt,native,cute -s fast \
-    --rounds "${BENCH_ROUNDS:-5}" --json "$out/bench-cute.json" > "$out/bench-cute.txt" 2>&1 || status=1
+  step "CuTe DSL: GPU tests (GEMMs; Triton and CuTe DSL row ops) from the carried kernel cache"
+  GF_TEST_TIMEOUT=90 timeout "${T_CUTE_TESTS:-300}" build/tests/gf_gpu_tests --gtest_brief=1 \
+    --gtest_filter='*Cute*:*RowOpBackend*' > "$out/cute-tests.log" 2>&1 || status=1
+  grep -E "FAILED|PASSED|tests ran" "$out/cute-tests.log" | tail -30
+  step "CuTe DSL: llama3-8b at M = ${CUTE_TOKENS:-16,128,4096} (bf16; e4m3 rowwise) beside cuBLASLt and native"
+  timeout "${T_CUTE_BENCH:-240}" "$gf" bench --model llama3-8b --tokens "${CUTE_TOKENS:-16,128,4096}" \
+    -b cublaslt,native,cute -s fast --rounds "${BENCH_ROUNDS:-5}" --json "$out/bench-cute.json" \
+    > "$out/bench-cute.txt" 2>&1 || status=1
   python3 scripts/summarize.py "$out/bench-cute.json"
-  timeout "${T_CUTE_FP8_BENCH:-200}" "$gf" bench --model llama3-8b --tokens 16,128,4096 --dtype e4m3 \
-    --epilogue scale=rowcol -b cublaslt,native,cute -s fast --rounds "${BENCH_ROUNDS:-5}" \
-    --json "$out/bench-cute-fp8.json" > "$out/bench-cute-fp8.txt" 2>&1 || status=1
-  python3 scripts/summarize.py "$out/bench-cute-fp8.json"
+  if [ "${CUTE_FP8:-1}" = 1 ]; then
+    timeout "${T_CUTE_FP8_BENCH:-200}" "$gf" bench --model llama3-8b --tokens "${CUTE_TOKENS:-16,128,4096}" --dtype e4m3 \
+      --epilogue scale=rowcol -b cublaslt,native,cute -s fast --rounds "${BENCH_ROUNDS:-5}" \
+      --json "$out/bench-cute-fp8.json" > "$out/bench-cute-fp8.txt" 2>&1 || status=1
+    python3 scripts/summarize.py "$out/bench-cute-fp8.json"
+  fi
+  if [ "${CUTE_ROWOPS:-1}" = 1 ]; then
+    step "row ops: native, Triton and CuTe DSL side by side (bench-ops' default set)"
+    timeout "${T_ROWOPS3:-330}" "$gf" bench-ops -b native,triton,cute --max-configs "${ROWOPS_CONFIGS:-12}" \
+      --json "$out/rowops-backends.json" > "$out/rowops-backends.txt" 2>&1 || status=1
+    tail -14 "$out/rowops-backends.txt"
+  fi
 fi
 if [ "$what" = fp8 ]; then
   if [ -z "${FP8_SKIP_TESTS:-}" ]; then
@@ -299,8 +312,17 @@ if [ "$what" = cutlass ]; then
   GF_TEST_TIMEOUT=300 timeout "${T_CUTLASS_TESTS:-900}" build/tests/gf_gpu_tests --gtest_brief=1 \
     --gtest_filter='*Cutlass*' > "$out/cutlass-tests.log" 2>&1 || status=1
   grep -E "FAILED|TIMEOUT|PASSED|tests ran" "$out/cutlass-tests.log" | tail -25
-  timeout "${T_CUTLASS_BENCH:-400}" "$gf" bench --model llama3-8b --tokens 16,128,4096 -b cutlass,cublaslt,native \
-    -s "$search" --rounds "${BENCH_ROUNDS:-5}" --json "$out/bench-cutlass.json" > "$out/bench-cutlass.txt" 2>&1 || status=1
-  grep -vE "compile|measure" "$out/bench-cutlass.txt" | tail -40
+  if [ "${CUTLASS_BF16:-1}" = 1 ]; then
+    timeout "${T_CUTLASS_BENCH:-400}" "$gf" bench --model llama3-8b --tokens 16,128,4096 -b cutlass,cublaslt,native \
+      -s "$search" --rounds "${BENCH_ROUNDS:-5}" --json "$out/bench-cutlass.json" > "$out/bench-cutlass.txt" 2>&1 || status=1
+    grep -vE "compile|measure" "$out/bench-cutlass.txt" | tail -40
+  fi
+  for scale in ${CUTLASS_FP8_SCALES:-}; do
+    step "CUTLASS e4m3 scale=$scale, llama3-8b at M = 128, 4096, beside cuBLASLt and native"
+    timeout "${T_CUTLASS_FP8_BENCH:-200}" "$gf" bench --model llama3-8b --tokens 128,4096 --dtype e4m3 \
+      --epilogue "scale=$scale" -b cutlass,cublaslt,native -s "$search" --rounds "${BENCH_ROUNDS:-5}" \
+      --json "$out/bench-cutlass-fp8-$scale.json" > "$out/bench-cutlass-fp8-$scale.txt" 2>&1 || status=1
+    python3 scripts/summarize.py "$out/bench-cutlass-fp8-$scale.json"
+  done
 fi
 exit $status

@@ -253,13 +253,26 @@ def compile_section(times):
 
 
 def ops_section(ops):
+    """The winner of each op, and every backend's best verified config beside it (% of copy)."""
     copy = ops["copy_tbps"]
-    lines = [f"Device-to-device copy in the same run: {copy:.2f} TB/s (bytes read + written).", "",
-             "| op | config | us | TB/s | % of copy | configs verified |", "|---|---|---|---|---|---|"]
+    names = []
     for o in ops["ops"]:
+        for c in o["configs"]:
+            if c.get("backend", "native") not in names and c.get("backend") != "faulty":
+                names.append(c.get("backend", "native"))
+    lines = [f"Device-to-device copy in the same run: {copy:.2f} TB/s (bytes read + written). Each backend's "
+             "column is its fastest verified config, % of copy.", "",
+             "| op | winner | config | us | TB/s | % of copy | " + " | ".join(f"{n} %" for n in names) +
+             " | configs verified |", "|---|---|---|---|---|---|" + "---|" * len(names) + "---|"]
+    for o in ops["ops"]:
+        best = {}
+        for c in o["configs"]:
+            if c["verified"] and c["tbps"] > best.get(c.get("backend", "native"), 0):
+                best[c.get("backend", "native")] = c["tbps"]
+        cols = " | ".join(f"{100 * best[n] / copy:.1f}" if n in best else "-" for n in names)
         cfg = o["config"][o["config"].rfind("_t"):] if "_t" in o["config"] else o["config"]
-        lines.append(f"| `{o['op']}` | `{cfg}` | {o['us']:.1f} | {o['tbps']:.2f} | {o['pct_copy']:.1f} | "
-                     f"{o['verified_configs']}/{len(o['configs'])} |")
+        lines.append(f"| `{o['op']}` | {o.get('backend', 'native')} | `{cfg}` | {o['us']:.1f} | "
+                     f"{o['tbps']:.2f} | {o['pct_copy']:.1f} | {cols} | {o['verified_configs']}/{len(o['configs'])} |")
     return lines
 
 
@@ -343,7 +356,18 @@ def plots(problems, summary, ops, outdir, compile_s=None):
     if ops:
         fig, ax = plt.subplots(figsize=(8, 4))
         names = [o["op"].split(":")[0] + "\n" + o["op"].split(":")[1] for o in ops["ops"]]
-        ax.bar(range(len(names)), [o["pct_copy"] for o in ops["ops"]], color="#228833")
+        # Each backend's fastest verified config, side by side.
+        backends = []
+        for o in ops["ops"]:
+            for c in o["configs"]:
+                if c.get("backend", "native") not in backends and c.get("backend") != "faulty":
+                    backends.append(c.get("backend", "native"))
+        width = 0.8 / max(1, len(backends))
+        for i, b in enumerate(backends):
+            pct = [100 * max([c["tbps"] for c in o["configs"] if c["verified"] and c.get("backend", "native") == b],
+                             default=0) / ops["copy_tbps"] for o in ops["ops"]]
+            ax.bar([x + (i - (len(backends) - 1) / 2) * width for x in range(len(names))], pct, width, label=b)
+        ax.legend()
         ax.axhline(100.0, color="black", linewidth=0.8)
         ax.set_xticks(range(len(names)))
         ax.set_xticklabels(names, fontsize=7)

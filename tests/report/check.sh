@@ -17,7 +17,7 @@ grep -Eq "^\| 4096 \| native \| 2 \| 1\.0[0-9]{2} \[" "$page" || fail "no native
 grep -Eq "^\| 4096 \| native .*\| faster \|$" "$page" || fail "native at M=4096 should be called faster"
 grep -Eq "^\| 16 \| native .*\| slower \|$" "$page" || fail "native at M=16 should be called slower"
 grep -q "within noise" "$page" || fail "a build against itself should be within noise"
-grep -q "| \`softmax:65536x4096:bf16\` | \`_t512_r2_v8_x1\` | 263.1 | 4.08 | 96.2 | 6/10 |" "$page" || fail "row-op row"
+grep -q "| \`softmax:65536x4096:bf16\` | native | \`_t512_r2_v8_x1\` | 263.1 | 4.08 | 96.2 | 96.2 | 82.5 | 93.2 | 6/10 |" "$page" || fail "row-op row with each backend's best"
 grep -q "^## GEMMs held out" "$page" || fail "no held-out section"
 [ "$(grep -c "replayed from a CUDA graph" "$page")" = 2 ] || fail "no graph-mode summary for both sets"
 grep -q "| Runtime::gemm -> cuBLASLt | 3.60 | \[3.50, 3.80\] | 0.50 | \[0.40, 0.60\] |" "$page" || fail "runtime row"
