@@ -213,6 +213,8 @@ def chain_section(paths):
         for m in d["modes"]:
             pdl = m["name"].endswith("PDL")
             saves = f"{d['pdl_saving_us']:.2f}" if pdl else ""
+            if m["name"].endswith("no prefetch") and "prefetch_saving_us" in d:
+                saves = f"(the prefetch: {d['prefetch_saving_us']:.2f})"
             same = ""
             if pdl:
                 same = f"the same (rel err {d.get('pdl_rel_err', 0):.1e})" if d["pdl_matches"] else "DIFFERS"

@@ -74,6 +74,8 @@ struct GemmArgs {
   // runs. Native kernels then prefetch their first weight tiles into L2 and wait for that kernel
   // before touching anything else; other backends launch as usual.
   bool pdl = false;
+  // With pdl: whether native kernels prefetch their weights before the wait (an A/B knob).
+  bool pdl_prefetch = true;
 };
 
 // The alignment in bytes every non-null operand pointer has (a power of two, at most 256).

@@ -152,7 +152,7 @@ class NativeKernel final : public Kernel {
     params.alpha = e.alpha, params.beta = e.beta;
     const unsigned pair_bytes = 2u * unsigned(dtype_bytes(p.out));
     params.pairs_aligned = p.out_cols() % 2 == 0 && reinterpret_cast<uintptr_t>(args.d) % pair_bytes == 0;
-    params.pdl = args.pdl;
+    params.pdl = args.pdl && args.pdl_prefetch;
     void* kernel_args[] = {&params};
     cuda::LaunchConfig launch = launch_config(grid_);
     launch.pdl = args.pdl;
