@@ -87,7 +87,7 @@ def compile_request(req):
     start = time.time()
     check_pin()
     tiling = Tiling(req["tile_m"], req["tile_n"], req["cluster_m"], req["cluster_n"], req.get("stages", 0),
-                    bool(req.get("persistent", False)), int(req.get("split_k", 1)))
+                    bool(req.get("persistent", False)), int(req.get("split_k", 1)), bool(req.get("pingpong", False)))
     epilogue = Epilogue(req.get("act", "none"), req.get("bias", "none"), bool(req.get("residual", False)),
                         req.get("scale", "none"))
     gemm = Sm90Gemm(tiling, epilogue)

@@ -9,7 +9,9 @@ through shared memory and a TMA store. Two schedules:
 - plain: one CTA a tile; warp 0 keeps the ring full between its own wgmma.
 - persistent: one CTA an SM (a cluster per cluster slot), tiles handed out in a static order; a
   producer warpgroup (its registers given to the others) loads the next tile's stages while the
-  consumers run this tile's epilogue, which stores through a buffer of its own.
+  consumers run this tile's epilogue, which stores through a buffer of its own. Cooperative: the
+  consumer warpgroups share each tile. Ping-pong: two consumer warpgroups take every other tile,
+  each a whole tile, so one's epilogue runs under the other's multiplies.
 M, N and K are runtime values: one compiled kernel serves every shape of its dtypes and layout;
 TMA zero-fills the loads past the edges and clips the stores.
 """
@@ -56,6 +58,7 @@ class Tiling:
     stages: int = 0  # 0: as many as shared memory holds
     persistent: bool = False  # the warp-specialized persistent schedule (else one CTA a tile)
     split_k: int = 1  # one CTA a tile and a K-slice: the slices' fp32 sums meet in a workspace
+    pingpong: bool = False  # persistent: two consumer warpgroups on alternate tiles (else cooperative)
 
 
 def activate(v, act: str):
@@ -82,11 +85,18 @@ class Sm90Gemm:
             raise ValueError("a cluster holds at most 4 CTAs here")
         if tiling.split_k > 1 and (tiling.persistent or tiling.cluster_m * tiling.cluster_n > 1):
             raise ValueError("split-K is for the one-CTA-a-tile schedule without clusters")
+        if tiling.pingpong and not tiling.persistent:
+            raise ValueError("ping-pong is a persistent schedule")
+        if tiling.pingpong and tiling.tile_m * tiling.tile_n > 128 * 128:
+            raise ValueError("a ping-pong warpgroup holds its whole tile: at most 128 x 128")
         self.tiling = tiling
         self.epi = epilogue
-        # Two warpgroups split a 128-row tile when one would hold too many accumulators.
-        self.warpgroups = 2 if tiling.tile_m == 128 and tiling.tile_n > 128 else 1
-        self.consumer_threads = 128 * self.warpgroups
+        # Warpgroups that multiply one tile: two split a 128-row tile when one would hold too many
+        # accumulators (cooperative); a ping-pong warpgroup holds its tile alone.
+        self.warpgroups = 2 if tiling.tile_m == 128 and tiling.tile_n > 128 and not tiling.pingpong else 1
+        self.tile_threads = 128 * self.warpgroups
+        self.groups = 2 if tiling.pingpong else 1  # consumer groups on different tiles
+        self.consumer_threads = self.tile_threads * self.groups
         # The persistent schedule's producer is a warpgroup of its own (setmaxnreg works per warpgroup).
         self.threads = self.consumer_threads + (128 if tiling.persistent else 0)
         self.mcast_a = tiling.cluster_n  # CTAs that receive each A tile
@@ -114,13 +124,14 @@ class Sm90Gemm:
         self.epi_stages = 4
         # The plain schedule's epilogue reuses the ring; the persistent one's has its own buffers,
         # since the producer is already filling the ring with the next tile.
-        epi_bytes = self.epi_stages * self.epi_tile[0] * self.epi_tile[1] * self.d_type.width // 8 \
+        epi_bytes = self.groups * self.epi_stages * self.epi_tile[0] * self.epi_tile[1] * self.d_type.width // 8 \
             if t.persistent else 0
         stage_bytes = (t.tile_m * self.a_type.width + t.tile_n * self.b_type.width) * tile_k // 8
         self.stages = t.stages or (SMEM_BYTES - BARRIER_BYTES - epi_bytes) // stage_bytes
         a_smem = sm90.make_smem_layout_a(a_major, self.tile, self.a_type, self.stages)
         b_smem = sm90.make_smem_layout_b(b_major, self.tile, self.b_type, self.stages)
-        d_smem = sm90.make_smem_layout_epi(self.d_type, d_layout, self.epi_tile, self.epi_stages)
+        # Each consumer group stores through epi_stages buffers of its own.
+        d_smem = sm90.make_smem_layout_epi(self.d_type, d_layout, self.epi_tile, self.epi_stages * self.groups)
 
         def load_atom(tensor, smem, rows, mcast):
             op = (cute.nvgpu.cpasync.CopyBulkTensorTileG2SMulticastOp() if mcast > 1
@@ -185,8 +196,9 @@ class Sm90Gemm:
         smem = utils.SmemAllocator()
         shared = smem.allocate(self.shared)
         stage_bytes = self.tile[2] * (t.tile_m * self.a_type.width + t.tile_n * self.b_type.width) // 8
-        # Every consumer warp of every CTA that reads a stage releases it, to each CTA that wrote into it.
-        consumers = (self.mcast_a + self.mcast_b - 1) * (self.consumer_threads // 32)
+        # Every consumer warp of every CTA that reads a stage releases it, to each CTA that wrote into
+        # it (ping-pong: the warps of the one group whose tile the stage holds).
+        consumers = (self.mcast_a + self.mcast_b - 1) * (self.tile_threads // 32)
         ring = pipeline.PipelineTmaAsync.create(
             barrier_storage=shared.barriers.data_ptr(), num_stages=self.stages,
             producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
@@ -304,8 +316,8 @@ class Sm90Gemm:
             cute.arch.sync_threads()
         stores = pipeline.PipelineTmaStore.create(
             num_stages=self.epi_stages,
-            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_threads))
-        self.store(acc, sd, gd, tma_d, mma, tidx, warp == 0, stores, 0)
+            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.tile_threads))
+        self.store(acc, sd, gd, tma_d, mma, tidx, warp == 0, stores, 0, 0)
         if warp == 0:
             stores.producer_tail()
 
@@ -365,7 +377,7 @@ class Sm90Gemm:
         warpgroup = cute.arch.make_warp_uniform(tidx // 128)
         if warpgroup == 0:
             # ---- the producer: one thread streams every tile's k-blocks through the ring
-            if cutlass.const_expr(self.warpgroups == 2):
+            if cutlass.const_expr(self.consumer_threads == 256):
                 cute.arch.warpgroup_reg_dealloc(PRODUCER_REGISTERS)
             if warp == 0:
                 tiles = utils.StaticPersistentTileScheduler.create(schedule, cute.arch.block_idx(),
@@ -385,10 +397,13 @@ class Sm90Gemm:
                 ring.producer_tail(load)
         else:
             # ---- the consumers: multiply each tile, then its epilogue
-            if cutlass.const_expr(self.warpgroups == 2):
+            if cutlass.const_expr(self.consumer_threads == 256):
                 cute.arch.warpgroup_reg_alloc(CONSUMER_REGISTERS)
-            ctidx = tidx - 128
-            thr_mma = mma.get_slice(cute.make_layout(self.warpgroups, stride=128)(warpgroup - 1))
+            # The consumer group (ping-pong: the warpgroup; it takes every other tile) and the
+            # thread's index among its tile's threads.
+            group = warpgroup - 1 if self.groups == 2 else 0
+            ctidx = tidx - 128 - group * self.tile_threads
+            thr_mma = mma.get_slice(cute.make_layout(self.warpgroups, stride=128)(warpgroup - 1 - group))
             frag_a = mma.make_fragment_A(thr_mma.partition_A(sa))
             frag_b = mma.make_fragment_B(thr_mma.partition_B(sb))
             acc = cute.make_rmem_tensor(thr_mma.partition_C(cute.local_tile(td, self.tile, (0, 0, None),
@@ -398,12 +413,18 @@ class Sm90Gemm:
             k_blocks = cute.size(frag_a, mode=[2])
             stores = pipeline.PipelineTmaStore.create(
                 num_stages=self.epi_stages,
-                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_threads))
-            first_warp = warp == 4
+                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.tile_threads))
+            first_warp = warp == 4 + group * (self.tile_threads // 32)
             tiles = utils.StaticPersistentTileScheduler.create(schedule, cute.arch.block_idx(), cute.arch.grid_dim())
-            work = tiles.initial_work_tile_info()
             read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
             release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+            if cutlass.const_expr(self.groups == 2):
+                # The producer streams every tile of this CTA in order: group 1 starts at the second,
+                # past the first tile's stages (no branch: group 0 moves by 0).
+                tiles.advance_to_next_work(advance_count=group)
+                read.advance(k_tiles * group)
+                release.advance(k_tiles * group)
+            work = tiles.get_current_work()
             mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, True)
             while work.is_valid_tile:
                 tile = work.tile_idx
@@ -429,8 +450,14 @@ class Sm90Gemm:
                     release.advance()
                 self.fuse(acc, mma, ctidx, c, bias, scale_a, scale_b, factor, beta, (tile[0], tile[1]))
                 gd = cute.local_tile(td, self.tile, (tile[0], tile[1], None), proj=(1, 1, None))
-                self.store(acc, sd, gd, tma_d, mma, ctidx, first_warp, stores, tiles.num_tiles_executed)
-                tiles.advance_to_next_work()
+                self.store(acc, sd, gd, tma_d, mma, ctidx, first_warp, stores, tiles.num_tiles_executed, group)
+                if cutlass.const_expr(self.groups == 2):
+                    # The other group's next tile: its stages are not ours.
+                    tiles.advance_to_next_work(advance_count=2)
+                    read.advance(k_tiles)
+                    release.advance(k_tiles)
+                else:
+                    tiles.advance_to_next_work()
                 work = tiles.get_current_work()
             if first_warp:
                 stores.producer_tail()
@@ -491,10 +518,10 @@ class Sm90Gemm:
 
     @cute.jit
     def store(self, acc: cute.Tensor, sd: cute.Tensor, gd: cute.Tensor, tma_d: cute.CopyAtom,
-              mma: cute.TiledMma, tidx, storer, stores, tiles_before):
+              mma: cute.TiledMma, tidx, storer, stores, tiles_before, group):
         """The tile's registers through sd's buffers and TMA stores to gd, piece by piece. tidx is
-        the thread's index among the consumers, storer the warp that issues the stores; the buffers
-        continue round-robin from the tiles_before tiles this CTA stored already."""
+        the thread's index among its tile's threads, storer the warp that issues the stores; the
+        consumer group's buffers continue round-robin from the tiles_before tiles it stored already."""
         d_layout = utils.LayoutEnum.ROW_MAJOR
         r2s = cute.make_tiled_copy_S(
             sm90.get_smem_store_op(d_layout, elem_ty_d=self.d_type, elem_ty_acc=cutlass.Float32),
@@ -511,13 +538,13 @@ class Sm90Gemm:
         pieces = cute.size(cute.zipped_divide(gd, self.epi_tile), mode=[1])
         grid_shape = cute.zipped_divide(gd, self.epi_tile).shape[1]
         piece_order = cute.make_layout(grid_shape, stride=(grid_shape[1], 1))
-        consumers = pipeline.NamedBarrier(barrier_id=1, num_threads=self.consumer_threads)
+        consumers = pipeline.NamedBarrier(barrier_id=1 + group, num_threads=self.tile_threads)
         n_piece = cute.size(piece)
         for p in cutlass.range_constexpr(pieces):
             for v in cutlass.range_constexpr(n_piece):
                 piece[v] = r2s_acc[p * n_piece + v]
             piece_out.store(piece.load().to(self.d_type))
-            buf = (tiles_before * pieces + p) % self.epi_stages
+            buf = group * self.epi_stages + (tiles_before * pieces + p) % self.epi_stages
             cute.copy(r2s, piece_out, r2s_dst[None, None, None, buf])
             cute.arch.fence_proxy("async.shared", space="cta")
             consumers.arrive_and_wait()

@@ -7,8 +7,8 @@
 #include <set>
 
 #include "backends/gemm/cute/space.hpp"
-#include "jit/cute_dsl.hpp"
 #include "gemmforge/backend.hpp"
+#include "jit/cute_dsl.hpp"
 
 using namespace gf;
 using cute_backend::CuteConfig;
@@ -21,11 +21,15 @@ TEST(CuteSpace, LevelsAndNames) {
     EXPECT_EQ(cute_backend::ranked_configs(p, d, Search::normal).size(), 8u) << spec;
     auto all = cute_backend::ranked_configs(p, d, Search::exhaustive);
     // Two schedules of 8 tiles and 3 clusters, less the persistent 128x192 and 128x256 with an
-    // activation (they spill); then split-K variants of the plain 1x1 ones where tiles are few.
+    // activation (they spill); ping-pong's 6 tiles of at most 128 x 128 and 3 clusters, less the
+    // 128x128 and 64x256 with an activation (they spill too); then split-K variants of the plain
+    // 1x1 ones where tiles are few.
     const auto whole = std::count_if(all.begin(), all.end(), [](const CuteConfig& c) { return c.split_k == 1; });
-    EXPECT_EQ(whole, p.epilogue.act == Activation::none ? 48 : 42) << spec;
-    for (const auto& c : all)
+    EXPECT_EQ(whole, p.epilogue.act == Activation::none ? 66 : 54) << spec;
+    for (const auto& c : all) {
       if (c.split_k > 1) EXPECT_TRUE(!c.persistent && c.cluster_m * c.cluster_n == 1) << c.name();
+      if (c.pingpong) EXPECT_TRUE(c.persistent && c.tile_m * c.tile_n <= 128 * 128) << c.name();
+    }
     std::set<std::string> names;
     for (const auto& c : all) {
       EXPECT_TRUE(names.insert(c.name()).second) << c.name();

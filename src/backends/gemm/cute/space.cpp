@@ -28,6 +28,9 @@ struct Model {
   // epilogue, and no CTA launches twice. Unfitted (its first GPU run is pending): a guess from
   // the plain template's 0.84 of cuBLASLt at M = 4096 against CUTLASS's persistent kernels' 0.96.
   static constexpr double kPersistentGain = 0.9;
+  // Ping-pong: each warpgroup's epilogue runs under the other's multiplies. Unfitted (no GPU run
+  // yet): a small gain over the cooperative schedule, so it is tried without crowding it out.
+  static constexpr double kPingpongGain = 0.95;
   // Split-K's sums: each slice adds its tile into the workspace, the last reads it back.
   static constexpr double kSplitBytesPerSecond = 2.0e12;
 };
@@ -35,13 +38,16 @@ struct Model {
 }  // namespace
 
 std::string CuteConfig::name() const {
-  return fmt::format("wgmma_{}x{}_c{}x{}{}{}", tile_m, tile_n, cluster_m, cluster_n, persistent ? "_ws" : "",
+  return fmt::format("wgmma_{}x{}_c{}x{}{}{}", tile_m, tile_n, cluster_m, cluster_n,
+                     pingpong     ? "_pp"
+                     : persistent ? "_ws"
+                                  : "",
                      split_k > 1 ? fmt::format("_k{}", split_k) : "");
 }
 
 nlohmann::json CuteConfig::to_json() const {
-  return {{"tile_m", tile_m},       {"tile_n", tile_n},         {"cluster_m", cluster_m},
-          {"cluster_n", cluster_n}, {"persistent", persistent}, {"split_k", split_k}};
+  return {{"tile_m", tile_m},         {"tile_n", tile_n},   {"cluster_m", cluster_m}, {"cluster_n", cluster_n},
+          {"persistent", persistent}, {"split_k", split_k}, {"pingpong", pingpong}};
 }
 
 CuteConfig CuteConfig::from_json(const nlohmann::json& j) {
@@ -50,7 +56,8 @@ CuteConfig CuteConfig::from_json(const nlohmann::json& j) {
           .cluster_m = j.at("cluster_m"),
           .cluster_n = j.at("cluster_n"),
           .persistent = j.value("persistent", false),
-          .split_k = j.value("split_k", 1)};
+          .split_k = j.value("split_k", 1),
+          .pingpong = j.value("pingpong", false)};
 }
 
 std::string unsupported_reason(const GemmProblem& p) {
@@ -75,10 +82,16 @@ std::string illegal_reason(const CuteConfig& c, const GemmProblem& p) {
   if (c.split_k < 1) return "split_k must be >= 1";
   if (c.split_k > 1 && (c.persistent || c.cluster_m * c.cluster_n > 1))
     return "split-K is for the one-CTA-a-tile schedule without clusters";
+  if (c.pingpong && !c.persistent) return "ping-pong is a persistent schedule";
+  // A ping-pong warpgroup holds its whole tile's accumulators (232 registers a thread).
+  if (c.pingpong && c.tile_m * c.tile_n > 128 * 128) return "a ping-pong warpgroup holds at most a 128 x 128 tile";
   // ptxas (CUDA 13.0) leaves the persistent consumers at the launch's 168 registers: 128
   // accumulators a thread with an activation or C spill there (6-92 spill instructions).
-  if (c.persistent && c.tile_m == 128 && c.tile_n > 128 && (e.act != Activation::none || e.has_c()))
+  if (c.persistent && !c.pingpong && c.tile_m == 128 && c.tile_n > 128 && (e.act != Activation::none || e.has_c()))
     return "the persistent 128-row, two-warpgroup tile spills with an activation or C";
+  // Likewise a ping-pong warpgroup with 128 accumulators a thread (128x128: 108 bytes of spills).
+  if (c.pingpong && c.tile_m * c.tile_n >= 128 * 128 && (e.act != Activation::none || e.has_c()))
+    return "a ping-pong 128 x 128 tile spills with an activation or C";
   return "";
 }
 
@@ -95,12 +108,12 @@ std::vector<CuteConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d
   const double peak = Model::kPeak * (is_fp8(p.a) ? 2 : 1);
   std::vector<std::pair<double, CuteConfig>> scored;
   const int64_t k_blocks = ceil_div(p.k, is_fp8(p.a) ? 128 : 64);
-  for (bool persistent : {false, true})
+  for (auto [persistent, pingpong] : {std::pair{false, false}, {true, false}, {true, true}})
     for (int tm : {64, 128})
       for (int tn : {64, 128, 192, 256})
         for (auto [cm, cn] : {std::pair{1, 1}, {2, 1}, {1, 2}})
           for (int split : {1, 2, 4, 8}) {
-            const CuteConfig c{tm, tn, cm, cn, persistent, split};
+            const CuteConfig c{tm, tn, cm, cn, persistent, split, pingpong};
             if (!illegal_reason(c, p).empty()) continue;
             const int64_t tiles_m = ceil_div(ceil_div(p.m, tm), cm) * cm;
             const int64_t tiles_n = ceil_div(ceil_div(p.n, tn), cn) * cn;
@@ -110,18 +123,22 @@ std::vector<CuteConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d
             double rate = peak / sms * intensity / (intensity + Model::kHalfPeakIntensity);
             if (!(tm == 128 && tn > 128)) rate *= Model::kOneWarpgroupShare;
             const double ctas = double(tiles_m * tiles_n * split);
-            const double waves = std::ceil(ctas / sms), busy = std::min(1.0, ctas / sms);
+            // The CTAs that pull operands from DRAM: a cluster's padding past M or N loads nothing
+            // of its own (TMA zero-fills, or the multicast brings its peer's tile).
+            const double loading = double(ceil_div(p.m, tm) * ceil_div(p.n, tn) * split);
+            const double waves = std::ceil(ctas / sms), busy = std::min(1.0, loading / sms);
             double s = std::max(waves * 2.0 * tm * tn * p.k / split / rate,
                                 p.min_bytes() / (Model::kDramBytesPerSecond * busy));
             if (cm * cn > 1) s *= tiles_m * tiles_n >= 2 * sms ? Model::kClusterGain : 1.0 / Model::kClusterGain;
             if (persistent && waves > 1) s *= Model::kPersistentGain;
+            if (pingpong && waves > 1) s *= Model::kPingpongGain;
             if (split > 1)
               s += double(split_workspace(c, p).partials_bytes) * (split + 1) / Model::kSplitBytesPerSecond;
             scored.emplace_back(s, c);
           }
   const size_t keep = level == Search::fast ? 3 : level == Search::normal ? 8 : scored.size();
   return diverse_head<CuteConfig>(std::move(scored), keep, {[](const CuteConfig& c) {
-                                    return fmt::format("{}x{}{}", c.tile_m, c.tile_n, c.persistent);
+                                    return fmt::format("{}x{}{}{}", c.tile_m, c.tile_n, c.persistent, c.pingpong);
                                   }});
 }
 
@@ -138,6 +155,7 @@ nlohmann::json compile_request(const CuteConfig& c, const GemmProblem& p) {
           {"cluster_n", c.cluster_n},
           {"persistent", c.persistent},
           {"split_k", c.split_k},
+          {"pingpong", c.pingpong},
           {"act", to_string(e.act)},
           {"bias", to_string(e.bias)},
           {"residual", e.has_c()},

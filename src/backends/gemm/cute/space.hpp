@@ -1,6 +1,7 @@
 #pragma once
 // The CuTe DSL backend's search space: the TMA + wgmma template of python/gemmforge_cute over
-// tile shapes, clusters and its two schedules, ranked by a tile/wave model. Plain data, tested on
+// tile shapes, clusters and its schedules (one CTA a tile; persistent cooperative or ping-pong),
+// ranked by a tile/wave model. Plain data, tested on
 // the CPU.
 #include <nlohmann/json.hpp>
 #include <string>
@@ -15,6 +16,7 @@ struct CuteConfig {
   int cluster_m = 1, cluster_n = 1;  // CTAs sharing B's (along M) or A's (along N) tiles by multicast
   bool persistent = false;           // warp-specialized persistent (else one CTA a tile)
   int split_k = 1;                   // one CTA a tile and K-slice, the slices summed in a workspace
+  bool pingpong = false;             // persistent: two consumer warpgroups on alternate tiles
 
   std::string name() const;
   nlohmann::json to_json() const;
