@@ -418,6 +418,13 @@ class Sm90Gemm:
             tiles = utils.StaticPersistentTileScheduler.create(schedule, cute.arch.block_idx(), cute.arch.grid_dim())
             read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
             release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+            # Ping-pong's turns: a group's mainloop starts once the other's on the tile before is done
+            # (its turn barrier, arrived on by the other group). Beyond the overlap it buys, this
+            # keeps the producer within one ring of every stage a group waits for: a wait on a
+            # stage's parity cannot tell rounds of the ring apart further out.
+            my_turn = pipeline.NamedBarrier(barrier_id=3 + group, num_threads=self.consumer_threads)
+            their_turn = pipeline.NamedBarrier(barrier_id=4 - group, num_threads=self.consumer_threads)
+            mine = cutlass.Int32(0)  # tiles this group has multiplied
             if cutlass.const_expr(self.groups == 2):
                 # The producer streams every tile of this CTA in order: group 1 starts at the second,
                 # past the first tile's stages (no branch: group 0 moves by 0).
@@ -429,6 +436,9 @@ class Sm90Gemm:
             while work.is_valid_tile:
                 tile = work.tile_idx
                 acc.fill(0.0)
+                if cutlass.const_expr(self.groups == 2):
+                    if group + mine > 0:  # all but the CTA's first tile wait their turn
+                        my_turn.arrive_and_wait()
                 # The plain kernel's loop without its refills. Not a shared helper: the DSL's tracer
                 # rejects a rebind of the MMA's accumulate flag made inside one (that loop sets it).
                 for k_tile in cutlass.range(k_tiles, unroll=1):
@@ -448,6 +458,9 @@ class Sm90Gemm:
                 if k_tiles > 0:
                     ring.consumer_release(release)
                     release.advance()
+                if cutlass.const_expr(self.groups == 2):
+                    their_turn.arrive()  # unmatched after the CTA's last tile: harmless at exit
+                    mine = mine + 1
                 self.fuse(acc, mma, ctidx, c, bias, scale_a, scale_b, factor, beta, (tile[0], tile[1]))
                 gd = cute.local_tile(td, self.tile, (tile[0], tile[1], None), proj=(1, 1, None))
                 self.store(acc, sd, gd, tma_d, mma, ctidx, first_warp, stores, tiles.num_tiles_executed, group)
