@@ -82,6 +82,7 @@ TEST(CutlassSpace, DeclinesWhatItHasNoKernelFor) {
   EXPECT_EQ(unsupported_reason(GemmProblem::parse("77x1000x1024:e4m3xe5m2->f16:scale=tensor+bias+gelu")), "");
   EXPECT_EQ(unsupported_reason(GemmProblem::parse("64x64x64:e4m3->bf16:scale=rowcol+bias+relu")), "");
   EXPECT_EQ(unsupported_reason(GemmProblem::parse("64x64x64:e4m3->bf16:scale=block128+bias+gelu")), "");
+  EXPECT_NE(unsupported_reason(GemmProblem::parse("77x1024x1152:e4m3->bf16:scale=block128")), "");  // A's scale rows
   for (const char* spec : {"64x64x64:e4m3->bf16:scale=rowcol+residual", "64x64x64:e4m3->f32", "64x64x64:e4m3->e4m3"})
     EXPECT_NE(unsupported_reason(GemmProblem::parse(spec)), "") << spec;
   EXPECT_NE(unsupported_reason(GemmProblem::parse("64x64x60:bf16")), "") << "K rows of 120 bytes";

@@ -208,6 +208,10 @@ std::string unsupported_reason(const GemmProblem& p) {
     if (p.out != DType::bf16 && p.out != DType::f16) return "the CUTLASS fp8 kernels write bf16 or f16";
     if (p.k % 16 != 0) return "CUTLASS's TMA needs K a multiple of 16 for fp8";
     if (p.n % 8 != 0) return "CUTLASS's TMA needs N a multiple of 8 (16-byte rows of D)";
+    // Its blockwise mainloop loads A's 1x128 scales M-major by TMA: rows of M floats, 16-byte
+    // aligned (its can_implement refused M = 77 on the GPU).
+    if (e.scale == ScaleKind::block128 && p.m % 4 != 0)
+      return "CUTLASS's blockwise mainloop loads A's scales in rows of M floats by TMA: M must be a multiple of 4";
     return "";
   }
   if (p.a != DType::bf16 && p.a != DType::f16) return "the CUTLASS kernels take bf16, f16 or fp8 inputs";
