@@ -33,7 +33,8 @@
 # Knobs: SKIP_PYTEST=1 (python: the benchmarks alone), T_FP8_TESTS, T_FP8_BENCH (seconds per scale kind), FP8_SKIP_TESTS=1; GPU_TESTS_FILTER (gtest filter; default: all but Cutlass* and Cute*, which their steps run), SEARCH (fast|default|exhaustive, default fast),
 #        SEARCH_PROBLEMS and SEARCH_ONLY (a name filter for the exhaustive side of "search"),
 #        BENCH_EXTRA (extra problems for the second bench, e.g. "--model llama3-70b --tokens 4096,8192"),
-#        BENCH_ROUNDS (interleaved rounds of each bench, odd; default 5).
+#        BENCH_ROUNDS (interleaved rounds of each bench, odd; default 5), HELDOUT_TOKENS, HELDOUT_BACKENDS
+#        (e.g. cublaslt,native; default all).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 what=${1:-all}
@@ -208,6 +209,7 @@ if [ "$what" = all ] || [ "$what" = heldout ]; then
   for model in qwen2.5-7b phi3-mini; do
     step "bench $model (held out) at M = ${HELDOUT_TOKENS:-77,1000}"
     timeout "${T_HELDOUT:-200}" "$gf" bench --model "$model" --tokens "${HELDOUT_TOKENS:-77,1000}" -s "$search" \
+      ${HELDOUT_BACKENDS:+-b "$HELDOUT_BACKENDS"} \
       --rounds "${BENCH_ROUNDS:-5}" --json "$out/heldout-$model.json" > "$out/heldout-$model.txt" 2>&1 || status=1
   done
   python3 scripts/summarize.py "$out"/heldout-*.json

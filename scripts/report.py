@@ -99,9 +99,11 @@ def gemm_section(problems, rng, field="round_us", contenders=("native", "triton"
         header = "| GEMM | best cuBLASLt us | " + " | ".join(f"{b} us | {b} speed [95%]" for b in present) + " |"
         lines += [header, "|---" * (2 + 2 * len(present)) + "|"]
         samples = defaultdict(list)
+        alone = []  # problems no cuBLASLt kernel runs (e.g. fp8 block scales): absolute rates
         for key, entry in sorted(by_m[m], key=lambda kv: kv[1]["label"]):
             base = baseline_of(entry["rows"], field)
             if not base:
+                alone.append((key, entry))
                 continue
             cells = [entry["label"], f"{statistics.median(base[field]):.1f}"]
             for b in present:
@@ -114,6 +116,23 @@ def gemm_section(problems, rng, field="round_us", contenders=("native", "triton"
                 p, lo, hi = interval([ratios], rng, stat=lambda xs: xs[0])
                 cells += [f"{statistics.median(row[field]):.1f}", fmt_ci(p, lo, hi)]
             lines.append("| " + " | ".join(cells) + " |")
+        if alone:
+            if len(alone) == len(by_m[m]):
+                del lines[-2:]  # the speed table's header, with no row under it
+            lines += ["", "No cuBLASLt kernel runs these; median us and TFLOP/s:", "",
+                      "| GEMM | " + " | ".join(f"{b} us | {b} TFLOP/s" for b in present) + " |",
+                      "|---" * (1 + 2 * len(present)) + "|"]
+            for key, entry in alone:
+                m_, n_, k_ = (int(x) for x in key.split(":")[0].split("x")[:3])
+                cells = [entry["label"]]
+                for b in present:
+                    row = entry["rows"].get(b)
+                    if not row or not row[field]:
+                        cells += ["-", "-"]
+                        continue
+                    us = statistics.median(row[field])
+                    cells += [f"{us:.1f}", f"{2.0 * m_ * n_ * k_ / (us * 1e6):.0f}"]
+                lines.append("| " + " | ".join(cells) + " |")
         for b in present:
             if samples[b]:
                 p, lo, hi = interval(samples[b], rng)
