@@ -160,8 +160,11 @@ class RowOp:
         self.shared = Shared
         rows = cute.size(x, mode=[0])
         grid = [(rows + c.rows_per_cta - 1) // c.rows_per_cta * c.cluster, 1, 1]
+        # A cluster of one is launched as a plain grid: the cluster launch path hands out CTAs more
+        # slowly, which short rows (a CTA a few microseconds long) feel.
+        clusters = {"cluster": [c.cluster, 1, 1]} if c.cluster > 1 else {}
         self.kernel(x, y, weight, residual, residual_out, valid_len, scale, eps).launch(
-            grid=grid, block=[c.threads, 1, 1], cluster=[c.cluster, 1, 1], stream=stream)
+            grid=grid, block=[c.threads, 1, 1], stream=stream, **clusters)
 
     # -------------------------------------------------------------- device side
 
