@@ -24,6 +24,12 @@ TEST(CutlassNvcc, CompilesCachesAndLoadsAUnit) {
   ASSERT_TRUE(again.report.ok);
   EXPECT_TRUE(again.report.cached) << "the second compile comes from the kernel cache";
   EXPECT_LT(again.report.seconds, 5.0);
+  if (!first.report.cached) {
+    // Past the cache (--no-cache), a unit this process compiled is not compiled again: the other
+    // candidates of a unit take its one nvcc run.
+    const CompiledUnit uncached = compile_unit(unit, /*use_cache=*/false);
+    EXPECT_TRUE(uncached.report.ok && uncached.report.cached) << "a unit compiles once per process";
+  }
   EXPECT_EQ(unit_instances(again.library), std::vector<std::string>{unit.instance_name(0)});
   const CutlassConfig c{unit, 0};
   EXPECT_EQ(refusal(c, p, again.library), "");

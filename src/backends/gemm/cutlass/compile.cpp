@@ -12,6 +12,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "backends/gemm/cutlass/codegen.hpp"
@@ -259,7 +260,15 @@ CompiledUnit compile_unit(const Unit& u, bool use_cache) {
   const auto start = std::chrono::steady_clock::now();
   const std::string key = cache_key(u);
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
-  if (use_cache) {
+  // Units this process compiled fresh: without the cache (--no-cache) the other candidates of a
+  // unit still take its one nvcc run, not one each.
+  static std::mutex fresh_mu;
+  static std::set<std::string> fresh;
+  const bool compiled_here = [&] {
+    std::lock_guard lock(fresh_mu);
+    return fresh.count(key) > 0;
+  }();
+  if (use_cache || compiled_here) {
     if (auto hit = KernelCache::shared().get(key)) {
       CompiledUnit out;
       out.library = loadable(key, hit->bytes);
@@ -293,7 +302,12 @@ CompiledUnit compile_unit(const Unit& u, bool use_cache) {
     return out;
   }
   try {
-    promise.set_value(compile_fresh(u, key));
+    CompiledUnit compiled = compile_fresh(u, key);
+    if (compiled.report.ok) {
+      std::lock_guard lock(fresh_mu);
+      fresh.insert(key);
+    }
+    promise.set_value(std::move(compiled));
   } catch (...) {
     promise.set_exception(std::current_exception());
   }
