@@ -200,19 +200,10 @@ class RowOp:
 
         # ---- the row's vectors into registers, as loaded (16-byte accesses; rows and vectors
         # past the edges are skipped and read as zeros)
-        held = cute.make_rmem_tensor((c.vec, c.iters), self.in_dtype)
-        held.fill(0.0)
-        for it in cutlass.range_constexpr(c.iters):
-            v = first + it * c.group + lane
-            if live and v < end:
-                cute.autovec_copy(self.vector(x, row, v), held[None, it])
+        at = (row, live, first, end, lane)
+        held = self.load_part(x, at)
         if cutlass.const_expr(c.kind == "rmsnorm" and c.residual):
-            res = cute.make_rmem_tensor((c.vec, c.iters), self.in_dtype)
-            res.fill(0.0)
-            for it in cutlass.range_constexpr(c.iters):
-                v = first + it * c.group + lane
-                if live and v < end:
-                    cute.autovec_copy(self.vector(residual, row, v), res[None, it])
+            res = self.load_part(residual, at)
             # h = x + residual, rounded to the input dtype as stored: the norm is of what goes out.
             held.store((held.load().to(cutlass.Float32) + res.load().to(cutlass.Float32)).to(self.in_dtype))
             for it in cutlass.range_constexpr(c.iters):
@@ -220,7 +211,6 @@ class RowOp:
                 if live and v < end:
                     cute.autovec_copy(held[None, it], self.vector(residual_out, row, v))
 
-        at = (row, live, first, end, lane)
         if cutlass.const_expr(c.kind == "softmax"):
             self.softmax(held, y, valid_len, scale, shared, at, cols, group, tidx, part)
         else:
@@ -231,6 +221,20 @@ class RowOp:
         """Vector v (vec elements) of row `row` of t: 16-byte aligned, since the row stride and
         cols are multiples of vec and the base is 16-byte aligned (fake_operands says so)."""
         return cute.local_tile(t, (1, self.cfg.vec), (row, v))[0, None]
+
+    @cute.jit
+    def load_part(self, t: cute.Tensor, at):
+        """This thread's vectors of its row of t (the input dtype), as loaded; zeros for vectors
+        and rows past the edges."""
+        row, live, first, end, lane = at
+        c = self.cfg
+        part = cute.make_rmem_tensor((c.vec, c.iters), self.in_dtype)
+        part.fill(0.0)
+        for it in cutlass.range_constexpr(c.iters):
+            v = first + it * c.group + lane
+            if live and v < end:
+                cute.autovec_copy(self.vector(t, row, v), part[None, it])
+        return part
 
     @cute.jit
     def store(self, vals: cute.Tensor, y: cute.Tensor, at, it: cutlass.Constexpr):
