@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/hash.hpp"
+#include "gemmforge/error.hpp"
 
 namespace gf::jit::cute_dsl {
 
@@ -34,6 +35,13 @@ PythonArtifact compile(const nlohmann::json& request, const std::string& key, co
                                 "({}); run gemmforge compile -b cute on a machine with nvidia-cutlass-dsl {} and "
                                 "bring its kernel cache",
                                 what, why, kDslPin));
+}
+
+LoadedKernel::LoadedKernel(const std::string& bytes, int abi, const std::string& what) : so_(bytes) {
+  const int found = so_.function<int (*)()>("gf_cute_abi")();
+  GF_CHECK(found == abi, "CuTe DSL {} has ABI {}, the launcher {}: compile it again", what, found, abi);
+  const int loaded = so_.function<int (*)()>("gf_cute_load")();
+  GF_CHECK(loaded == 0, "CuTe DSL {} did not load onto the GPU (CUDA error {})", what, loaded);
 }
 
 }  // namespace gf::jit::cute_dsl

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "jit/python_pool.hpp"
+#include "jit/shared_object.hpp"
 
 namespace gf::jit::cute_dsl {
 
@@ -22,5 +23,20 @@ std::string version_string(std::initializer_list<std::string_view> files);
 // Compiles request in a CuTe DSL worker (python/gemmforge_cute/worker.py) through the kernel cache
 // (key); on a machine that cannot compile, a miss is a failed report naming what to do.
 PythonArtifact compile(const nlohmann::json& request, const std::string& key, const std::string& what, bool use_cache);
+
+// A compiled kernel's shared object, loaded: its shim's ABI (gf_cute_abi) checked against the
+// launcher's and its module loaded onto the GPU (gf_cute_load); entry() finds the shim's launch
+// function. Throws gf::Error naming `what` ("kernel wgmma_128x256_c2x1", "row op ...").
+class LoadedKernel {
+ public:
+  LoadedKernel(const std::string& bytes, int abi, const std::string& what);
+  template <class Fn>
+  Fn entry(const char* name) const {
+    return so_.function<Fn>(name);
+  }
+
+ private:
+  SharedObject so_;
+};
 
 }  // namespace gf::jit::cute_dsl

@@ -13,7 +13,6 @@
 #include "cuda/check.hpp"
 #include "gemmforge/error.hpp"
 #include "jit/cute_dsl.hpp"
-#include "jit/shared_object.hpp"
 
 namespace gf::cute_backend {
 namespace {
@@ -48,12 +47,8 @@ jit::PythonArtifact compile_config(const CuteConfig& c, const GemmProblem& p, bo
 
 class CuteKernel final : public Kernel {
  public:
-  CuteKernel(const CuteConfig& c, const GemmProblem& p, const std::string& so) : cfg_(c), problem_(p), so_(so) {
-    const int abi = so_.function<int (*)()>("gf_cute_abi")();
-    GF_CHECK(abi == kAbi, "CuTe DSL kernel {} has ABI {}, the launcher {}: compile it again", c.name(), abi, kAbi);
-    const int loaded = so_.function<int (*)()>("gf_cute_load")();
-    GF_CHECK(loaded == 0, "CuTe DSL kernel {} did not load onto the GPU (CUDA error {})", c.name(), loaded);
-    launch_ = so_.function<LaunchFn>("gf_cute_gemm");
+  CuteKernel(const CuteConfig& c, const GemmProblem& p, const std::string& so)
+      : cfg_(c), problem_(p), so_(so, kAbi, "kernel " + c.name()), launch_(so_.entry<LaunchFn>("gf_cute_gemm")) {
     // The persistent schedule's grid: a cluster for every cluster's worth of SMs.
     int device = 0, sms = 0;
     GF_CUDA_CHECK(cudaGetDevice(&device));
@@ -113,8 +108,8 @@ class CuteKernel final : public Kernel {
  private:
   CuteConfig cfg_;
   GemmProblem problem_;
-  jit::SharedObject so_;
-  LaunchFn launch_ = nullptr;
+  jit::cute_dsl::LoadedKernel so_;
+  LaunchFn launch_;
   int32_t max_clusters_ = 1;
   SplitWorkspace split_ = split_workspace(cfg_, problem_);
 };

@@ -9,7 +9,6 @@
 #include "core/hash.hpp"
 #include "gemmforge/error.hpp"
 #include "jit/cute_dsl.hpp"
-#include "jit/shared_object.hpp"
 
 namespace gf::cute_rowops {
 namespace {
@@ -44,13 +43,8 @@ jit::PythonArtifact compile_config(const CuteRowConfig& c, const RowOpSpec& s, b
 
 class CuteRowKernel final : public RowOpKernel {
  public:
-  CuteRowKernel(const CuteRowConfig& c, const RowOpSpec& s, const std::string& so) : cfg_(c), spec_(s), so_(so) {
-    const int abi = so_.function<int (*)()>("gf_cute_abi")();
-    GF_CHECK(abi == kAbi, "CuTe DSL row op {} has ABI {}, the launcher {}: compile it again", c.name(), abi, kAbi);
-    const int loaded = so_.function<int (*)()>("gf_cute_load")();
-    GF_CHECK(loaded == 0, "CuTe DSL row op {} did not load onto the GPU (CUDA error {})", c.name(), loaded);
-    launch_ = so_.function<LaunchFn>("gf_cute_rowop");
-  }
+  CuteRowKernel(const CuteRowConfig& c, const RowOpSpec& s, const std::string& so)
+      : cfg_(c), spec_(s), so_(so, kAbi, "row op " + c.name()), launch_(so_.entry<LaunchFn>("gf_cute_rowop")) {}
 
   size_t alignment() const override { return 16; }  // 16-byte vectors: the kernel was compiled for it
 
@@ -82,8 +76,8 @@ class CuteRowKernel final : public RowOpKernel {
  private:
   CuteRowConfig cfg_;
   RowOpSpec spec_;
-  jit::SharedObject so_;
-  LaunchFn launch_ = nullptr;
+  jit::cute_dsl::LoadedKernel so_;
+  LaunchFn launch_;
 };
 
 class CuteRowBackend final : public RowOpBackend {
