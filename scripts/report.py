@@ -12,6 +12,10 @@
 --compile  `gemmforge compile --json` files (cold compiles: --no-cache) for the compile-time histogram;
 --ab       the benches of two builds of the same problems, timed in one run (before, after);
 --prepare  TITLE=FILE  `gemmforge prepare --json` files, a serving start each (local DB, Redis, ...);
+--race     TITLE=FILE  a `gemmforge tune --force --json` file: every candidate raced in one stream, each
+           backend's best beside the best cuBLASLt kernel;
+--search-gap TITLE=FAST,EXHAUSTIVE  `gemmforge candidates -s fast --json` and an exhaustive tune of the
+           same problems: how far the fast list lands from the exhaustive best;
 --run-info a JSON object: {"date", "device", "commit", "commands": [...], "notes": [...]}.
 
 Ratios are speeds against the best cuBLASLt kernel of the same run (the faster of the tuned pick and
@@ -27,6 +31,8 @@ import random
 import statistics
 from collections import defaultdict
 from itertools import groupby
+
+from search_gap import gaps
 
 BASELINES = ("cublaslt", "cublaslt-default")
 RESAMPLES = 2000
@@ -217,6 +223,38 @@ def prepare_section(specs):
         d = json.load(open(path))
         lines.append(f"| {title} | {len(d['problems'])} | {d['with_decision']} | {d['seconds']:.3f} | "
                      f"{d['gemm_seconds']:.3f} |")
+    return lines
+
+
+def race_section(path):
+    """Each backend's best verified candidate in a tuner's race (`tune --force --json`: every
+    candidate timed in interleaved rounds in one stream), against the best cuBLASLt candidate."""
+    lines = ["| problem | backend | best candidate | us | speed vs best cuBLASLt | verified |",
+             "|---|---|---|---|---|---|"]
+    for r in json.load(open(path)):
+        best, total, ok = {}, defaultdict(int), defaultdict(int)
+        for c in r["candidates"]:
+            total[c["backend"]] += 1
+            if c["verified"] and c["us"] > 0:
+                ok[c["backend"]] += 1
+                if c["us"] < best.get(c["backend"], (None, math.inf))[1]:
+                    best[c["backend"]] = (c["candidate"], c["us"])
+        base = best.get("cublaslt", (None, math.nan))[1]
+        for b, (name, us) in sorted(best.items(), key=lambda kv: kv[1][1]):
+            lines.append(f"| `{r['problem']}` | {b} | `{name}` | {us:.1f} | {base / us:.3f} | {ok[b]}/{total[b]} |")
+    return lines
+
+
+def search_gap_section(spec):
+    """--search fast against the exhaustive best of one run (FAST,EXHAUSTIVE JSON files)."""
+    fast_path, exh_path = spec.split(",", 1)
+    lines = ["| problem | exhaustive best us | fast best us | fast / exhaustive | exhaustive best |",
+             "|---|---|---|---|---|"]
+    for problem, exh, fast, name in gaps(json.load(open(fast_path)), json.load(open(exh_path))):
+        if fast is None:
+            lines.append(f"| `{problem}` | - | - | - | {name} |")
+        else:
+            lines.append(f"| `{problem}` | {exh:.1f} | {fast:.1f} | {fast / exh:.3f} | `{name}` |")
     return lines
 
 
@@ -429,6 +467,10 @@ def main():
     ap.add_argument("--ab", nargs=2)
     ap.add_argument("--prepare", nargs="*", default=[], metavar="TITLE=FILE",
                     help="`gemmforge prepare --json` files: serving starts, one row each")
+    ap.add_argument("--race", nargs="*", default=[], metavar="TITLE=FILE",
+                    help="`gemmforge tune --force --json` files: each backend's best in the race")
+    ap.add_argument("--search-gap", nargs="*", default=[], metavar="TITLE=FAST,EXHAUSTIVE",
+                    help="fast short list (candidates --json) and exhaustive tune (tune --json) of one run")
     ap.add_argument("--chain", nargs="*", default=[], help="bench-chain JSON files")
     ap.add_argument("--quantize", help="JSON of bench/quantize_vs_torch.py")
     ap.add_argument("--out", default="docs/PERFORMANCE.md")
@@ -464,6 +506,12 @@ def main():
         title, path = spec.split("=", 1)
         lines, _ = gemm_pages(title, load_bench([path]), rng)
         out += lines
+    for spec in a.race:
+        title, path = spec.split("=", 1)
+        out += ["", f"## {title}", ""] + race_section(path)
+    for spec in a.search_gap:
+        title, files = spec.split("=", 1)
+        out += ["", f"## {title}", ""] + search_gap_section(files)
     if a.runtime:
         out += ["", "## Runtime host overhead", ""] + runtime_section(json.load(open(a.runtime)))
     if a.torch:

@@ -9,23 +9,40 @@ were timed under the same conditions.
 import json
 import sys
 
-fast = {}
-for c in json.load(open(sys.argv[1])):
-    fast.setdefault(c["problem"], set()).add(c["name"])
 
-print(f"{'problem':28} {'exhaustive us':>14} {'fast us':>9} {'fast/exh':>9}  best of all")
-worst = 1.0
-for r in json.load(open(sys.argv[2])):
-    timed = {c["candidate"]: c["us"] for c in r.get("candidates", []) if c["verified"]}
-    if not timed:
-        print(f"{r['problem']:28} no verified candidates (tuned from the DB? run with --force)")
-        continue
-    best_name = min(timed, key=timed.get)
-    fast_times = [timed[n] for n in fast.get(r["problem"], ()) if n in timed]
-    if not fast_times:
-        print(f"{r['problem']:28} none of the fast list was timed")
-        continue
-    gap = min(fast_times) / timed[best_name]
-    worst = max(worst, gap)
-    print(f"{r['problem']:28} {timed[best_name]:14.1f} {min(fast_times):9.1f} {gap:9.3f}  {best_name}")
-print(f"worst: fast is {100 * (worst - 1):.1f}% slower than the exhaustive best")
+def gaps(fast_candidates, exhaustive_tune):
+    """(problem, exhaustive best us, fast best us, best name) per problem; the times are None (and
+    the name why) where a side has nothing timed."""
+    fast = {}
+    for c in fast_candidates:
+        fast.setdefault(c["problem"], set()).add(c["name"])
+    rows = []
+    for r in exhaustive_tune:
+        timed = {c["candidate"]: c["us"] for c in r.get("candidates", []) if c["verified"]}
+        if not timed:
+            rows.append((r["problem"], None, None, "no verified candidates (tuned from the DB? run with --force)"))
+            continue
+        best = min(timed, key=timed.get)
+        fast_times = [timed[n] for n in fast.get(r["problem"], ()) if n in timed]
+        if not fast_times:
+            rows.append((r["problem"], timed[best], None, "none of the fast list was timed"))
+            continue
+        rows.append((r["problem"], timed[best], min(fast_times), best))
+    return rows
+
+
+def main():
+    rows = gaps(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))
+    print(f"{'problem':28} {'exhaustive us':>14} {'fast us':>9} {'fast/exh':>9}  best of all")
+    worst = 1.0
+    for problem, exh, fast, name in rows:
+        if fast is None:
+            print(f"{problem:28} {name}")
+            continue
+        worst = max(worst, fast / exh)
+        print(f"{problem:28} {exh:14.1f} {fast:9.1f} {fast / exh:9.3f}  {name}")
+    print(f"worst: fast is {100 * (worst - 1):.1f}% slower than the exhaustive best")
+
+
+if __name__ == "__main__":
+    main()
