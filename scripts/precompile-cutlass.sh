@@ -9,6 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 gf=${1:-build/gemmforge}
+"$gf" compile -b cutlass -s fast -p 130x384x512:bf16:rowbias+relu -p '77x1000x1024:e4m3->bf16:scale=tensor+rowbias' \
+  -p '200x520x256:e4m3->bf16:scale=rowcol+rowbias+gelu' -p '76x1024x1152:e4m3->bf16:scale=block128+rowbias'
 "$gf" compile -b cutlass --model llama3-8b --tokens 4096 -s fast
 "$gf" compile -b cutlass --model llama3-8b --tokens 4096 -s fast --fuse natural
 "$gf" compile -b cutlass -s exhaustive -p 77x1000x1008:bf16

@@ -53,25 +53,29 @@ TEST_P(CutlassTest, EveryCandidateVerifies) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, CutlassTest,
-                         ::testing::Values(CutlassCase{"77x1000x1008:bf16", Search::exhaustive},  // every kernel
-                                           CutlassCase{"4096x4096x4096:bf16", Search::fast},
-                                           CutlassCase{"16x4096x4096:bf16", Search::fast},
-                                           CutlassCase{"256x512x128x3:bf16", Search::fast},  // batched
-                                           CutlassCase{"130x384x512:bf16:bias+gelu", Search::fast},
-                                           CutlassCase{"200x256x72:f16:nn", Search::fast},
-                                           CutlassCase{"96x128x64:bf16:alpha=2+residual+silu", Search::fast},
-                                           CutlassCase{"136x264x128:bf16->f32:bias+gelu_tanh", Search::fast},
-                                           CutlassCase{"64x128x256:f16:bias+relu", Search::fast},
-                                           // fp8, per-tensor scales (read from device memory)
-                                           CutlassCase{"4096x4096x4096:e4m3->bf16:scale=tensor", Search::fast},
-                                           CutlassCase{"77x1000x1024:e4m3->bf16:scale=tensor+bias+gelu", Search::fast},
-                                           // fp8, rowwise scales (the epilogue visitor tree)
-                                           CutlassCase{"4096x4096x4096:e4m3->bf16:scale=rowcol", Search::fast},
-                                           CutlassCase{"200x520x256:e4m3->bf16:scale=rowcol+bias+gelu", Search::fast},
-                                           // fp8, 1x128 and 128x128 block scales (CUTLASS's blockwise mainloop)
-                                           CutlassCase{"4096x4096x4096:e4m3->bf16:scale=block128", Search::fast},
-                                           CutlassCase{"76x1024x1152:e4m3->bf16:scale=block128+bias", Search::fast}));
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, CutlassTest,
+    ::testing::Values(CutlassCase{"77x1000x1008:bf16", Search::exhaustive},  // every kernel
+                      CutlassCase{"4096x4096x4096:bf16", Search::fast}, CutlassCase{"16x4096x4096:bf16", Search::fast},
+                      CutlassCase{"256x512x128x3:bf16", Search::fast},  // batched
+                      CutlassCase{"130x384x512:bf16:bias+gelu", Search::fast},
+                      CutlassCase{"200x256x72:f16:nn", Search::fast},
+                      CutlassCase{"96x128x64:bf16:alpha=2+residual+silu", Search::fast},
+                      CutlassCase{"136x264x128:bf16->f32:bias+gelu_tanh", Search::fast},
+                      CutlassCase{"64x128x256:f16:bias+relu", Search::fast},
+                      CutlassCase{"130x384x512:bf16:rowbias+relu", Search::fast},
+                      // fp8, per-tensor scales (read from device memory)
+                      CutlassCase{"4096x4096x4096:e4m3->bf16:scale=tensor", Search::fast},
+                      CutlassCase{"77x1000x1024:e4m3->bf16:scale=tensor+bias+gelu", Search::fast},
+                      CutlassCase{"77x1000x1024:e4m3->bf16:scale=tensor+rowbias", Search::fast},
+                      // fp8, rowwise scales (the epilogue visitor tree)
+                      CutlassCase{"4096x4096x4096:e4m3->bf16:scale=rowcol", Search::fast},
+                      CutlassCase{"200x520x256:e4m3->bf16:scale=rowcol+bias+gelu", Search::fast},
+                      CutlassCase{"200x520x256:e4m3->bf16:scale=rowcol+rowbias+gelu", Search::fast},
+                      // fp8, 1x128 and 128x128 block scales (CUTLASS's blockwise mainloop)
+                      CutlassCase{"4096x4096x4096:e4m3->bf16:scale=block128", Search::fast},
+                      CutlassCase{"76x1024x1152:e4m3->bf16:scale=block128+bias", Search::fast},
+                      CutlassCase{"76x1024x1152:e4m3->bf16:scale=block128+rowbias", Search::fast}));
 
 TEST(Cutlass, CanImplementRefusalIsTheCandidatesError) {
   auto cutlass = cutlass_or_skip();

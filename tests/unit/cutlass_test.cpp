@@ -29,11 +29,13 @@ TEST(CutlassSpace, LevelsTakeWholeUnitsOfTheCatalogue) {
   const auto fast = ranked_configs(p, d, Search::fast);
   const auto normal = ranked_configs(p, d, Search::normal);
   const auto all = ranked_configs(p, d, Search::exhaustive);
+  // Tile orders are run-time choices of the same kernels: fast takes CUTLASS's default, default
+  // adds a swizzle of 4, exhaustive every raster and swizzle.
   EXPECT_EQ(fast.size(), 4u);
   EXPECT_EQ(unit_names(fast).size(), 1u) << "--search fast compiles one unit";
-  EXPECT_EQ(normal.size(), 8u);
+  EXPECT_EQ(normal.size(), 8u * 2);
   EXPECT_EQ(unit_names(normal).size(), 2u);
-  EXPECT_EQ(all.size(), 16u);
+  EXPECT_EQ(all.size(), 16u * 12);
   std::set<std::string> names, schedules;
   for (const auto& c : all) {
     EXPECT_TRUE(names.insert(c.name()).second) << c.name() << " appears twice";
@@ -45,9 +47,37 @@ TEST(CutlassSpace, LevelsTakeWholeUnitsOfTheCatalogue) {
     EXPECT_EQ(back.name(), c.name());
     EXPECT_EQ(back.unit.name(), c.unit.name());
     EXPECT_EQ(back.unit.tiles, c.unit.tiles);
+    EXPECT_EQ(back.raster, c.raster);
+    EXPECT_EQ(back.swizzle, c.swizzle);
+    EXPECT_TRUE(c.name().starts_with(c.kernel_name())) << c.name();
   }
   EXPECT_EQ(schedules, (std::set<std::string>{"coop", "pingpong", "streamk"}));
-  for (const auto& c : fast) EXPECT_EQ(c.unit.tier, 0);
+  for (const auto& c : fast) {
+    EXPECT_EQ(c.unit.tier, 0);
+    EXPECT_EQ(c.name(), c.kernel_name()) << "the default order adds nothing to the name";
+  }
+  // A kernel's orders tie in the model: its default comes first.
+  EXPECT_EQ(normal[0].kernel_name(), normal[1].kernel_name());
+  EXPECT_EQ(normal[0].swizzle, 1);
+  EXPECT_EQ(normal[1].name(), normal[1].kernel_name() + "_rh4");
+}
+
+TEST(CutlassSpace, ConfigsStoredBeforeTileOrdersStillLoad) {
+  const CutlassConfig c = ranked_configs(GemmProblem::parse("4096x4096x4096:bf16:bias"), DeviceInfo::assumed_hopper(),
+                                         Search::exhaustive)[5];
+  nlohmann::json old = c.to_json();
+  old.erase("raster");
+  old.erase("swizzle");
+  old["kind"]["bias"] = true;  // a bias per column, as a boolean
+  const CutlassConfig back = CutlassConfig::from_json(old);
+  EXPECT_EQ(back.unit.kind.bias, BiasKind::col);
+  EXPECT_EQ(back.name(), c.kernel_name());
+  nlohmann::json bad = c.to_json();
+  bad["swizzle"] = 3;
+  EXPECT_THROW(CutlassConfig::from_json(bad), Error);
+  bad["swizzle"] = 2;
+  bad["raster"] = "diagonal";
+  EXPECT_THROW(CutlassConfig::from_json(bad), Error);
 }
 
 TEST(CutlassSpace, KernelsAreShapeIndependent) {
@@ -77,7 +107,8 @@ TEST(CutlassSpace, DeclinesWhatItHasNoKernelFor) {
   EXPECT_EQ(unsupported_reason(GemmProblem::parse("130x384x512:f16:bias+gelu")), "");
   EXPECT_EQ(unsupported_reason(GemmProblem::parse("64x64x64:bf16->f32:nn:residual+silu")), "");
   EXPECT_NE(unsupported_reason(GemmProblem::parse("64x128x64:bf16:swiglu")), "");
-  EXPECT_NE(unsupported_reason(GemmProblem::parse("64x128x64:bf16:rowbias")), "");
+  EXPECT_EQ(unsupported_reason(GemmProblem::parse("64x128x64:bf16:rowbias+relu")), "");
+  EXPECT_EQ(unsupported_reason(GemmProblem::parse("64x64x64:e4m3->bf16:scale=rowcol+rowbias")), "");
   EXPECT_EQ(unsupported_reason(GemmProblem::parse("64x64x64:e4m3->bf16")), "");
   EXPECT_EQ(unsupported_reason(GemmProblem::parse("77x1000x1024:e4m3xe5m2->f16:scale=tensor+bias+gelu")), "");
   EXPECT_EQ(unsupported_reason(GemmProblem::parse("64x64x64:e4m3->bf16:scale=rowcol+bias+relu")), "");
@@ -127,6 +158,9 @@ TEST(CutlassSpace, UnitKindsNameTheirTemplateArguments) {
   const UnitKind r = UnitKind::of(GemmProblem::parse("64x64x64:e4m3->bf16:scale=rowcol"));
   EXPECT_EQ(r.name(), "e4m3_bf16_tn_rowwise");
   EXPECT_EQ(UnitKind::from_json(r.to_json()), r);
+  const UnitKind row = UnitKind::of(GemmProblem::parse("64x64x64:bf16:rowbias+relu"));
+  EXPECT_EQ(row.name(), "bf16_bf16_tn_rowbias_relu");
+  EXPECT_EQ(UnitKind::from_json(row.to_json()), row);
 }
 
 TEST(CutlassCodegen, TheUnitSourceInstantiatesEachKernel) {
@@ -137,10 +171,10 @@ TEST(CutlassCodegen, TheUnitSourceInstantiatesEachKernel) {
   EXPECT_NE(src.find("#include \"gemm/cutlass/entry_points.cuh\""), std::string::npos);
   EXPECT_NE(src.find("using GfUnit = gf_cutlass::Unit<I0, I1, I2, I3>;"), std::string::npos) << src;
   EXPECT_NE(
-      src.find(
-          "gf_cutlass::Instance<128, 256, 64, 2, 1, gf_cutlass::Cooperative, cutlass::bfloat16_t, "
-          "cutlass::bfloat16_t, cutlass::layout::ColumnMajor, cutlass::bfloat16_t, void, true, gf_cutlass::kNoScale, "
-          "cutlass::epilogue::thread::GELU_taylor>"),
+      src.find("gf_cutlass::Instance<128, 256, 64, 2, 1, gf_cutlass::Cooperative, cutlass::bfloat16_t, "
+               "cutlass::bfloat16_t, cutlass::layout::ColumnMajor, cutlass::bfloat16_t, void, gf_cutlass::kColBias, "
+               "gf_cutlass::kNoScale, "
+               "cutlass::epilogue::thread::GELU_taylor>"),
       std::string::npos)
       << src;
   EXPECT_NE(src.find("gf_cutlass::StreamK"), std::string::npos);
@@ -148,18 +182,25 @@ TEST(CutlassCodegen, TheUnitSourceInstantiatesEachKernel) {
   // NN reads a row-major B; a residual reads C of D's type.
   const std::string nn =
       unit_source(units_for(UnitKind::of(GemmProblem::parse("64x64x64:f16->f32:nn:residual")), Search::fast).front());
-  EXPECT_NE(nn.find("cutlass::half_t, cutlass::layout::RowMajor, float, float, false, gf_cutlass::kNoScale, "
-                    "cutlass::epilogue::thread::Identity>"),
-            std::string::npos)
+  EXPECT_NE(
+      nn.find("cutlass::half_t, cutlass::layout::RowMajor, float, float, gf_cutlass::kNoBias, gf_cutlass::kNoScale, "
+              "cutlass::epilogue::thread::Identity>"),
+      std::string::npos)
       << nn;
   // fp8 with per-tensor scales: K tiles of 128, the scaled fusion.
   const std::string fp8 = unit_source(
       units_for(UnitKind::of(GemmProblem::parse("64x64x64:e4m3->bf16:scale=tensor")), Search::fast).front());
-  EXPECT_NE(fp8.find("gf_cutlass::Instance<128, 256, 128, 2, 1, gf_cutlass::Cooperative, cutlass::float_e4m3_t, "
-                     "cutlass::float_e4m3_t, cutlass::layout::ColumnMajor, cutlass::bfloat16_t, void, false, "
-                     "gf_cutlass::kTensorScale, "),
-            std::string::npos)
+  EXPECT_NE(
+      fp8.find("gf_cutlass::Instance<128, 256, 128, 2, 1, gf_cutlass::Cooperative, cutlass::float_e4m3_t, "
+               "cutlass::float_e4m3_t, cutlass::layout::ColumnMajor, cutlass::bfloat16_t, void, gf_cutlass::kNoBias, "
+               "gf_cutlass::kTensorScale, "),
+      std::string::npos)
       << fp8;
+  const std::string row =
+      unit_source(units_for(UnitKind::of(GemmProblem::parse("64x64x64:bf16:rowbias+relu")), Search::fast).front());
+  EXPECT_NE(row.find("void, gf_cutlass::kRowBias, gf_cutlass::kNoScale, cutlass::epilogue::thread::ReLu>"),
+            std::string::npos)
+      << row;
 }
 
 TEST(CutlassCompile, CacheKeysNameTheUnitAndItsContent) {

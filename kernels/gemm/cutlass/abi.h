@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 // Bumped whenever an entry point or gf_cutlass_problem changes: a unit of another ABI is refused.
-#define GF_CUTLASS_ABI 2
+#define GF_CUTLASS_ABI 3
 
 #ifdef __cplusplus
 extern "C" {
@@ -21,13 +21,17 @@ struct gf_cutlass_problem {
   const void* a;
   const void* b;
   const void* c;         // null unless the unit's epilogue reads C
-  const void* bias;      // null unless the unit's epilogue adds a bias (length N)
+  const void* bias;      // null unless the unit's epilogue adds a bias (length N; M per row)
   const float* scale_a;  // fp8 units' scales (device memory): one float each, or M and N; else null
   const float* scale_b;
   void* d;
   void* workspace;  // gf_cutlass_workspace_bytes of scratch
   int device;       // the CUDA device and its SM count, for the persistent grid
   int sm_count;
+  // The persistent scheduler's tile order, a run-time choice of the same kernel: raster 0 is
+  // CUTLASS's heuristic, 1 along M, 2 along N; swizzle 1, 2, 4 or 8 tiles a raster group.
+  int raster;
+  int swizzle;
 };
 
 typedef int (*gf_cutlass_abi_fn)(void);

@@ -50,6 +50,9 @@ struct StreamK {  // cooperative warps over stream-K work units (partial tiles f
 // mainloop, to each k-block's partial sums).
 enum Scale { kNoScale, kTensorScale, kRowwiseScale, kBlockScale };
 
+// The bias the epilogue adds (gemmforge's BiasKind): none, one per column of D (N), one per row (M).
+enum BiasKind { kNoBias, kColBias, kRowBias };
+
 // The blockwise mainloop's scale layouts: A's (kb, m) at kb*M + m, as gemmforge's (GemmArgs); B's
 // N-major, (nb, kb) at kb*ceil(N/128) + nb, the only major it takes on sm90 (K-major B scales fail
 // its static assertions), where gemmforge's are K-major: each launch transposes them first.
@@ -65,37 +68,44 @@ __global__ void transpose_block_scales(const float* in, float* out, int nbs, int
     out[(i % kbs) * nbs + i / kbs] = in[i];
 }
 
-// The epilogue's fusion operation: D = act(alpha * acc + beta * C [+ bias per column]); with
-// per-tensor fp8 scales alpha is multiplied by scale_a * scale_b, read from device memory (a null
-// bias pointer reads as zeros). ElementC is void when the epilogue reads no C (the kernel then
+// The epilogue's fusion operation: D = act(alpha * acc + beta * C [+ bias per column or row]);
+// with per-tensor fp8 scales alpha is multiplied by scale_a * scale_b, read from device memory (a
+// null bias pointer reads as zeros). ElementC is void when the epilogue reads no C (the kernel then
 // loads none).
-template <class TileShape, class ElementD, class ElementC, bool kBias, int kScale, template <class> class Act>
+template <class TileShape, class ElementD, class ElementC, int kBias, int kScale, template <class> class Act>
 struct Fusion {
-  using Op = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<Act, ElementD, float, ElementD, ElementC, float>;
+  using Op = cute::conditional_t<
+      kBias == kRowBias, cutlass::epilogue::fusion::LinCombPerRowBiasEltAct<Act, ElementD, float, ElementD, ElementC, float>,
+      cutlass::epilogue::fusion::LinCombPerColBiasEltAct<Act, ElementD, float, ElementD, ElementC, float>>;
 };
-template <class TileShape, class ElementD, class ElementC, bool kBias, template <class> class Act>
+template <class TileShape, class ElementD, class ElementC, int kBias, template <class> class Act>
 struct Fusion<TileShape, ElementD, ElementC, kBias, kTensorScale, Act> {
-  using Op = cutlass::epilogue::fusion::ScaledLinCombPerColBiasEltAct<Act, ElementD, float, ElementD, ElementC, float>;
+  using Op = cute::conditional_t<
+      kBias == kRowBias,
+      cutlass::epilogue::fusion::ScaledLinCombPerRowBiasEltAct<Act, ElementD, float, ElementD, ElementC, float>,
+      cutlass::epilogue::fusion::ScaledLinCombPerColBiasEltAct<Act, ElementD, float, ElementD, ElementC, float>>;
 };
 template <class TileShape, class ElementD, class ElementC, template <class> class Act>
-struct Fusion<TileShape, ElementD, ElementC, false, kNoScale, Act> {
+struct Fusion<TileShape, ElementD, ElementC, kNoBias, kNoScale, Act> {
   using Op = cutlass::epilogue::fusion::LinCombEltAct<Act, ElementD, float, ElementC, float>;
 };
 template <class TileShape, class ElementD, class ElementC>
-struct Fusion<TileShape, ElementD, ElementC, false, kNoScale, cutlass::epilogue::thread::Identity> {
+struct Fusion<TileShape, ElementD, ElementC, kNoBias, kNoScale, cutlass::epilogue::thread::Identity> {
   using Op = cutlass::epilogue::fusion::LinearCombination<ElementD, float, ElementC, float>;
 };
 // Rowwise scales have no stock operation: a visitor tree, D = act(alpha * (scale_a[m] *
-// (scale_b[n] * acc)) + bias[n]) (no C; a null bias reads as zeros). Its arguments nest as the tree
-// does: a node's children in order, then the node's own.
-template <class TileShape, class ElementD, class ElementC, bool kBias, template <class> class Act>
+// (scale_b[n] * acc)) + bias[n] (or bias[m])) (no C; a null bias reads as zeros). Its arguments
+// nest as the tree does: a node's children in order, then the node's own.
+template <class TileShape, class ElementD, class ElementC, int kBias, template <class> class Act>
 struct Fusion<TileShape, ElementD, ElementC, kBias, kRowwiseScale, Act> {
   static constexpr auto kRound = cutlass::FloatRoundStyle::round_to_nearest;
   template <template <class> class Fn, class Out = float>
   using Compute = cutlass::epilogue::fusion::Sm90Compute<Fn, Out, float, kRound>;
   using PerRow = cutlass::epilogue::fusion::Sm90ColBroadcast<0, TileShape, float, float>;   // scale_a: M
   using PerCol = cutlass::epilogue::fusion::Sm90RowBroadcast<0, TileShape, float, float>;   // scale_b: N
-  using Bias = cutlass::epilogue::fusion::Sm90RowBroadcast<0, TileShape, ElementD, float>;  // N
+  using Bias = cute::conditional_t<kBias == kRowBias,
+                                   cutlass::epilogue::fusion::Sm90ColBroadcast<0, TileShape, ElementD, float>,  // M
+                                   cutlass::epilogue::fusion::Sm90RowBroadcast<0, TileShape, ElementD, float>>; // N
   using Alpha = cutlass::epilogue::fusion::Sm90ScalarBroadcast<float>;
   using Acc = cutlass::epilogue::fusion::Sm90AccFetch;
   using ColScaled = cutlass::epilogue::fusion::Sm90EVT<Compute<cutlass::multiplies>, PerCol, Acc>;
@@ -128,7 +138,7 @@ struct HandleBase {
 };
 
 template <int kM, int kN, int kK, int kClusterM, int kClusterN, class Schedule, class ElementA, class ElementB,
-          class LayoutB, class ElementD, class ElementC, bool kBias, int kScale, template <class> class Act>
+          class LayoutB, class ElementD, class ElementC, int kBias, int kScale, template <class> class Act>
 struct Instance {
   using TileShape = Shape<Int<kM>, Int<kN>, Int<kK>>;
   using ClusterShape = Shape<Int<kClusterM>, Int<kClusterN>, _1>;
@@ -198,12 +208,15 @@ struct Instance {
                     static_cast<ElementD*>(p.d),
                     packed_stride<StrideD>(m, n)},
                    hw};
+    using Raster = cutlass::gemm::kernel::detail::RasterOrderOptions;
+    args.scheduler.raster_order = p.raster == 1 ? Raster::AlongM : p.raster == 2 ? Raster::AlongN : Raster::Heuristic;
+    args.scheduler.max_swizzle_size = p.swizzle > 0 ? p.swizzle : 1;
     if constexpr (kScale == kRowwiseScale) {
       args.epilogue.thread = FusionT::arguments(p);
     } else {
       args.epilogue.thread.alpha = p.alpha;
       args.epilogue.thread.beta = p.beta;
-      if constexpr (kBias || kScale == kTensorScale)
+      if constexpr (kBias != kNoBias || kScale == kTensorScale)
         args.epilogue.thread.bias_ptr = static_cast<const ElementD*>(p.bias);
       if constexpr (kScale == kTensorScale) {
         args.epilogue.thread.scale_a_ptr = p.scale_a;

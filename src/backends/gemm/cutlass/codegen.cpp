@@ -57,6 +57,19 @@ std::string_view scale(ScaleKind s) {
   GF_FAIL("no CUTLASS fusion for scale code {}", int(s));
 }
 
+// unit.cuh's names for the bias kinds.
+std::string_view bias(BiasKind b) {
+  switch (b) {
+    case BiasKind::none:
+      return "gf_cutlass::kNoBias";
+    case BiasKind::col:
+      return "gf_cutlass::kColBias";
+    case BiasKind::row:
+      return "gf_cutlass::kRowBias";
+  }
+  GF_FAIL("no CUTLASS bias for code {}", int(b));
+}
+
 std::string_view schedule(Schedule s) {
   switch (s) {
     case Schedule::cooperative:
@@ -84,8 +97,8 @@ std::string unit_source(const Unit& u) {
     out += fmt::format(
         "// {}\nusing I{} = gf_cutlass::Instance<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>;\n",
         u.instance_name(i), i, t.m, t.n, t.k, t.cluster_m, t.cluster_n, schedule(t.schedule), element(k.in),
-        element(k.in_b), layout_b, element(k.out), k.c ? element(k.out) : "void", k.bias ? "true" : "false",
-        scale(k.scale), activation(k.act));
+        element(k.in_b), layout_b, element(k.out), k.c ? element(k.out) : "void", bias(k.bias), scale(k.scale),
+        activation(k.act));
     list += fmt::format("{}I{}", i ? ", " : "", i);
     names += fmt::format("    \"{}\",\n", u.instance_name(i));
   }

@@ -67,17 +67,18 @@ const Library& open_library(const std::filesystem::path& path) {
 // keeps its Params; the oldest is released past this.
 constexpr size_t kMaxPrepared = 8;
 
-// The problem's sizes and epilogue scalars, without pointers or a device.
-gf_cutlass_problem sizes_of(const GemmProblem& p) {
+// The problem's sizes, epilogue scalars and the config's tile order, without pointers or a device.
+gf_cutlass_problem sizes_of(const GemmProblem& p, const CutlassConfig& c) {
   gf_cutlass_problem out{};
   out.m = p.m, out.n = p.n, out.k = p.k, out.batch = p.batch;
   out.alpha = p.epilogue.alpha, out.beta = p.epilogue.beta;
+  out.raster = int(c.raster), out.swizzle = c.swizzle;
   return out;
 }
 
 int instance_index(const Library& lib, const CutlassConfig& c, const std::filesystem::path& library) {
-  const int i = lib.index_of(c.name());
-  GF_CHECK(i >= 0, "CUTLASS unit {} lacks {}", library.string(), c.name());
+  const int i = lib.index_of(c.kernel_name());
+  GF_CHECK(i >= 0, "CUTLASS unit {} lacks {}", library.string(), c.kernel_name());
   return i;
 }
 
@@ -93,7 +94,7 @@ class CutlassKernel final : public Kernel {
         problem_(p),
         lib_(open_library(library)),
         index_(instance_index(lib_, c, library)),
-        base_(sizes_of(p)) {
+        base_(sizes_of(p, c)) {
     GF_CUDA_CHECK(cudaGetDevice(&base_.device));
     GF_CUDA_CHECK(cudaDeviceGetAttribute(&base_.sm_count, cudaDevAttrMultiProcessorCount, base_.device));
     const std::string why = refusal_of(lib_, index_, base_);
@@ -172,7 +173,7 @@ std::unique_ptr<Kernel> load_kernel(const CutlassConfig& c, const GemmProblem& p
 
 std::string refusal(const CutlassConfig& c, const GemmProblem& p, const std::filesystem::path& library) {
   const Library& lib = open_library(library);
-  return refusal_of(lib, instance_index(lib, c, library), sizes_of(p));
+  return refusal_of(lib, instance_index(lib, c, library), sizes_of(p, c));
 }
 
 std::vector<std::string> unit_instances(const std::filesystem::path& library) {

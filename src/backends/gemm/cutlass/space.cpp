@@ -41,6 +41,19 @@ const std::vector<std::vector<TileConfig>>& catalogue() {
   return tiers;
 }
 
+// The tile orders a level tries for each kernel: a run-time choice, so they cost timing, not
+// compiles. Fast keeps CUTLASS's defaults.
+std::vector<std::pair<Raster, int>> orders_of(Search level) {
+  if (level == Search::fast) return {{Raster::heuristic, 1}};
+  if (level == Search::normal) return {{Raster::heuristic, 1}, {Raster::heuristic, 4}};
+  std::vector<std::pair<Raster, int>> out;
+  for (Raster r : {Raster::heuristic, Raster::along_m, Raster::along_n})
+    for (int swizzle : {1, 2, 4, 8}) out.push_back({r, swizzle});
+  return out;
+}
+
+constexpr const char* kRasterNames[] = {"heuristic", "m", "n"};
+
 int tiers_of(Search level) {
   switch (level) {
     case Search::fast:
@@ -97,7 +110,7 @@ UnitKind UnitKind::of(const GemmProblem& p) {
           .out = p.out,
           .layout = p.layout,
           .c = p.epilogue.has_c(),
-          .bias = p.epilogue.bias == BiasKind::col,
+          .bias = p.epilogue.bias,
           .act = p.epilogue.act,
           .scale = p.epilogue.scale};
 }
@@ -107,7 +120,8 @@ std::string UnitKind::name() const {
       in_b == in ? std::string(to_string(in)) : fmt::format("{}x{}", to_string(in), to_string(in_b));
   std::string s = fmt::format("{}_{}_{}", inputs, to_string(out), to_string(layout));
   if (c) s += "_c";
-  if (bias) s += "_bias";
+  if (bias == BiasKind::col) s += "_bias";
+  if (bias == BiasKind::row) s += "_rowbias";
   if (act != Activation::none) s += fmt::format("_{}", to_string(act));
   if (scale == ScaleKind::tensor) s += "_scaled";
   if (scale == ScaleKind::rowcol) s += "_rowwise";
@@ -121,7 +135,7 @@ nlohmann::json UnitKind::to_json() const {
           {"out", to_string(out)},
           {"layout", to_string(layout)},
           {"c", c},
-          {"bias", bias},
+          {"bias", to_string(bias)},
           {"act", to_string(act)},
           {"scale", to_string(scale)}};
 }
@@ -134,11 +148,17 @@ UnitKind UnitKind::from_json(const nlohmann::json& j) {
   };
   const std::string layout = j.at("layout"), act = j.at("act");
   GF_CHECK(layout == "tn" || layout == "nn", "cutlass config: unknown layout {}", layout);
-  UnitKind k{.in = dtype("in"),
-             .out = dtype("out"),
-             .layout = layout == "tn" ? Layout::tn : Layout::nn,
-             .c = j.at("c"),
-             .bias = j.at("bias")};
+  UnitKind k{
+      .in = dtype("in"), .out = dtype("out"), .layout = layout == "tn" ? Layout::tn : Layout::nn, .c = j.at("c")};
+  // A boolean: a decision stored before per-row biases (true was a bias per column).
+  const auto& bias = j.at("bias");
+  if (bias.is_boolean()) {
+    k.bias = bias.get<bool>() ? BiasKind::col : BiasKind::none;
+  } else {
+    const auto b = parse_code<BiasKind>(kBiasKindNames, bias.get<std::string>());
+    GF_CHECK(b, "cutlass config: unknown bias kind {}", bias.dump());
+    k.bias = *b;
+  }
   const std::string scale = j.value("scale", std::string("none"));
   const auto s = parse_code<ScaleKind>(kScaleKindNames, scale);
   GF_CHECK(s, "cutlass config: unknown scale kind {}", scale);
@@ -177,10 +197,16 @@ std::string Unit::instance_name(size_t i) const {
   return fmt::format("cutlass90_{}_{}", kind.name(), tiles.at(i).name());
 }
 
+std::string CutlassConfig::name() const {
+  if (raster == Raster::heuristic && swizzle == 1) return kernel_name();
+  return fmt::format("{}_r{}{}", kernel_name(), kRasterNames[int(raster)][0], swizzle);
+}
+
 nlohmann::json CutlassConfig::to_json() const {
   nlohmann::json tiles = nlohmann::json::array();
   for (const auto& t : unit.tiles) tiles.push_back(t.to_json());
-  return {{"kind", unit.kind.to_json()}, {"tier", unit.tier}, {"tiles", tiles}, {"index", index}};
+  return {{"kind", unit.kind.to_json()},         {"tier", unit.tier}, {"tiles", tiles}, {"index", index},
+          {"raster", kRasterNames[int(raster)]}, {"swizzle", swizzle}};
 }
 
 CutlassConfig CutlassConfig::from_json(const nlohmann::json& j) {
@@ -192,6 +218,13 @@ CutlassConfig CutlassConfig::from_json(const nlohmann::json& j) {
     c.index = j.at("index");
     GF_CHECK(c.index >= 0 && size_t(c.index) < c.unit.tiles.size(), "index {} outside a unit of {}", c.index,
              c.unit.tiles.size());
+    // Decisions stored before tile orders were a choice ran with the defaults.
+    const auto raster = parse_code<Raster>(kRasterNames, j.value("raster", std::string("heuristic")));
+    GF_CHECK(raster, "unknown raster order {}", j.value("raster", std::string()));
+    c.raster = *raster;
+    c.swizzle = j.value("swizzle", 1);
+    GF_CHECK(c.swizzle == 1 || c.swizzle == 2 || c.swizzle == 4 || c.swizzle == 8, "swizzle {} is not 1, 2, 4 or 8",
+             c.swizzle);
     return c;
   } catch (const nlohmann::json::exception& e) {
     GF_FAIL("malformed cutlass config {}: {}", j.dump(), e.what());
@@ -201,7 +234,6 @@ CutlassConfig CutlassConfig::from_json(const nlohmann::json& j) {
 std::string unsupported_reason(const GemmProblem& p) {
   const Epilogue& e = p.epilogue;
   if (e.gate != GateKind::none) return "CUTLASS has no stock SwiGLU fusion (the unfused plan covers it)";
-  if (e.bias == BiasKind::row) return "a per-row bias is not in the CUTLASS backend";
   if (is_fp8(p.a) || is_fp8(p.b)) {
     if (!is_fp8(p.a) || !is_fp8(p.b)) return "the CUTLASS kernels take two fp8 or two 16-bit operands";
     if (e.scale == ScaleKind::rowcol && e.has_c()) return "rowwise fp8 scales with C are not in the CUTLASS backend";
@@ -277,8 +309,12 @@ double estimate_us(const TileConfig& t, const GemmProblem& p, const DeviceInfo& 
 std::vector<CutlassConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d, Search level) {
   if (!unsupported_reason(p).empty()) return {};
   std::vector<std::pair<double, CutlassConfig>> scored;
+  // The model cannot see the tile order: a kernel's orders tie, and the stable sort keeps its
+  // default first.
   for (const Unit& u : units_for(UnitKind::of(p), level))
-    for (size_t i = 0; i < u.tiles.size(); ++i) scored.push_back({estimate_us(u.tiles[i], p, d), {u, int(i)}});
+    for (size_t i = 0; i < u.tiles.size(); ++i)
+      for (const auto& [raster, swizzle] : orders_of(level))
+        scored.push_back({estimate_us(u.tiles[i], p, d), {u, int(i), raster, swizzle}});
   std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<CutlassConfig> out;
   for (auto& [us, c] : scored) out.push_back(std::move(c));

@@ -27,13 +27,13 @@ Schedule parse_schedule(std::string_view s);  // throws gf::Error
 struct UnitKind {
   DType in = DType::bf16, in_b = DType::bf16, out = DType::bf16;  // A's, B's and D's dtypes
   Layout layout = Layout::tn;
-  bool c = false;     // reads C (beta != 0)
-  bool bias = false;  // adds a bias per column
+  bool c = false;                  // reads C (beta != 0)
+  BiasKind bias = BiasKind::none;  // adds a bias per column (N) or per row (M)
   Activation act = Activation::none;
   ScaleKind scale = ScaleKind::none;  // fp8: per tensor (alpha times scale_a * scale_b) or rowcol
 
   static UnitKind of(const GemmProblem& p);
-  // "bf16_bf16_tn" ("e4m3xe5m2_bf16_tn" for two input dtypes), then "_c", "_bias", "_<act>",
+  // "bf16_bf16_tn" ("e4m3xe5m2_bf16_tn" for two input dtypes), then "_c", "_bias" or "_rowbias", "_<act>",
   // "_scaled" (per-tensor scales), "_rowwise" or "_block128" as they apply.
   std::string name() const;
   nlohmann::json to_json() const;
@@ -67,14 +67,25 @@ struct Unit {
   std::string instance_name(size_t i) const;
 };
 
+// The persistent tile scheduler's order over the output tiles: CUTLASS's heuristic, along M or
+// along N. A run-time argument of the same compiled kernel, as is the swizzle.
+enum class Raster { heuristic, along_m, along_n };  // the values of abi.h's raster
+
 // A candidate's config: its unit (whole, so that a stored decision builds exactly the unit it was
-// measured from) and its index there.
+// measured from), its index there, and the tile order it runs with (swizzle: 1, 2, 4 or 8 tiles a
+// raster group; more tiles of a group share operands in L2).
 struct CutlassConfig {
   Unit unit;
   int index = 0;
+  Raster raster = Raster::heuristic;
+  int swizzle = 1;
 
   const TileConfig& tile() const { return unit.tiles.at(size_t(index)); }
-  std::string name() const { return unit.instance_name(size_t(index)); }
+  // The compiled kernel's name in its unit.
+  std::string kernel_name() const { return unit.instance_name(size_t(index)); }
+  // The kernel's name, then "_r" with the raster (h, m, n) and swizzle where they are not the
+  // default ("..._128x128x64_c2x1_pingpong_rm4").
+  std::string name() const;
   nlohmann::json to_json() const;
   static CutlassConfig from_json(const nlohmann::json& j);  // throws gf::Error on a malformed config
 };
