@@ -74,8 +74,11 @@ struct GemmArgs {
   // runs. Native kernels then prefetch their first weight tiles into L2 and wait for that kernel
   // before touching anything else; other backends launch as usual.
   bool pdl = false;
-  // With pdl: whether native kernels prefetch their weights before the wait (an A/B knob).
+  // With pdl: whether native kernels prefetch their weights before the wait, and when they let
+  // the stream's next kernel launch: 0 once their last load is issued, 1 at their start (right
+  // after their own wait), 2 at exit (A/B knobs).
   bool pdl_prefetch = true;
+  int pdl_trigger = 0;
 };
 
 // The alignment in bytes every non-null operand pointer has (a power of two, at most 256).

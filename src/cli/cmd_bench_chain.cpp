@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <random>
 
 #include "backends/gemm/cublaslt/matmul_plan.hpp"
@@ -40,13 +41,14 @@ struct Link {
   std::string native_name;
   cuda::DeviceBuffer cublaslt_ws, native_ws;
 
-  GemmArgs args(bool native_kernel, bool pdl, bool prefetch) const {
+  GemmArgs args(bool native_kernel, bool pdl, bool prefetch, int trigger) const {
     const cuda::DeviceBuffer& ws = native_kernel ? native_ws : cublaslt_ws;
     GemmArgs g{.a = a.get(), .b = b.get(), .d = d.get(), .c = c.get()};
     g.workspace = ws.get();
     g.workspace_bytes = ws.bytes();
     g.pdl = pdl;
     g.pdl_prefetch = prefetch;
+    g.pdl_trigger = trigger;
     return g;
   }
 };
@@ -99,17 +101,22 @@ void run_bench_chain(const ChainOptions& o, const std::string& db_path) {
   struct Mode {
     std::string name;
     bool native, pdl, prefetch;
+    int trigger;             // GemmArgs::pdl_trigger
     std::vector<double> us;  // per chain, a value per round
   };
-  // PDL with and without the weights' L2 prefetch before the dependency wait: which part of
-  // PDL's effect is the early start and which the prefetch.
-  std::vector<Mode> modes = {{"cuBLASLt (its own picks)", false, false, false, {}},
-                             {"native", true, false, false, {}},
-                             {"native + PDL", true, true, true, {}},
-                             {"native + PDL, no prefetch", true, true, false, {}}};
+  // PDL with and without the weights' L2 prefetch before the dependency wait (which part of
+  // PDL's effect is the early start and which the prefetch), and with the next kernel let in at
+  // the start or at exit rather than after the last load (too early competes for the SMs and
+  // DRAM, too late hides nothing).
+  std::vector<Mode> modes = {{"cuBLASLt (its own picks)", false, false, false, 0, {}},
+                             {"native", true, false, false, 0, {}},
+                             {"native + PDL", true, true, true, 0, {}},
+                             {"native + PDL, no prefetch", true, true, false, 0, {}},
+                             {"native + PDL, trigger at start", true, true, true, 1, {}},
+                             {"native + PDL, trigger at exit", true, true, true, 2, {}}};
   auto run_chain = [&](const Mode& m) {
     for (const auto& l : chain)
-      (m.native ? l->native : l->cublaslt)->launch(l->args(m.native, m.pdl, m.prefetch), stream.get());
+      (m.native ? l->native : l->cublaslt)->launch(l->args(m.native, m.pdl, m.prefetch, m.trigger), stream.get());
   };
 
   // PDL changes when a kernel starts, never what it computes: the chain's outputs (bf16, poisoned
@@ -145,7 +152,8 @@ void run_bench_chain(const ChainOptions& o, const std::string& db_path) {
     warmed_ms += stop.since(start);
   }
   std::mt19937 shuffle(7);
-  std::vector<size_t> order = {0, 1, 2, 3};
+  std::vector<size_t> order(modes.size());
+  std::iota(order.begin(), order.end(), size_t(0));
   for (int r = 0; r < o.rounds; ++r) {
     std::shuffle(order.begin(), order.end(), shuffle);
     for (size_t i : order) {

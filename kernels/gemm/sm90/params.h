@@ -27,6 +27,9 @@ struct GemmParams {
   float alpha, beta;
   int pairs_aligned;  // D rows hold whole 2-element pairs at aligned addresses
   int pdl;            // launched early (programmatic dependent launch): prefetch the weights
+  // When the stream's next kernel may launch (programmatic dependent launch): 0 once the producer
+  // has issued its last load, 1 right after this kernel's own dependency wait, 2 at exit.
+  int pdl_trigger;
 };
 
 // The TMA-store epilogue's staging: store_boxes 64-column boxes (128 bytes a row) of each

@@ -153,6 +153,7 @@ class NativeKernel final : public Kernel {
     const unsigned pair_bytes = 2u * unsigned(dtype_bytes(p.out));
     params.pairs_aligned = p.out_cols() % 2 == 0 && reinterpret_cast<uintptr_t>(args.d) % pair_bytes == 0;
     params.pdl = args.pdl && args.pdl_prefetch;
+    params.pdl_trigger = args.pdl_trigger;
     void* kernel_args[] = {&params};
     cuda::LaunchConfig launch = launch_config(grid_);
     launch.pdl = args.pdl;
