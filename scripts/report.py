@@ -241,7 +241,8 @@ def race_section(path):
                     best[c["backend"]] = (c["candidate"], c["us"])
         base = best.get("cublaslt", (None, math.nan))[1]
         for b, (name, us) in sorted(best.items(), key=lambda kv: kv[1][1]):
-            lines.append(f"| `{r['problem']}` | {b} | `{name}` | {us:.1f} | {base / us:.3f} | {ok[b]}/{total[b]} |")
+            speed = "-" if math.isnan(base) else f"{base / us:.3f}"  # a race without cuBLASLt
+            lines.append(f"| `{r['problem']}` | {b} | `{name}` | {us:.1f} | {speed} | {ok[b]}/{total[b]} |")
     return lines
 
 
