@@ -15,12 +15,9 @@ from cutlass.cute.runtime import make_fake_tensor
 from export import COMPILE_OPTIONS, DTYPES, check_pin, link_shared_object
 from gemm_sm90 import Epilogue, Sm90Gemm, Tiling
 
-ABI = 3  # of the shim below; the C++ side checks gf_cute_abi()
+ABI = 3  # of the shim below (after export.SHIM_PREAMBLE); the C++ side checks gf_cute_abi()
 
 SHIM = r"""
-#include <stdint.h>
-#include "kernel.h"
-
 typedef struct {
   const void *a, *b, *c, *bias;
   const float *scale_a, *scale_b;
@@ -31,16 +28,6 @@ typedef struct {
   float alpha, beta;
   int32_t max_clusters; /* clusters resident at once: the persistent schedule's grid */
 } gf_cute_gemm_args;
-
-static gf_cute_Kernel_Module_t module;
-
-int gf_cute_abi(void) { return ABI; }
-
-int gf_cute_load(void) {
-  cudaGetLastError();
-  gf_cute_Kernel_Module_Load(&module);
-  return (int)cudaGetLastError();
-}
 
 /* A is M x K (row stride lda), B is N x K (row stride ldb) for "tn" or K x N (column stride ldb)
    for "nn": the DSL's tensors carry the extents and the one non-unit stride each. */
@@ -57,7 +44,7 @@ int gf_cute_gemm(const gf_cute_gemm_args *x, cudaStream_t stream) {
   return cute_dsl_gf_cute_wrapper(&module, &a, &b, &d, &c, &bias, &scale_a, &scale_b, &partials, &counters,
                                   x->alpha, x->beta, x->max_clusters, stream);
 }
-""".replace("ABI", str(ABI))
+"""
 
 
 def fake_operands(dtype: str, dtype_b: str, out: str, layout: str):
@@ -95,6 +82,6 @@ def compile_request(req):
     compiled = cute.compile(gemm, *operands, cutlass.Float32(1.0), cutlass.Float32(0.0), cutlass.Int32(1),
                             cuda.CUstream(0), options=COMPILE_OPTIONS)
     compile_s = time.time() - start
-    link_shared_object(compiled, SHIM, req["path"])
+    link_shared_object(compiled, SHIM, ABI, req["path"])
     return {"ok": True, "abi": ABI, "threads": gemm.threads,
             "stages": gemm.stages, "compile_seconds": compile_s, "seconds": time.time() - start}

@@ -17,28 +17,15 @@ import export
 from export import DTYPES
 from rowops import RowConfig, RowOp
 
-ABI = 1  # of the shim below; the C++ side checks gf_cute_abi()
+ABI = 1  # of the shim below (after export.SHIM_PREAMBLE); the C++ side checks gf_cute_abi()
 
 SHIM = r"""
-#include <stdint.h>
-#include "kernel.h"
-
 typedef struct {
   const void *x; void *y; const void *weight; const void *residual; void *residual_out; const int32_t *valid_len;
   int64_t rows, cols, ld;   /* ld: row stride in elements of x, y, residual, residual_out */
   int64_t weight_len, valid_len_len;  /* extents of weight and valid_len as passed (1 for stand-ins) */
   float scale, eps;
 } gf_cute_rowop_args;
-
-static gf_cute_Kernel_Module_t module;
-
-int gf_cute_abi(void) { return ABI; }
-
-int gf_cute_load(void) {
-  cudaGetLastError();
-  gf_cute_Kernel_Module_Load(&module);
-  return (int)cudaGetLastError();
-}
 
 /* The 2-D tensors carry their extents and their one non-unit stride (the row stride). */
 int gf_cute_rowop(const gf_cute_rowop_args *a, cudaStream_t stream) {
@@ -51,7 +38,7 @@ int gf_cute_rowop(const gf_cute_rowop_args *a, cudaStream_t stream) {
   return cute_dsl_gf_cute_wrapper(&module, &x, &y, &weight, &residual, &residual_out, &valid_len, a->scale, a->eps,
                                   stream);
 }
-""".replace("ABI", str(ABI))
+"""
 
 
 def fake_operands(cfg: RowConfig, in_type, out_type):
@@ -85,7 +72,7 @@ def compile_rowop_request(req):
     compiled = cute.compile(op, *operands, cutlass.Float32(1.0), cutlass.Float32(1e-6), cuda.CUstream(0),
                             options=export.COMPILE_OPTIONS)
     compile_s = time.time() - start
-    export.link_shared_object(compiled, SHIM, req["path"])
+    export.link_shared_object(compiled, SHIM, ABI, req["path"])
     return {"ok": True, "abi": ABI, "threads": cfg.threads, "max_cols": cfg.max_cols, "smem_bytes": cfg.smem_bytes(),
             "grid_rule": f"ceil(rows / {cfg.rows_per_cta}) * {cfg.cluster} CTAs, clusters of {cfg.cluster}",
             "compile_seconds": compile_s, "seconds": time.time() - start}

@@ -38,14 +38,33 @@ def runtime_libs():
             "-lcudart_static", "-lrt", "-ldl", "-lpthread"], cuda_home
 
 
-def link_shared_object(compiled, shim: str, path: str):
+# What every shim starts with: the exported kernel's header, its module, the ABI the C++ side checks
+# (gf_cute_abi) and the module's load (gf_cute_load), which C++ calls once with a context current.
+SHIM_PREAMBLE = r"""
+#include <stdint.h>
+#include "kernel.h"
+
+static gf_cute_Kernel_Module_t module;
+
+int gf_cute_abi(void) { return ABI; }
+
+int gf_cute_load(void) {
+  cudaGetLastError();
+  gf_cute_Kernel_Module_Load(&module);
+  return (int)cudaGetLastError();
+}
+"""
+
+
+def link_shared_object(compiled, shim: str, abi: int, path: str):
     """Exports `compiled` (a cute.compile result) as C under the prefix gf_cute (kernel.h names its
-    module and tensor types), links it with `shim` into a shared object and moves that to path."""
+    module and tensor types), links it with the preamble and `shim` (its launch entry point, which
+    uses `module`) into a shared object of that ABI and moves that to path."""
     libs, cuda_home = runtime_libs()
     with tempfile.TemporaryDirectory() as tmp:
         compiled.export_to_c(tmp, "kernel", "gf_cute")
         with open(os.path.join(tmp, "shim.c"), "w") as f:
-            f.write(shim)
+            f.write(SHIM_PREAMBLE.replace("ABI", str(abi)) + shim)
         out = path + f".{os.getpid()}.tmp"
         link = [os.environ.get("CC", "cc"), "-shared", "-fPIC", "-O2", f"-I{cuda_home}/include", f"-I{tmp}",
                 os.path.join(tmp, "shim.c"), os.path.join(tmp, "kernel.o"), *libs,
