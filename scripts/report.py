@@ -327,9 +327,10 @@ def ops_section(ops):
     for o in ops["ops"]:
         # bench-ops writes each backend's best; older files only list the configs.
         best = {n: b["tbps"] for n, b in o.get("backends", {}).items()}
-        for c in o["configs"] if not best else []:
-            if c["verified"] and c["tbps"] > best.get(c.get("backend", "native"), 0):
-                best[c.get("backend", "native")] = c["tbps"]
+        if not best:
+            for c in o["configs"]:
+                if c["verified"] and c["tbps"] > best.get(c.get("backend", "native"), 0):
+                    best[c.get("backend", "native")] = c["tbps"]
         cols = " | ".join(f"{100 * best[n] / copy:.1f}" if n in best else "-" for n in names)
         cfg = o["config"][o["config"].rfind("_t"):] if "_t" in o["config"] else o["config"]
         lines.append(f"| `{o['op']}` | {o.get('backend', 'native')} | `{cfg}` | {o['us']:.1f} | "

@@ -50,6 +50,11 @@ std::string_view to_string(Layout l);
 // Device pointers for one launch. All matrices are dense and row-major as GemmProblem describes.
 // bias (length N, or M for a per-row bias) and C (D's shape) have D's dtype, or bf16 when D is fp8
 // (GemmProblem::epilogue_dtype).
+// When a native kernel launched with programmatic dependent launch lets the stream's next kernel
+// launch: once its last load is issued, at its start (right after its own dependency wait), or at
+// exit.
+enum class PdlTrigger { after_loads, at_start, at_exit };
+
 struct GemmArgs {
   const void* a = nullptr;
   const void* b = nullptr;
@@ -75,11 +80,10 @@ struct GemmArgs {
   // before touching anything else; other backends launch as usual.
   bool pdl = false;
   // With pdl: whether native kernels prefetch their weights before the wait, and when they let
-  // the stream's next kernel launch: 0 once their last load is issued, 1 at their start (right
-  // after their own wait), 2 at exit. At exit by default: in the decoder layer's chain at 16
-  // tokens (2026-12-03) the earlier triggers cost 12-15 us a chain of four GEMMs, at exit 0.3.
+  // the stream's next kernel launch. At exit by default: in the decoder layer's chain at 16 tokens
+  // (2026-12-03) the earlier triggers cost 12-15 us a chain of four GEMMs, at exit 0.3.
   bool pdl_prefetch = true;
-  int pdl_trigger = 2;
+  PdlTrigger pdl_trigger = PdlTrigger::at_exit;
 };
 
 // The alignment in bytes every non-null operand pointer has (a power of two, at most 256).

@@ -41,7 +41,7 @@ struct Link {
   std::string native_name;
   cuda::DeviceBuffer cublaslt_ws, native_ws;
 
-  GemmArgs args(bool native_kernel, bool pdl, bool prefetch, int trigger) const {
+  GemmArgs args(bool native_kernel, bool pdl, bool prefetch, PdlTrigger trigger) const {
     const cuda::DeviceBuffer& ws = native_kernel ? native_ws : cublaslt_ws;
     GemmArgs g{.a = a.get(), .b = b.get(), .d = d.get(), .c = c.get()};
     g.workspace = ws.get();
@@ -101,19 +101,19 @@ void run_bench_chain(const ChainOptions& o, const std::string& db_path) {
   struct Mode {
     std::string name;
     bool native, pdl, prefetch;
-    int trigger;             // GemmArgs::pdl_trigger
+    PdlTrigger trigger;
     std::vector<double> us;  // per chain, a value per round
   };
   // PDL with and without the weights' L2 prefetch before the dependency wait (which part of
   // PDL's effect is the early start and which the prefetch), and with the next kernel let in at
   // the start or at exit rather than after the last load (too early competes for the SMs and
   // DRAM, too late hides nothing).
-  std::vector<Mode> modes = {{"cuBLASLt (its own picks)", false, false, false, 0, {}},
-                             {"native", true, false, false, 0, {}},
-                             {"native + PDL", true, true, true, 0, {}},
-                             {"native + PDL, no prefetch", true, true, false, 0, {}},
-                             {"native + PDL, trigger at start", true, true, true, 1, {}},
-                             {"native + PDL, trigger at exit", true, true, true, 2, {}}};
+  std::vector<Mode> modes = {{"cuBLASLt (its own picks)", false, false, false, PdlTrigger::at_exit, {}},
+                             {"native", true, false, false, PdlTrigger::at_exit, {}},
+                             {"native + PDL", true, true, true, PdlTrigger::after_loads, {}},
+                             {"native + PDL, no prefetch", true, true, false, PdlTrigger::after_loads, {}},
+                             {"native + PDL, trigger at start", true, true, true, PdlTrigger::at_start, {}},
+                             {"native + PDL, trigger at exit", true, true, true, PdlTrigger::at_exit, {}}};
   auto run_chain = [&](const Mode& m) {
     for (const auto& l : chain)
       (m.native ? l->native : l->cublaslt)->launch(l->args(m.native, m.pdl, m.prefetch, m.trigger), stream.get());

@@ -205,7 +205,7 @@ struct Gemm : Traits<Cfg> {
     if (p.pdl && threadIdx.x == 0)
       Producer<Cfg>::prefetch_weights(p, units, kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0);
     ptx::grid_dependency_wait();
-    if (p.pdl_trigger == 1) ptx::launch_dependents();
+    if (p.pdl_trigger == kPdlAtStart) ptx::launch_dependents();
     if (threadIdx.x < 128) {
       if (kConsumers > 1) ptx::regs_dealloc<40>();
       if (threadIdx.x == 0)

@@ -27,10 +27,13 @@ struct GemmParams {
   float alpha, beta;
   int pairs_aligned;  // D rows hold whole 2-element pairs at aligned addresses
   int pdl;            // launched early (programmatic dependent launch): prefetch the weights
-  // When the stream's next kernel may launch (programmatic dependent launch): 0 once the producer
-  // has issued its last load, 1 right after this kernel's own dependency wait, 2 at exit.
-  int pdl_trigger;
+  int pdl_trigger;     // when the stream's next kernel may launch: a kPdl* below
 };
+
+// When a kernel lets the stream's next kernel launch (programmatic dependent launch), as
+// gemmforge's PdlTrigger: once the producer has issued its last load, right after this kernel's
+// own dependency wait, or at exit.
+enum : int { kPdlAfterLoads = 0, kPdlAtStart = 1, kPdlAtExit = 2 };
 
 // The TMA-store epilogue's staging: store_boxes 64-column boxes (128 bytes a row) of each
 // consumer's rows of the tile.

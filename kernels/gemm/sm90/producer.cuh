@@ -41,7 +41,7 @@ struct Producer : Traits<Cfg> {
     }
     // Every load issued: the stream's next kernel may start launching (programmatic dependent
     // launch), its prologue and weight prefetch overlapping this grid's last tiles.
-    if (p.pdl_trigger == 0) ptx::launch_dependents();
+    if (p.pdl_trigger == kPdlAfterLoads) ptx::launch_dependents();
   }
 
   // A TN tile's B in two halves of BN/2 rows: gate rows [j0, j0 + BN/2) and up rows

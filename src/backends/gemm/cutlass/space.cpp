@@ -41,6 +41,9 @@ const std::vector<std::vector<TileConfig>>& catalogue() {
   return tiers;
 }
 
+// The swizzles CUTLASS's persistent scheduler takes (tiles a raster group).
+constexpr int kSwizzles[] = {1, 2, 4, 8};
+
 // The tile orders a level tries for each kernel: a run-time choice, so they cost timing, not
 // compiles. Fast keeps CUTLASS's defaults.
 std::vector<std::pair<Raster, int>> orders_of(Search level) {
@@ -48,7 +51,7 @@ std::vector<std::pair<Raster, int>> orders_of(Search level) {
   if (level == Search::normal) return {{Raster::heuristic, 1}, {Raster::heuristic, 4}};
   std::vector<std::pair<Raster, int>> out;
   for (Raster r : {Raster::heuristic, Raster::along_m, Raster::along_n})
-    for (int swizzle : {1, 2, 4, 8}) out.push_back({r, swizzle});
+    for (int swizzle : kSwizzles) out.push_back({r, swizzle});
   return out;
 }
 
@@ -223,7 +226,7 @@ CutlassConfig CutlassConfig::from_json(const nlohmann::json& j) {
     GF_CHECK(raster, "unknown raster order {}", j.value("raster", std::string()));
     c.raster = *raster;
     c.swizzle = j.value("swizzle", 1);
-    GF_CHECK(c.swizzle == 1 || c.swizzle == 2 || c.swizzle == 4 || c.swizzle == 8, "swizzle {} is not 1, 2, 4 or 8",
+    GF_CHECK(std::ranges::find(kSwizzles, c.swizzle) != std::end(kSwizzles), "swizzle {} is not 1, 2, 4 or 8",
              c.swizzle);
     return c;
   } catch (const nlohmann::json::exception& e) {

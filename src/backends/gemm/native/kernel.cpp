@@ -20,6 +20,9 @@ namespace gf::native {
 namespace {
 
 static_assert(sizeof(CUtensorMap) == sizeof(TmaDesc), "A tensor map travels in the kernel's parameters as a TmaDesc.");
+static_assert(int(PdlTrigger::after_loads) == kPdlAfterLoads && int(PdlTrigger::at_start) == kPdlAtStart &&
+                  int(PdlTrigger::at_exit) == kPdlAtExit,
+              "GemmArgs's PDL trigger travels to the kernel as its value.");
 
 // The tensor-map element type: fp8 moves as bytes.
 CUtensorMapDataType map_type(DType t) {
@@ -153,7 +156,7 @@ class NativeKernel final : public Kernel {
     const unsigned pair_bytes = 2u * unsigned(dtype_bytes(p.out));
     params.pairs_aligned = p.out_cols() % 2 == 0 && reinterpret_cast<uintptr_t>(args.d) % pair_bytes == 0;
     params.pdl = args.pdl && args.pdl_prefetch;
-    params.pdl_trigger = args.pdl_trigger;
+    params.pdl_trigger = int(args.pdl_trigger);
     void* kernel_args[] = {&params};
     cuda::LaunchConfig launch = launch_config(grid_);
     launch.pdl = args.pdl;
