@@ -9,19 +9,37 @@
 
 namespace gf::jit {
 
+// The loader knows an object by the path it was opened through and hands an already loaded object
+// back for the same path, whatever the file behind it now holds. A memfd's path names its
+// descriptor, so the descriptor stays open while the object is loaded: no other object gets the
+// same path meanwhile (closed after dlopen, the next kernel's memfd took the same number and got
+// the first kernel back).
 SharedObject::SharedObject(const std::string& bytes) {
-  int fd = memfd_create("gemmforge-so", MFD_CLOEXEC);
-  GF_CHECK(fd >= 0, "memfd_create failed");
-  bool written = ::write(fd, bytes.data(), bytes.size()) == ssize_t(bytes.size());
-  if (written) handle_ = dlopen(fmt::format("/proc/self/fd/{}", fd).c_str(), RTLD_NOW | RTLD_LOCAL);
+  fd_ = memfd_create("gemmforge-so", MFD_CLOEXEC);
+  GF_CHECK(fd_ >= 0, "memfd_create failed");
+  path_ = fmt::format("/proc/self/fd/{}", fd_);
+  const bool written = ::write(fd_, bytes.data(), bytes.size()) == ssize_t(bytes.size());
+  void* taken = written ? dlopen(path_.c_str(), RTLD_NOW | RTLD_NOLOAD) : nullptr;  // loaded by someone else
+  if (written && !taken) handle_ = dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL);
   const char* why = handle_ ? nullptr : dlerror();
-  ::close(fd);
+  if (!handle_) {
+    if (taken) dlclose(taken);
+    ::close(fd_);
+  }
   GF_CHECK(written, "could not stage a shared object in memory");
+  GF_CHECK(!taken, "an object loaded through {} by other code is still loaded", path_);
   GF_CHECK(handle_, "could not load a compiled kernel: {}", why ? why : "?");
 }
 
 SharedObject::~SharedObject() {
-  if (handle_) dlclose(handle_);
+  dlclose(handle_);
+  // An object the loader keeps (one marked not to be unloaded) keeps its path: its descriptor
+  // stays open, for good.
+  if (void* kept = dlopen(path_.c_str(), RTLD_NOW | RTLD_NOLOAD)) {
+    dlclose(kept);
+    return;
+  }
+  ::close(fd_);
 }
 
 void* SharedObject::symbol(const char* name) const {

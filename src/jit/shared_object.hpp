@@ -1,6 +1,7 @@
 #pragma once
 // A shared object loaded from bytes in memory (the CuTe DSL kernels: launcher and cubin in one
-// .so), through a memfd: no file to clean up or to race on.
+// .so), through a memfd: no file to clean up or to race on. Each object runs its own code, however
+// many are loaded at once.
 #include <string>
 
 namespace gf::jit {
@@ -19,6 +20,8 @@ class SharedObject {
   }
 
  private:
+  int fd_ = -1;       // the memfd, open while the object is loaded (its path names it)
+  std::string path_;  // /proc/self/fd/<fd_>
   void* handle_ = nullptr;
 };
 
