@@ -1,5 +1,6 @@
 // gemmforge bench-runtime: the host time one gf::Runtime::gemm call costs over a bare
-// cublasLtMatmul with the same algorithm, and a native kernel's dispatch over its bare launch.
+// cublasLtMatmul with the same algorithm, and each backend's dispatch over its kernel's bare launch
+// (-b; the CuTe DSL's host launcher is the one to watch at decode sizes).
 // Bursts short enough never to fill the launch queue, so each call's time is its enqueue.
 #include <cublasLt.h>
 #include <fmt/format.h>
@@ -9,11 +10,13 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "backends/gemm/cublaslt/matmul_plan.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "core/strings.hpp"
 #include "cuda/memory.hpp"
 #include "gemmforge/runtime.hpp"
 #include "gemmforge/tuning_db.hpp"
@@ -24,7 +27,8 @@ namespace {
 struct Options {
   std::string problem = "16x4096x4096:bf16";
   int rounds = 40;
-  int calls = 200;  // a burst: well inside the launch queue
+  int calls = 200;                  // a burst: well inside the launch queue
+  std::string backends = "native";  // each: a bare launch and a runtime that dispatches to it
   std::string json_path;
 };
 
@@ -48,36 +52,19 @@ void run_bench_runtime(const Options& o) {
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
-  GF_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(cublaslt::handle(), plan.desc, plan.a, plan.b, plan.c, plan.d, pref,
-                                                 1, &heuristic, &found));
+  GF_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(cublaslt::handle(), plan.desc, plan.a, plan.b, plan.c, plan.d, pref, 1,
+                                                 &heuristic, &found));
   cublasLtMatmulPreferenceDestroy(pref);
   GF_CHECK(found == 1, "cuBLASLt has no algorithm for {}", p.key());
 
-  // Runtimes on a DB without a decision (cuBLASLt's rank 0, as above) and with a native one.
   const auto dir = std::filesystem::temp_directory_path() / fmt::format("gemmforge-bench-runtime-{}", getpid());
   std::filesystem::remove_all(dir);
-  Runtime on_cublaslt({.db_path = dir / "empty.db"});
-  auto native = find_backend<GemmProblem>("native");
-  const Candidate nc = native->candidates(p, device, {.level = Search::fast, .top_k = 1}).front();
-  {
-    TuningDb db(dir / "native.db", device.fingerprint());
-    db.store({.problem = p.key(), .family = "gemm", .backend = "native", .backend_version = native->version(),
-              .candidate = nc.name, .config = nc.config},
-             {});
-  }
-  Runtime on_native({.db_path = dir / "native.db"});
-  std::unique_ptr<Kernel> native_kernel = native->build(p, nc);
-  cuda::DeviceBuffer native_ws(native_kernel->workspace_bytes());
-  GF_CUDA_CHECK(cudaMemset(native_ws.get(), 0, native_ws.bytes()));
-  GemmArgs native_args = args;
-  native_args.workspace = native_ws.get();
-  native_args.workspace_bytes = native_ws.bytes();
-
   struct Mode {
     std::string name;
     std::function<void()> call;
     std::vector<double> us;  // per call, a value per round
   };
+  Runtime on_cublaslt({.db_path = dir / "empty.db"});  // no decision: cuBLASLt's rank 0, as above
   std::vector<Mode> modes = {
       {"cublasLtMatmul (bare)",
        [&] {
@@ -86,9 +73,45 @@ void run_bench_runtime(const Options& o) {
                                         workspace.bytes(), stream.get()));
        }},
       {"Runtime::gemm -> cuBLASLt", [&] { on_cublaslt.gemm(p, args, stream.get()); }},
-      {"native launch (bare)", [&] { native_kernel->launch(native_args, stream.get()); }},
-      {"Runtime::gemm -> native", [&] { on_native.gemm(p, args, stream.get()); }},
   };
+  // Each other backend: its first fast-search kernel launched bare, and a runtime whose DB holds it.
+  struct Dispatched {
+    std::unique_ptr<Kernel> kernel;
+    cuda::DeviceBuffer workspace;
+    GemmArgs args;
+    std::unique_ptr<Runtime> runtime;
+  };
+  std::vector<std::unique_ptr<Dispatched>> dispatched;
+  for (std::string_view name_view : split(o.backends, ',')) {
+    const std::string name(name_view);
+    auto backend = find_backend<GemmProblem>(name);
+    GF_CHECK(backend, "unknown GEMM backend '{}'", name);
+    const auto cands = backend->candidates(p, device, {.level = Search::fast, .top_k = 1});
+    GF_CHECK(!cands.empty(), "{} has no candidate for {}", name, p.key());
+    const Candidate& c = cands.front();
+    const auto db_path = dir / (name + ".db");
+    {
+      TuningDb db(db_path, device.fingerprint());
+      db.store({.problem = p.key(),
+                .family = "gemm",
+                .backend = name,
+                .backend_version = backend->version(),
+                .candidate = c.name,
+                .config = c.config},
+               {});
+    }
+    auto& x = *dispatched.emplace_back(std::make_unique<Dispatched>());
+    x.kernel = backend->build(p, c);
+    x.workspace = cuda::DeviceBuffer(std::max<size_t>(x.kernel->workspace_bytes(), 16));
+    GF_CUDA_CHECK(cudaMemset(x.workspace.get(), 0, x.workspace.bytes()));
+    x.args = args;
+    x.args.workspace = x.workspace.get();
+    x.args.workspace_bytes = x.workspace.bytes();
+    x.runtime = std::make_unique<Runtime>(RuntimeOptions{.db_path = db_path});
+    modes.push_back(
+        {fmt::format("{} launch (bare, {})", name, c.name), [&x, &stream] { x.kernel->launch(x.args, stream.get()); }});
+    modes.push_back({"Runtime::gemm -> " + name, [&x, &p, &args, &stream] { x.runtime->gemm(p, args, stream.get()); }});
+  }
   for (auto& m : modes) m.call();  // builds, first-use allocations
   stream.sync();
   for (int r = -2; r < o.rounds; ++r) {  // two rounds of warm-up
@@ -103,14 +126,20 @@ void run_bench_runtime(const Options& o) {
   std::filesystem::remove_all(dir);
 
   // Each runtime mode against the bare mode before it, paired by round.
-  nlohmann::json out = {{"problem", p.key()}, {"device", device.describe()}, {"rounds", o.rounds},
-                        {"calls_per_round", o.calls}, {"modes", nlohmann::json::array()}};
+  nlohmann::json out = {{"problem", p.key()},
+                        {"device", device.describe()},
+                        {"rounds", o.rounds},
+                        {"calls_per_round", o.calls},
+                        {"modes", nlohmann::json::array()}};
   fmt::print("host time per call, {} ({} rounds of {} calls)\n", p.key(), o.rounds, o.calls);
   fmt::print("{:<28} {:>9} {:>18} {:>14} {:>18}\n", "call", "median us", "[p10, p90]", "over bare us", "[p10, p90]");
   for (size_t i = 0; i < modes.size(); ++i) {
     const Mode& m = modes[i];
-    nlohmann::json row = {{"name", m.name}, {"median_us", quantile(m.us, 0.5)}, {"p10_us", quantile(m.us, 0.1)},
-                          {"p90_us", quantile(m.us, 0.9)}, {"round_us", m.us}};
+    nlohmann::json row = {{"name", m.name},
+                          {"median_us", quantile(m.us, 0.5)},
+                          {"p10_us", quantile(m.us, 0.1)},
+                          {"p90_us", quantile(m.us, 0.9)},
+                          {"round_us", m.us}};
     std::string over = "", spread = "";
     if (i % 2 == 1) {
       std::vector<double> diff;
@@ -138,11 +167,14 @@ void add_bench_runtime(CLI::App& app) {
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("bench-runtime",
                                  "host time a gf::Runtime::gemm call costs over a bare cuBLASLt call and a bare "
-                                 "native launch");
+                                 "launch of each backend's kernel");
   cmd->add_option("-p,--problem", opts->problem, "a plain GEMM, MxNxK[:dtype]")->capture_default_str();
-  cmd->add_option("--rounds", opts->rounds, "rounds, each mode once a round")->capture_default_str()->check(
-      CLI::Range(3, 100000));
+  cmd->add_option("--rounds", opts->rounds, "rounds, each mode once a round")
+      ->capture_default_str()
+      ->check(CLI::Range(3, 100000));
   cmd->add_option("--calls", opts->calls, "calls a round")->capture_default_str()->check(CLI::Range(1, 1000));
+  cmd->add_option("-b,--backends", opts->backends, "backends whose bare launch and dispatch to time, comma-separated")
+      ->capture_default_str();
   cmd->add_option("--json", opts->json_path, "write the figures here");
   cmd->callback([opts] { run_bench_runtime(*opts); });
 }
