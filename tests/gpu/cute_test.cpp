@@ -5,9 +5,9 @@
 
 #include <random>
 
-#include "jit/cute_dsl.hpp"
 #include "gemmforge/backend.hpp"
 #include "harness/gemm_bench.hpp"
+#include "jit/cute_dsl.hpp"
 
 using namespace gf;
 
@@ -48,3 +48,30 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CuteGpuTest,
                                            "77x1000x1008:e4m3->bf16:scale=tensor",
                                            "1000x80x1024:e4m3xe5m2->f16:scale=rowcol+bias+gelu",
                                            "4097x1000x4112:e4m3->bf16:scale=rowcol+residual"));
+
+// Kernels held at once run their own code, as a tuner's race holds its candidates: each is
+// verified after all are loaded. (They were not: a later kernel's shared object could come back
+// as an earlier one's, and a race timed one kernel under every name.)
+TEST(CuteGpu, KernelsLoadedTogetherEachRunTheirOwn) {
+  auto cute = find_backend<GemmProblem>("cute");
+  DeviceInfo dev = DeviceInfo::query();
+  struct Held {
+    GemmProblem p;
+    std::unique_ptr<Kernel> kernel;
+  };
+  std::vector<Held> held;
+  // Two epilogues, so that one kernel running the other's code writes the wrong D.
+  for (const char* spec : {"200x256x128:bf16:bias+gelu_tanh", "130x384x512:bf16:rowbias+relu"}) {
+    GemmProblem p = GemmProblem::parse(spec);
+    for (const auto& c : cute->candidates(p, dev, {.level = Search::normal, .top_k = 2})) {
+      auto report = cute->compile(p, c, true);
+      ASSERT_TRUE(report.ok) << spec << " " << c.name << " (is it in the carried kernel cache?)\n" << report.log;
+      held.push_back({p, cute->build(p, c)});
+    }
+  }
+  for (auto& h : held) {
+    harness::GemmBench bench(h.p, dev, std::random_device{}());
+    auto r = bench.measure(*h.kernel, false, {});
+    EXPECT_TRUE(r.verified) << h.p.key() << ": " << r.error;
+  }
+}
