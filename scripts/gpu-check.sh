@@ -16,7 +16,8 @@
 #   scripts/stage-python.sh in .carry/py);
 #   cute: the CuTe DSL GPU tests (GEMMs, and the Triton and CuTe DSL row ops) and benches from kernels
 #   compiled by scripts/precompile-cute.sh: llama3-8b at CUTE_TOKENS (CUTE_FP8=0 skips e4m3), then
-#   bench-ops with native, triton and cute side by side (CUTE_ROWOPS=0 skips it).
+#   bench-ops with native, triton and cute side by side (CUTE_ROWOPS=0 skips it); with
+#   CUTE_EXHAUSTIVE_TOKENS=16,128, every bf16 kernel against cuBLASLt's in a race per GEMM (llama3-8b, 70b).
 #   cutlass: the CUTLASS backend's units compiled (nothing, where the carried kernel cache holds them:
 #   CUTLASS_CACHE, default .carry/cutlass-kernels, is copied into $GEMMFORGE_HOME/kernels first; the
 #   headers for the rest from a carried .carry/nvidia_cutlass-4.2.0.0-*.whl where pip has none), its
@@ -120,6 +121,17 @@ if [ "$what" = cute ]; then
       --epilogue scale=rowcol -b cublaslt,native,cute -s fast --rounds "${BENCH_ROUNDS:-5}" \
       --json "$out/bench-cute-fp8.json" > "$out/bench-cute-fp8.txt" 2>&1 || status=1
     python3 scripts/summarize.py "$out/bench-cute-fp8.json"
+  fi
+  if [ -n "${CUTE_EXHAUSTIVE_TOKENS:-}" ]; then
+    # Every bf16 kernel against cuBLASLt's in one race per GEMM: the data of cute's small-M ranking.
+    for model in llama3-8b llama3-70b; do
+      step "CuTe DSL: every kernel (-s exhaustive) beside cuBLASLt's, $model at M = $CUTE_EXHAUSTIVE_TOKENS"
+      timeout "${T_CUTE_RACES:-200}" "$gf" tune -f -b cublaslt,cute -s exhaustive --model "$model" \
+        --tokens "$CUTE_EXHAUSTIVE_TOKENS" --json "$out/cute-races-$model.json" > "$out/cute-races-$model.txt" 2>&1 \
+        || status=1
+      python3 -c "import sys; sys.path.insert(0, 'scripts'); import report; print('\n'.join(report.race_section(sys.argv[1])))" \
+        "$out/cute-races-$model.json" || status=1
+    done
   fi
   if [ "${CUTE_ROWOPS:-1}" = 1 ]; then
     step "row ops: native, Triton and CuTe DSL side by side (bench-ops' default set)"
