@@ -15,7 +15,8 @@
 #   the decoder-layer benchmark and fp8 quantization beside torch (the package staged by
 #   scripts/stage-python.sh in .carry/py);
 #   cute: the CuTe DSL GPU tests (GEMMs, and the Triton and CuTe DSL row ops) and benches from kernels
-#   compiled by scripts/precompile-cute.sh: llama3-8b at CUTE_TOKENS (CUTE_FP8=0 skips e4m3), then
+#   compiled by scripts/precompile-cute.sh: llama3-8b at CUTE_TOKENS (CUTE_FP8=0 skips e4m3, CUTE_FUSE=0
+#   the decoder layer's fused GEMMs), then
 #   bench-ops with native, triton and cute side by side (CUTE_ROWOPS=0 skips it); with
 #   CUTE_EXHAUSTIVE_TOKENS=16,128, every bf16 kernel against cuBLASLt's in a race per GEMM (llama3-8b, 70b).
 #   cutlass: the CUTLASS backend's units compiled (nothing, where the carried kernel cache holds them:
@@ -121,6 +122,14 @@ if [ "$what" = cute ]; then
       --epilogue scale=rowcol -b cublaslt,native,cute -s fast --rounds "${BENCH_ROUNDS:-5}" \
       --json "$out/bench-cute-fp8.json" > "$out/bench-cute-fp8.txt" 2>&1 || status=1
     python3 scripts/summarize.py "$out/bench-cute-fp8.json"
+  fi
+  if [ "${CUTE_FUSE:-1}" = 1 ]; then
+    # The decoder layer's fused GEMMs (gate_up+swiglu, qkv+bias, o/down+residual): each backend's
+    # fused kernel against its plain one above.
+    timeout "${T_CUTE_FUSE_BENCH:-240}" "$gf" bench --model llama3-8b --tokens "${CUTE_TOKENS:-16,128,4096}" \
+      --fuse natural -b cublaslt,native,cute -s fast --rounds "${BENCH_ROUNDS:-5}" \
+      --json "$out/bench-cute-fused.json" > "$out/bench-cute-fused.txt" 2>&1 || status=1
+    python3 scripts/summarize.py "$out/bench-cute-fused.json"
   fi
   if [ -n "${CUTE_EXHAUSTIVE_TOKENS:-}" ]; then
     # Every bf16 kernel against cuBLASLt's in one race per GEMM: the data of cute's small-M ranking.

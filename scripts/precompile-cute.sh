@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Compiles the CuTe DSL kernels the GPU machine needs into a kernel cache to carry there (it has no
-# nvidia-cutlass-dsl): the fast-search candidates of the llama3-8b GEMMs (bf16, and e4m3 with
-# rowwise scales), every bf16 kernel at 16 and 128 tokens, the default-search ones of the shapes of tests/gpu/cute_test.cpp, and the row
-# ops of bench-ops and tests/gpu/rowop_backends_test.cpp. Kernels are shape-independent: a shape of
-# the same dtypes, layout and epilogue (a row op of the same op, dtypes and config) compiles nothing more.
+# nvidia-cutlass-dsl): the fast-search candidates of the llama3-8b GEMMs (bf16, fused as in a
+# decoder layer, and e4m3 with rowwise scales), every bf16 kernel at 16 and 128 tokens, the
+# default-search ones of the shapes of tests/gpu/cute_test.cpp, and the row ops of bench-ops and
+# tests/gpu/rowop_backends_test.cpp. Kernels are shape-independent: a shape of the same dtypes,
+# layout and epilogue (a row op of the same op, dtypes and config) compiles nothing more.
 #   GEMMFORGE_HOME=.carry/gf-home scripts/precompile-cute.sh   (then carry .carry/cute-home.txz)
 # Each kernel is a ~1 MB shared object, mostly the same static runtimes: one xz archive of the
 # home holds a hundred of them in well under 1 MB.
@@ -13,6 +14,7 @@ export GEMMFORGE_HOME=${GEMMFORGE_HOME:-$PWD/.carry/gf-home}
 gf=build/gemmforge
 "$gf" compile -b cute --model llama3-8b --tokens 16,128,4096 -s fast
 "$gf" compile -b cute --model llama3-8b --tokens 16,128,4096 --dtype e4m3 --epilogue scale=rowcol -s fast
+"$gf" compile -b cute --model llama3-8b --tokens 16,128,4096 --fuse natural -s fast  # gate_up+swiglu, qkv+bias, ...
 # Every bf16 kernel of the decode sizes (gpu-check.sh cute with CUTE_EXHAUSTIVE_TOKENS), and 70b's fast lists.
 "$gf" compile -b cute --model llama3-8b --tokens 16,128 -s exhaustive
 "$gf" compile -b cute --model llama3-70b --tokens 16,128 -s exhaustive
@@ -20,7 +22,8 @@ gf=build/gemmforge
 shapes=(1x8x8:bf16 77x1000x1008:bf16 4097x1000x4104:bf16 4096x4096x4096:bf16 300x640x512:bf16:nn 1000x80x1000:f16
         200x256x128:bf16:bias+gelu_tanh 130x384x512:bf16:rowbias+relu 100x384x256:bf16:alpha=0.5+bias+residual+gelu
         16x4096x4096:bf16:silu 4096x4096x4096:e4m3-\>bf16:scale=rowcol 77x1000x1008:e4m3-\>bf16:scale=tensor
-        1000x80x1024:e4m3xe5m2-\>f16:scale=rowcol+bias+gelu 4097x1000x4112:e4m3-\>bf16:scale=rowcol+residual)
+        1000x80x1024:e4m3xe5m2-\>f16:scale=rowcol+bias+gelu 4097x1000x4112:e4m3-\>bf16:scale=rowcol+residual
+        77x1040x1008:bf16:swiglu 130x400x512:bf16:bias+swiglu_split 1000x96x1024:e4m3-\>bf16:scale=rowcol+swiglu)
 "$gf" compile -b cute -s default "${shapes[@]/#/-p}"
 # Row ops: bench-ops' default set (its default search) and the shapes of tests/gpu/rowop_backends_test.cpp.
 ops=(softmax:262144x1024:bf16 softmax:65536x4096:bf16 softmax:16384x16384:bf16 softmax:4096x65536:bf16

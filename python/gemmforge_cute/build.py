@@ -12,7 +12,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass.cute.runtime import make_fake_tensor
 
-from export import COMPILE_OPTIONS, DTYPES, check_pin, link_shared_object
+from export import DTYPES, check_pin, compile_with_report, link_shared_object
 from gemm_sm90 import Epilogue, Sm90Gemm, Tiling
 
 ABI = 3  # of the shim below (after export.SHIM_PREAMBLE); the C++ side checks gf_cute_abi()
@@ -30,11 +30,13 @@ typedef struct {
 } gf_cute_gemm_args;
 
 /* A is M x K (row stride lda), B is N x K (row stride ldb) for "tn" or K x N (column stride ldb)
-   for "nn": the DSL's tensors carry the extents and the one non-unit stride each. */
+   for "nn": the DSL's tensors carry the extents and the one non-unit stride each. D has D_COLS
+   columns: N, or N / 2 behind a SwiGLU gate; C (read for the residual, else the kernel's
+   coordinates) spans M x N. */
 int gf_cute_gemm(const gf_cute_gemm_args *x, cudaStream_t stream) {
   gf_cute_Tensor_a_t a = {(void *)x->a, {(int32_t)x->m, (int32_t)x->k}, {x->lda}};
   gf_cute_Tensor_b_t b = {(void *)x->b, {(int32_t)x->n, (int32_t)x->k}, {x->ldb}};
-  gf_cute_Tensor_d_t d = {x->d, {(int32_t)x->m, (int32_t)x->n}, {x->ldd}};
+  gf_cute_Tensor_d_t d = {x->d, {(int32_t)x->m, (int32_t)(D_COLS)}, {x->ldd}};
   gf_cute_Tensor_c_t c = {(void *)x->c, {(int32_t)x->m, (int32_t)x->n}, {x->ldc}};
   gf_cute_Tensor_bias_t bias = {(void *)x->bias, {(int32_t)x->bias_len}};
   gf_cute_Tensor_scale_a_t scale_a = {(void *)x->scale_a, {(int32_t)x->scale_a_len}};
@@ -47,19 +49,23 @@ int gf_cute_gemm(const gf_cute_gemm_args *x, cudaStream_t stream) {
 """
 
 
-def fake_operands(dtype: str, dtype_b: str, out: str, layout: str):
+def fake_operands(dtype: str, dtype_b: str, out: str, layout: str, gated: bool):
     """Symbolic tensors of the kernel's signature: extents and leading dimensions are runtime
-    values; contiguous dimensions and pointers are 16-byte aligned (the C++ side checks)."""
+    values; contiguous dimensions and pointers are 16-byte aligned (the C++ side checks). A gated
+    D has N / 2 columns, an extent of its own."""
     ab, bb, d_type = DTYPES[dtype], DTYPES[dtype_b], DTYPES[out]
     per16 = 16 * 8 // ab.width  # elements in 16 bytes
-    m, n, k = cute.sym_int32(), cute.sym_int32(divisibility=16 * 8 // d_type.width), cute.sym_int32(divisibility=per16)
+    d_per16 = 16 * 8 // d_type.width
+    m, k = cute.sym_int32(), cute.sym_int32(divisibility=per16)
+    n = cute.sym_int32(divisibility=d_per16 * (2 if gated else 1))
+    n_out = cute.sym_int32(divisibility=d_per16) if gated else n
 
     def ld(dt):
         return cute.sym_int64(divisibility=16 * 8 // dt.width)
 
     a = make_fake_tensor(ab, (m, k), (ld(ab), 1), assumed_align=16)
     b = make_fake_tensor(bb, (n, k), (ld(bb), 1) if layout == "tn" else (1, ld(bb)), assumed_align=16)
-    d = make_fake_tensor(d_type, (m, n), (ld(d_type), 1), assumed_align=16)
+    d = make_fake_tensor(d_type, (m, n_out), (ld(d_type), 1), assumed_align=16)
     c = make_fake_tensor(d_type, (m, n), (ld(d_type), 1), assumed_align=16)
     bias = make_fake_tensor(d_type, (cute.sym_int32(),), (1,), assumed_align=16)
     # fp8 scales, fp32: one each (tensor) or M and N (rowcol); 4-byte aligned.
@@ -76,12 +82,17 @@ def compile_request(req):
     tiling = Tiling(req["tile_m"], req["tile_n"], req["cluster_m"], req["cluster_n"], req.get("stages", 0),
                     bool(req.get("persistent", False)), int(req.get("split_k", 1)), bool(req.get("pingpong", False)))
     epilogue = Epilogue(req.get("act", "none"), req.get("bias", "none"), bool(req.get("residual", False)),
-                        req.get("scale", "none"))
+                        req.get("scale", "none"), req.get("gate", "none"))
     gemm = Sm90Gemm(tiling, epilogue)
-    operands = fake_operands(req["dtype"], req.get("dtype_b", req["dtype"]), req["out"], req["layout"])
-    compiled = cute.compile(gemm, *operands, cutlass.Float32(1.0), cutlass.Float32(0.0), cutlass.Int32(1),
-                            cuda.CUstream(0), options=COMPILE_OPTIONS)
+    operands = fake_operands(req["dtype"], req.get("dtype_b", req["dtype"]), req["out"], req["layout"],
+                             epilogue.gate != "none")
+    compiled, ptxas = compile_with_report(gemm, *operands, cutlass.Float32(1.0), cutlass.Float32(0.0), cutlass.Int32(1),
+                                          cuda.CUstream(0))
     compile_s = time.time() - start
-    link_shared_object(compiled, SHIM, ABI, req["path"])
-    return {"ok": True, "abi": ABI, "threads": gemm.threads,
+    d_cols = "x->n" if epilogue.gate == "none" else "x->n / 2"
+    try:
+        link_shared_object(compiled, SHIM.replace("D_COLS", d_cols), ABI, req["path"])
+    finally:
+        report = ptxas()
+    return {"ok": True, "abi": ABI, "threads": gemm.threads, **report,
             "stages": gemm.stages, "compile_seconds": compile_s, "seconds": time.time() - start}

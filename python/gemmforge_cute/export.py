@@ -6,10 +6,13 @@ the DSL's wheel where it runs.
 import functools
 import importlib.metadata
 import os
+import re
+import shutil
 import subprocess
 import tempfile
 
 import cutlass
+import cutlass.cute as cute
 
 DSL_PIN = "4.8.1"
 DTYPES = {"bf16": cutlass.BFloat16, "f16": cutlass.Float16, "f32": cutlass.Float32,
@@ -17,6 +20,33 @@ DTYPES = {"bf16": cutlass.BFloat16, "f16": cutlass.Float16, "f32": cutlass.Float
 # The host target named explicitly: the native one makes the DSL try to resolve CUDA's symbols in
 # this process, which has no GPU driver.
 COMPILE_OPTIONS = "--gpu-arch sm_90a --host-target 'llvm -mtriple=x86_64-unknown-linux-gnu'"
+
+
+def compile_with_report(fn, *args):
+    """cute.compile(fn, *args) for sm_90a, and a function that returns ptxas's report of its kernel:
+    registers a thread, spill bytes (stores and loads) and ptxas's performance notes (C7514: wgmma
+    serialized, C7508: setmaxnreg ignored, ...). The report is `ptxas -v` on the PTX the DSL keeps,
+    started here to run beside the caller's link (the DSL's own ptxas remarks cost ~0.4 s a compile)."""
+    dump = tempfile.mkdtemp(prefix="gf-cute-ptx-")
+    try:
+        compiled = cute.compile(fn, *args, options=f"{COMPILE_OPTIONS} --keep-ptx --dump-dir {dump}")
+        ptx = [os.path.join(dump, f) for f in os.listdir(dump) if f.endswith(".ptx")]
+        ptxas = subprocess.Popen(["ptxas", "-arch=sm_90a", "-v", *ptx[:1], "-o", os.devnull],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    except BaseException:
+        shutil.rmtree(dump, ignore_errors=True)
+        raise
+
+    def report():
+        text = ptxas.communicate()[0]
+        shutil.rmtree(dump, ignore_errors=True)
+        registers = max((int(r) for r in re.findall(r"Used (\d+) registers", text)), default=-1)
+        spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", text)]
+        notes = sorted(set(re.findall(r"\((C7\d\d\d)\) ([^.\n]*)", text)))
+        return {"registers": registers, "spill_bytes": sum(spills) if spills else -1,
+                "ptxas_notes": [f"{code} {what}" for code, what in notes]}
+
+    return compiled, report
 
 
 def dsl_version() -> str:

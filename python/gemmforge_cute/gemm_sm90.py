@@ -1,4 +1,5 @@
-"""gemmforge's Hopper GEMM in CuTe DSL: D = act(alpha * scale_a * scale_b * A B^T + beta * C + bias).
+"""gemmforge's Hopper GEMM in CuTe DSL: D = act(alpha * scale_a * scale_b * A B^T + beta * C + bias),
+or D = silu(G_gate) * G_up over the same pre-activation G (SwiGLU).
 
 A is M x K (K-major), B is N x K (K-major: nn.Linear's weight, "tn") or K x N (N-major, "nn"),
 D and C are M x N row-major; A and B are 16-bit or fp8 (then with per-tensor or per-row/column
@@ -14,6 +15,10 @@ through shared memory and a TMA store. Two schedules:
   each a whole tile, so one's epilogue runs under the other's multiplies.
 M, N and K are runtime values: one compiled kernel serves every shape of its dtypes and layout;
 TMA zero-fills the loads past the edges and clips the stores.
+SwiGLU: B's gate and up rows (N/2 each; "split": the first and second halves of B, "interleaved":
+its even and odd rows) come in through two TMA descriptors, a CTA's gate rows and the matching up
+rows into two buffers of each stage, and multiply into two accumulators of the output tile's
+shape, so each thread holds a gate value and its up value in like registers; D has N/2 columns.
 """
 from dataclasses import dataclass
 import math
@@ -43,6 +48,7 @@ class Epilogue:
     bias: str = "none"  # none | col (one per column of D, length N) | row (length M)
     residual: bool = False  # beta * C is added
     scale: str = "none"  # none | tensor (one fp32 each for A and B) | rowcol (M for A's rows, N for B's)
+    gate: str = "none"  # none | split | interleaved: SwiGLU over B's gate and up rows (see the module)
 
     @property
     def needs_coords(self) -> bool:
@@ -89,8 +95,15 @@ class Sm90Gemm:
             raise ValueError("ping-pong is a persistent schedule")
         if tiling.pingpong and tiling.tile_m * tiling.tile_n > 128 * 128:
             raise ValueError("a ping-pong warpgroup holds its whole tile: at most 128 x 128")
+        if epilogue.gate != "none" and (tiling.split_k > 1 or epilogue.residual or epilogue.act != "none"
+                                        or epilogue.bias == "row"):
+            raise ValueError("SwiGLU takes no split-K, residual, activation or per-row bias")
         self.tiling = tiling
         self.epi = epilogue
+        self.gated = epilogue.gate != "none"
+        # Columns of the output tile, and of each MMA: a gated CTA multiplies tile_n of B's rows,
+        # half gate and half up, into two accumulators of tile_n / 2 columns.
+        self.out_n = tiling.tile_n // 2 if self.gated else tiling.tile_n
         # Warpgroups that multiply one tile: two split a 128-row tile when one would hold too many
         # accumulators (cooperative); a ping-pong warpgroup holds its tile alone.
         self.warpgroups = 2 if tiling.tile_m == 128 and tiling.tile_n > 128 and not tiling.pingpong else 1
@@ -116,9 +129,9 @@ class Sm90Gemm:
         d_layout = utils.LayoutEnum.from_tensor(d)
         self.mma = sm90.make_trivial_tiled_mma(self.a_type, self.b_type, a_major.sm90_mma_major_mode(),
                                                b_major.sm90_mma_major_mode(), cutlass.Float32,
-                                               (self.warpgroups, 1, 1), tiler_mn=(64, t.tile_n))
+                                               (self.warpgroups, 1, 1), tiler_mn=(64, self.out_n))
         tile_k = cute.size(self.mma.shape_mnk, mode=[2]) * 4  # four wgmma k-steps a stage: 64 bf16, 128 fp8
-        self.tile = (t.tile_m, t.tile_n, tile_k)
+        self.tile = (t.tile_m, self.out_n, tile_k)  # the output tile; B's rows a stage: tile_n
         self.epi_tile = sm90.compute_tile_shape_or_override(self.tile, self.d_type,
                                                             is_cooperative=self.warpgroups == 2)
         self.epi_stages = 4
@@ -129,7 +142,7 @@ class Sm90Gemm:
         stage_bytes = (t.tile_m * self.a_type.width + t.tile_n * self.b_type.width) * tile_k // 8
         self.stages = t.stages or (SMEM_BYTES - BARRIER_BYTES - epi_bytes) // stage_bytes
         a_smem = sm90.make_smem_layout_a(a_major, self.tile, self.a_type, self.stages)
-        b_smem = sm90.make_smem_layout_b(b_major, self.tile, self.b_type, self.stages)
+        b_smem = sm90.make_smem_layout_b(b_major, self.tile, self.b_type, self.stages)  # gated: each of two
         # Each consumer group stores through epi_stages buffers of its own.
         d_smem = sm90.make_smem_layout_epi(self.d_type, d_layout, self.epi_tile, self.epi_stages * self.groups)
 
@@ -140,20 +153,29 @@ class Sm90Gemm:
                                                           (rows, tile_k), num_multicast=mcast)
 
         tma_a, ta = load_atom(a, a_smem, t.tile_m, self.mcast_a)
-        tma_b, tb = load_atom(b, b_smem, t.tile_n, self.mcast_b)
+        if cutlass.const_expr(self.gated):
+            gate, up = self.gate_and_up(b)
+            tma_b, tb = load_atom(gate, b_smem, self.out_n, self.mcast_b)
+            tma_u, tu = load_atom(up, b_smem, self.out_n, self.mcast_b)
+        else:
+            tma_b, tb = load_atom(b, b_smem, t.tile_n, self.mcast_b)
+            tma_u, tu = tma_b, tb  # not used
         tma_d, td = cute.nvgpu.cpasync.make_tiled_tma_atom(cute.nvgpu.cpasync.CopyBulkTensorTileS2GOp(), d,
                                                            cute.slice_(d_smem, (None, None, 0)), self.epi_tile)
         tiles_m = (cute.size(d, mode=[0]) + t.tile_m - 1) // t.tile_m
-        tiles_n = (cute.size(d, mode=[1]) + t.tile_n - 1) // t.tile_n
+        tiles_n = (cute.size(d, mode=[1]) + self.out_n - 1) // self.out_n
         cluster = (t.cluster_m, t.cluster_n, 1)
-        operands = (tma_a, ta, tma_b, tb, tma_d, td, c, bias, scale_a, scale_b, alpha, beta, self.mma, a_smem,
-                    b_smem, d_smem)
+        operands = (tma_a, ta, tma_b, tb, tma_u, tu, tma_d, td, c, bias, scale_a, scale_b, alpha, beta, self.mma,
+                    a_smem, b_smem, d_smem)
+        b_elems = cute.cosize(b_smem)
+        u_elems = b_elems if self.gated else 8  # the up rows' buffers, where gated
         if cutlass.const_expr(t.persistent):
             @cute.struct
             class SharedPersistent:
                 barriers: cute.struct.MemRange[cutlass.Int64, self.stages * 2]
                 sa: cute.struct.Align[cute.struct.MemRange[self.a_type, cute.cosize(a_smem)], 1024]
-                sb: cute.struct.Align[cute.struct.MemRange[self.b_type, cute.cosize(b_smem)], 1024]
+                sb: cute.struct.Align[cute.struct.MemRange[self.b_type, b_elems], 1024]
+                su: cute.struct.Align[cute.struct.MemRange[self.b_type, u_elems], 1024]
                 sd: cute.struct.Align[cute.struct.MemRange[self.d_type, cute.cosize(d_smem)], 1024]
 
             self.shared = SharedPersistent
@@ -167,7 +189,8 @@ class Sm90Gemm:
                 barriers: cute.struct.MemRange[cutlass.Int64, self.stages * 2]
                 last: cute.struct.MemRange[cutlass.Int32, 1]  # split-K: the tile's arrivals before this CTA's
                 sa: cute.struct.Align[cute.struct.MemRange[self.a_type, cute.cosize(a_smem)], 1024]
-                sb: cute.struct.Align[cute.struct.MemRange[self.b_type, cute.cosize(b_smem)], 1024]
+                sb: cute.struct.Align[cute.struct.MemRange[self.b_type, b_elems], 1024]
+                su: cute.struct.Align[cute.struct.MemRange[self.b_type, u_elems], 1024]
 
             self.shared = Shared
             # Whole clusters of tiles; the CTAs past D's edge find nothing to store (TMA clips).
@@ -176,16 +199,31 @@ class Sm90Gemm:
             self.kernel(*operands, partials, counters).launch(grid=grid, block=[self.threads, 1, 1], cluster=cluster,
                                                               stream=stream)
 
+    @cute.jit
+    def gate_and_up(self, b: cute.Tensor):
+        """B's gate rows and up rows as two N/2 x K tensors: its halves ("split") or its even and
+        odd rows ("interleaved", a doubled row stride). K-major B only; the up rows start 16-byte
+        aligned, since B's row pitch is."""
+        half = cute.size(b, mode=[0]) // 2
+        ld = b.stride[0]
+        interleaved = self.epi.gate == "interleaved"
+        rows = cute.make_layout((half, cute.size(b, mode=[1])), stride=(ld * 2 if interleaved else ld, 1))
+        up_offset = ld if interleaved else half * ld
+        up = cute.make_ptr(self.b_type, (b.iterator + up_offset).toint(), cute.AddressSpace.gmem, assumed_align=16)
+        return cute.make_tensor(b.iterator, rows), cute.make_tensor(up, rows)
+
     # -------------------------------------------------------------- device side
 
     @cute.jit
-    def setup(self, tma_a: cute.CopyAtom, tma_b: cute.CopyAtom, tma_d: cute.CopyAtom, warp):
+    def setup(self, tma_a: cute.CopyAtom, tma_b: cute.CopyAtom, tma_u: cute.CopyAtom, tma_d: cute.CopyAtom, warp):
         """What both schedules start with: descriptors prefetched, the ring's barriers made, the
         multicast masks. The caller waits for the cluster (or the CTA) before using the ring."""
         t = self.tiling
         if warp == 0:
             cute.nvgpu.cpasync.prefetch_descriptor(tma_a)
             cute.nvgpu.cpasync.prefetch_descriptor(tma_b)
+            if cutlass.const_expr(self.gated):
+                cute.nvgpu.cpasync.prefetch_descriptor(tma_u)
             cute.nvgpu.cpasync.prefetch_descriptor(tma_d)
         cluster = cute.make_layout((t.cluster_m, t.cluster_n, 1))
         rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
@@ -224,32 +262,39 @@ class Sm90Gemm:
 
     @cute.kernel
     def kernel(self, tma_a: cute.CopyAtom, ta: cute.Tensor, tma_b: cute.CopyAtom, tb: cute.Tensor,
-               tma_d: cute.CopyAtom, td: cute.Tensor, c: cute.Tensor, bias: cute.Tensor, scale_a: cute.Tensor,
-               scale_b: cute.Tensor, alpha: cutlass.Float32, beta: cutlass.Float32, mma: cute.TiledMma,
+               tma_u: cute.CopyAtom, tu: cute.Tensor, tma_d: cute.CopyAtom, td: cute.Tensor, c: cute.Tensor,
+               bias: cute.Tensor, scale_a: cute.Tensor, scale_b: cute.Tensor, alpha: cutlass.Float32,
+               beta: cutlass.Float32, mma: cute.TiledMma,
                a_smem: cute.ComposedLayout, b_smem: cute.ComposedLayout, d_smem: cute.ComposedLayout,
                partials: cute.Tensor, counters: cute.Tensor):
         t = self.tiling
         tidx, _, _ = cute.arch.thread_idx()
         bidx, bidy, bidz = cute.arch.block_idx()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-        shared, ring, in_cluster, mask_a, mask_b = self.setup(tma_a, tma_b, tma_d, warp)
+        shared, ring, in_cluster, mask_a, mask_b = self.setup(tma_a, tma_b, tma_u, tma_d, warp)
 
         sa = shared.sa.get_tensor(a_smem.outer, swizzle=a_smem.inner)
         sb = shared.sb.get_tensor(b_smem.outer, swizzle=b_smem.inner)
+        su = shared.su.get_tensor(b_smem.outer, swizzle=b_smem.inner) if self.gated else sb
         sd = cute.make_tensor(cute.recast_ptr(sa.iterator, d_smem.inner, dtype=self.d_type), d_smem.outer)
 
         coord = (bidx, bidy, None)
         ga = cute.local_tile(ta, self.tile, coord, proj=(1, None, 1))  # (tile_m, tile_k, k tiles)
         gb = cute.local_tile(tb, self.tile, coord, proj=(None, 1, 1))
+        gu = cute.local_tile(tu, self.tile, coord, proj=(None, 1, 1))
         gd = cute.local_tile(td, self.tile, coord, proj=(1, 1, None))  # coordinates of D's tile
         a_s, a_g = self.tma_slices(tma_a, in_cluster[1], t.cluster_n, sa, ga)
         b_s, b_g = self.tma_slices(tma_b, in_cluster[0], t.cluster_m, sb, gb)
+        u_s, u_g = self.tma_slices(tma_u, in_cluster[0], t.cluster_m, su, gu)
+        loads = (tma_a, a_s, a_g, mask_a, tma_b, b_s, b_g, mask_b, tma_u, u_s, u_g)
 
         warpgroup = cute.arch.make_warp_uniform(tidx // 128)
         thr_mma = mma.get_slice(cute.make_layout(self.warpgroups, stride=128)(warpgroup))
         frag_a = mma.make_fragment_A(thr_mma.partition_A(sa))
         frag_b = mma.make_fragment_B(thr_mma.partition_B(sb))
+        frag_u = mma.make_fragment_B(thr_mma.partition_B(su))
         acc = cute.make_rmem_tensor(thr_mma.partition_C(gd).shape, cutlass.Float32)
+        acc_u = cute.make_rmem_tensor(thr_mma.partition_C(gd).shape if self.gated else (1,), cutlass.Float32)
         factor = self.scale_factor(scale_a, scale_b, alpha)
         self.cluster_wait()
 
@@ -261,23 +306,29 @@ class Sm90Gemm:
             per = (k_tiles + t.split_k - 1) // t.split_k
             k_first = cutlass.min(bidz * per, k_tiles)
             k_tiles = cutlass.min(k_first + per, k_tiles) - k_first
-            acc.fill(0.0)
+        acc.fill(0.0)
+        if cutlass.const_expr(self.gated):
+            acc_u.fill(0.0)
         load = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
         if warp == 0:
             for _ in cutlass.range(cutlass.min(self.stages, k_tiles), unroll=1):
-                self.load_stage(ring, load, tma_a, a_s, a_g, mask_a, tma_b, b_s, b_g, mask_b, k_first)
+                self.load_stage(ring, load, *loads, k_first)
                 load.advance()
 
         read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
         release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
-        mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, t.split_k > 1)
+        # Zeroed accumulators and wgmma always accumulating: an accumulate flag that turns on inside the
+        # loop made ptxas serialize every wgmma of the loop (its warning C7514, 2026-12-03).
+        mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, True)
         k_blocks = cute.size(frag_a, mode=[2])
         for k_tile in cutlass.range(k_tiles, unroll=1):
             ring.consumer_wait(read)
             cute.nvgpu.warpgroup.fence()
             for kb in cutlass.range_constexpr(k_blocks):
                 cute.gemm(mma, acc, frag_a[None, None, kb, read.index], frag_b[None, None, kb, read.index], acc)
-                mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, True)
+                if cutlass.const_expr(self.gated):
+                    cute.gemm(mma, acc_u, frag_a[None, None, kb, read.index], frag_u[None, None, kb, read.index],
+                              acc_u)
             cute.nvgpu.warpgroup.commit_group()
             read.advance()
             # One wgmma batch stays in flight; the stage before it is free again, and warp 0 refills
@@ -287,7 +338,7 @@ class Sm90Gemm:
                 ring.consumer_release(release)
                 release.advance()
                 if warp == 0 and load.count < k_tiles:
-                    self.load_stage(ring, load, tma_a, a_s, a_g, mask_a, tma_b, b_s, b_g, mask_b, k_first)
+                    self.load_stage(ring, load, *loads, k_first)
                     load.advance()
         cute.nvgpu.warpgroup.wait_group(0)
         if k_tiles > 0:
@@ -297,17 +348,18 @@ class Sm90Gemm:
         if cutlass.const_expr(t.split_k > 1):
             last = cute.make_tensor(shared.last.data_ptr(), cute.make_layout(1))
             if self.reduce_split(acc, mma, tidx, c, partials, counters, last, tile):
-                self.finish(acc, mma, tidx, warp, c, bias, scale_a, scale_b, factor, beta, tile, sd, gd, tma_d)
+                self.finish(acc, acc_u, mma, tidx, warp, c, bias, scale_a, scale_b, factor, beta, tile, sd, gd, tma_d)
         else:
-            self.finish(acc, mma, tidx, warp, c, bias, scale_a, scale_b, factor, beta, tile, sd, gd, tma_d)
+            self.finish(acc, acc_u, mma, tidx, warp, c, bias, scale_a, scale_b, factor, beta, tile, sd, gd, tma_d)
 
     @cute.jit
-    def finish(self, acc: cute.Tensor, mma: cute.TiledMma, tidx, warp, c: cute.Tensor, bias: cute.Tensor,
+    def finish(self, acc: cute.Tensor, acc_u: cute.Tensor, mma: cute.TiledMma, tidx, warp, c: cute.Tensor,
+               bias: cute.Tensor,
                scale_a: cute.Tensor, scale_b: cute.Tensor, factor: cutlass.Float32, beta: cutlass.Float32, tile,
                sd: cute.Tensor, gd: cute.Tensor, tma_d: cute.CopyAtom):
         """The plain kernel's epilogue: fused on the registers, then stored through the ring's memory."""
         t = self.tiling
-        self.fuse(acc, mma, tidx, c, bias, scale_a, scale_b, factor, beta, tile)
+        self.fuse(acc, acc_u, mma, tidx, c, bias, scale_a, scale_b, factor, beta, tile)
         # The ring's shared memory becomes the epilogue's: every CTA that multicasts into ours must be done.
         if cutlass.const_expr(t.cluster_m * t.cluster_n > 1):
             cute.arch.cluster_arrive()
@@ -355,22 +407,26 @@ class Sm90Gemm:
 
     @cute.kernel
     def persistent_kernel(self, tma_a: cute.CopyAtom, ta: cute.Tensor, tma_b: cute.CopyAtom, tb: cute.Tensor,
-                          tma_d: cute.CopyAtom, td: cute.Tensor, c: cute.Tensor, bias: cute.Tensor,
-                          scale_a: cute.Tensor, scale_b: cute.Tensor, alpha: cutlass.Float32, beta: cutlass.Float32,
+                          tma_u: cute.CopyAtom, tu: cute.Tensor, tma_d: cute.CopyAtom, td: cute.Tensor,
+                          c: cute.Tensor, bias: cute.Tensor, scale_a: cute.Tensor, scale_b: cute.Tensor,
+                          alpha: cutlass.Float32, beta: cutlass.Float32,
                           mma: cute.TiledMma, a_smem: cute.ComposedLayout, b_smem: cute.ComposedLayout,
                           d_smem: cute.ComposedLayout, schedule: utils.PersistentTileSchedulerParams):
         t = self.tiling
         tidx, _, _ = cute.arch.thread_idx()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-        shared, ring, in_cluster, mask_a, mask_b = self.setup(tma_a, tma_b, tma_d, warp)
+        shared, ring, in_cluster, mask_a, mask_b = self.setup(tma_a, tma_b, tma_u, tma_d, warp)
 
         sa = shared.sa.get_tensor(a_smem.outer, swizzle=a_smem.inner)
         sb = shared.sb.get_tensor(b_smem.outer, swizzle=b_smem.inner)
+        su = shared.su.get_tensor(b_smem.outer, swizzle=b_smem.inner) if self.gated else sb
         sd = shared.sd.get_tensor(d_smem.outer, swizzle=d_smem.inner)
         ga = cute.local_tile(ta, (t.tile_m, self.tile[2]), (None, None))  # (tile_m, tile_k, tiles m, k tiles)
-        gb = cute.local_tile(tb, (t.tile_n, self.tile[2]), (None, None))
+        gb = cute.local_tile(tb, (self.out_n, self.tile[2]), (None, None))
+        gu = cute.local_tile(tu, (self.out_n, self.tile[2]), (None, None))
         a_s, a_g = self.tma_slices(tma_a, in_cluster[1], t.cluster_n, sa, ga)
         b_s, b_g = self.tma_slices(tma_b, in_cluster[0], t.cluster_m, sb, gb)
+        u_s, u_g = self.tma_slices(tma_u, in_cluster[0], t.cluster_m, su, gu)
         k_tiles = cute.size(ga, mode=[3])
         self.cluster_wait()
 
@@ -387,9 +443,11 @@ class Sm90Gemm:
                 while work.is_valid_tile:
                     tile = work.tile_idx
                     a_tile, b_tile = a_g[(None, tile[0], None)], b_g[(None, tile[1], None)]
+                    u_tile = u_g[(None, tile[1], None)]
                     load.reset_count()
                     for _ in cutlass.range(k_tiles, unroll=1):
-                        self.load_stage(ring, load, tma_a, a_s, a_tile, mask_a, tma_b, b_s, b_tile, mask_b)
+                        self.load_stage(ring, load, tma_a, a_s, a_tile, mask_a, tma_b, b_s, b_tile, mask_b, tma_u, u_s,
+                                        u_tile)
                         load.advance()
                     tiles.advance_to_next_work()
                     work = tiles.get_current_work()
@@ -406,9 +464,10 @@ class Sm90Gemm:
             thr_mma = mma.get_slice(cute.make_layout(self.warpgroups, stride=128)(warpgroup - 1 - group))
             frag_a = mma.make_fragment_A(thr_mma.partition_A(sa))
             frag_b = mma.make_fragment_B(thr_mma.partition_B(sb))
-            acc = cute.make_rmem_tensor(thr_mma.partition_C(cute.local_tile(td, self.tile, (0, 0, None),
-                                                                             proj=(1, 1, None))).shape,
-                                        cutlass.Float32)
+            frag_u = mma.make_fragment_B(thr_mma.partition_B(su))
+            acc_shape = thr_mma.partition_C(cute.local_tile(td, self.tile, (0, 0, None), proj=(1, 1, None))).shape
+            acc = cute.make_rmem_tensor(acc_shape, cutlass.Float32)
+            acc_u = cute.make_rmem_tensor(acc_shape if self.gated else (1,), cutlass.Float32)
             factor = self.scale_factor(scale_a, scale_b, alpha)
             k_blocks = cute.size(frag_a, mode=[2])
             stores = pipeline.PipelineTmaStore.create(
@@ -436,6 +495,8 @@ class Sm90Gemm:
             while work.is_valid_tile:
                 tile = work.tile_idx
                 acc.fill(0.0)
+                if cutlass.const_expr(self.gated):
+                    acc_u.fill(0.0)
                 if cutlass.const_expr(self.groups == 2):
                     if group + mine > 0:  # all but the CTA's first tile wait their turn
                         my_turn.arrive_and_wait()
@@ -447,6 +508,9 @@ class Sm90Gemm:
                     for kb in cutlass.range_constexpr(k_blocks):
                         cute.gemm(mma, acc, frag_a[None, None, kb, read.index], frag_b[None, None, kb, read.index],
                                   acc)
+                        if cutlass.const_expr(self.gated):
+                            cute.gemm(mma, acc_u, frag_a[None, None, kb, read.index],
+                                      frag_u[None, None, kb, read.index], acc_u)
                     cute.nvgpu.warpgroup.commit_group()
                     read.advance()
                     # One wgmma batch stays in flight; the stage before it goes back to the producer.
@@ -461,7 +525,7 @@ class Sm90Gemm:
                 if cutlass.const_expr(self.groups == 2):
                     their_turn.arrive()  # unmatched after the CTA's last tile: harmless at exit
                     mine = mine + 1
-                self.fuse(acc, mma, ctidx, c, bias, scale_a, scale_b, factor, beta, (tile[0], tile[1]))
+                self.fuse(acc, acc_u, mma, ctidx, c, bias, scale_a, scale_b, factor, beta, (tile[0], tile[1]))
                 gd = cute.local_tile(td, self.tile, (tile[0], tile[1], None), proj=(1, 1, None))
                 self.store(acc, sd, gd, tma_d, mma, ctidx, first_warp, stores, tiles.num_tiles_executed, group)
                 if cutlass.const_expr(self.groups == 2):
@@ -483,21 +547,28 @@ class Sm90Gemm:
                                                 cute.group_modes(s, 0, 2), cute.group_modes(g, 0, 2))
 
     @cute.jit
-    def load_stage(self, ring, state, tma_a, a_s, a_g, mask_a, tma_b, b_s, b_g, mask_b, k_first=0):
-        """k-block k_first + state.count of A and B into the ring's stage state.index."""
+    def load_stage(self, ring, state, tma_a, a_s, a_g, mask_a, tma_b, b_s, b_g, mask_b, tma_u, u_s, u_g,
+                   k_first=0):
+        """k-block k_first + state.count of A and B (gated: B's gate rows, then its up rows) into the
+        ring's stage state.index."""
         ring.producer_acquire(state)
         barrier = ring.producer_get_barrier(state)
         k = state.count + k_first
         cute.copy(tma_a, a_g[None, k], a_s[None, state.index], tma_bar_ptr=barrier, mcast_mask=mask_a)
         cute.copy(tma_b, b_g[None, k], b_s[None, state.index], tma_bar_ptr=barrier, mcast_mask=mask_b)
+        if cutlass.const_expr(self.gated):
+            cute.copy(tma_u, u_g[None, k], u_s[None, state.index], tma_bar_ptr=barrier, mcast_mask=mask_b)
         ring.producer_commit(state)
 
     @cute.jit
-    def fuse(self, acc: cute.Tensor, mma: cute.TiledMma, tidx, c: cute.Tensor, bias: cute.Tensor,
-             scale_a: cute.Tensor, scale_b: cute.Tensor, factor: cutlass.Float32, beta: cutlass.Float32, tile):
+    def fuse(self, acc: cute.Tensor, acc_u: cute.Tensor, mma: cute.TiledMma, tidx, c: cute.Tensor,
+             bias: cute.Tensor, scale_a: cute.Tensor, scale_b: cute.Tensor, factor: cutlass.Float32,
+             beta: cutlass.Float32, tile):
         """The epilogue on the registers of tile (m, n): act(factor * acc [* row and column scales]
-        + beta * C + bias); tidx is the thread's index among the consumers."""
-        if cutlass.const_expr(not self.epi.needs_coords):
+        + beta * C + bias), or the gate's; tidx is the thread's index among the consumers."""
+        if cutlass.const_expr(self.gated):
+            self.fuse_gate(acc, acc_u, mma, tidx, c, bias, scale_a, scale_b, factor, tile)
+        elif cutlass.const_expr(not self.epi.needs_coords):
             for i in cutlass.range_constexpr(cute.size(acc)):
                 acc[i] = activate(acc[i] * factor, self.epi.act)
         else:
@@ -519,6 +590,33 @@ class Sm90Gemm:
                 if cutlass.const_expr(self.epi.bias == "row"):
                     v = v + bias[m].to(cutlass.Float32)
                 acc[i] = activate(v, self.epi.act)
+
+    @cute.jit
+    def fuse_gate(self, acc: cute.Tensor, acc_u: cute.Tensor, mma: cute.TiledMma, tidx, c: cute.Tensor,
+                  bias: cute.Tensor, scale_a: cute.Tensor, scale_b: cute.Tensor, factor: cutlass.Float32, tile):
+        """SwiGLU on the registers: acc = silu(g) * u, where g and u are the gate's and up's
+        pre-activations (factor * acc [* scales] + bias) of output column j: B's rows j and
+        N/2 + j ("split") or 2j and 2j + 1 ("interleaved"). c spans the GEMM's M x N."""
+        if cutlass.const_expr(not self.epi.needs_coords):
+            for i in cutlass.range_constexpr(cute.size(acc)):
+                acc[i] = activate(acc[i] * factor, "silu") * (acc_u[i] * factor)
+        else:
+            coords = self.coordinates(mma, tidx, c, tile)
+            half = cute.size(c, mode=[1]) // 2
+            last_m, last_j = cute.size(c, mode=[0]) - 1, half - 1
+            for i in cutlass.range_constexpr(cute.size(acc)):
+                m, j = coords[i]
+                m, j = cutlass.min(m, last_m), cutlass.min(j, last_j)
+                if cutlass.const_expr(self.epi.gate == "interleaved"):
+                    gate_n, up_n = 2 * j, 2 * j + 1
+                else:
+                    gate_n, up_n = j, half + j
+                g, u = acc[i] * factor, acc_u[i] * factor
+                if cutlass.const_expr(self.epi.scale == "rowcol"):
+                    g, u = g * scale_a[m] * scale_b[gate_n], u * scale_a[m] * scale_b[up_n]
+                if cutlass.const_expr(self.epi.bias == "col"):
+                    g, u = g + bias[gate_n].to(cutlass.Float32), u + bias[up_n].to(cutlass.Float32)
+                acc[i] = activate(g, "silu") * u
 
     @cute.jit
     def coordinates(self, mma: cute.TiledMma, tidx, c: cute.Tensor, tile):

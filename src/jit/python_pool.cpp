@@ -48,6 +48,16 @@ PythonSources write_sources() {
   return s;
 }
 
+// What a worker's ptxas said of the kernel (the CuTe DSL workers report it), into the report:
+// registers, spill bytes, and its performance notes as the log.
+void report_ptxas(PythonArtifact& out) {
+  if (!out.meta.is_object()) return;
+  out.report.registers = out.meta.value("registers", -1);
+  out.report.spill_bytes = out.meta.value("spill_bytes", -1);
+  for (const auto& note : out.meta.value("ptxas_notes", nlohmann::json::array()))
+    if (note.is_string()) out.report.log += "ptxas: " + note.get<std::string>() + "\n";
+}
+
 }  // namespace
 
 std::string PythonSources::hash_of(std::initializer_list<std::string_view> files) const {
@@ -154,6 +164,7 @@ PythonArtifact compile_through_cache(PythonPool& pool, const nlohmann::json& req
       out.bytes = std::move(hit->bytes);
       out.meta = nlohmann::json::parse(hit->meta, nullptr, false);
       out.report.cached = true;
+      report_ptxas(out);
       out.report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       return out;
     }
@@ -178,6 +189,7 @@ PythonArtifact compile_through_cache(PythonPool& pool, const nlohmann::json& req
   out.bytes = std::move(bytes);
   out.meta = std::move(reply);
   KernelCache::shared().put(key, out.bytes, out.meta.dump());
+  report_ptxas(out);
   return out;
 }
 

@@ -47,7 +47,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CuteGpuTest,
                                            "4096x4096x4096:e4m3->bf16:scale=rowcol",
                                            "77x1000x1008:e4m3->bf16:scale=tensor",
                                            "1000x80x1024:e4m3xe5m2->f16:scale=rowcol+bias+gelu",
-                                           "4097x1000x4112:e4m3->bf16:scale=rowcol+residual"));
+                                           "4097x1000x4112:e4m3->bf16:scale=rowcol+residual",
+                                           // SwiGLU: N / 2 not a multiple of the output tile.
+                                           "77x1040x1008:bf16:swiglu", "130x400x512:bf16:bias+swiglu_split",
+                                           "1000x96x1024:e4m3->bf16:scale=rowcol+swiglu"));
 
 // Kernels held at once run their own code, as a tuner's race holds its candidates: each is
 // verified after all are loaded. (They were not: a later kernel's shared object could come back

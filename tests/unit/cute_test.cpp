@@ -61,12 +61,14 @@ TEST(CuteSpace, LevelsAndNames) {
 }
 
 TEST(CuteSpace, DeclinesWhatTheTemplateLacks) {
-  for (const char* spec : {"77x1000x1008:bf16:nn:bias+relu+residual", "64x64x64:e4m3->bf16",
-                           "77x1000x1008:e4m3xe5m2->f16:scale=rowcol+bias+gelu", "64x64x64:e5m2->bf16:scale=tensor"})
-    EXPECT_EQ(cute_backend::unsupported_reason(GemmProblem::parse(spec)), "") << spec;
   for (const char* spec :
-       {"64x64x64:bf16->f32", "64x64x64x2:bf16", "64x128x64:bf16:swiglu", "64x64x77:bf16", "64x77x64:bf16",
-        "64x64x64:e4m3->e4m3", "64x64x64:e4m3->f32", "64x64x64:e4m3->bf16:scale=block128", "64x64x72:e4m3->bf16"})
+       {"77x1000x1008:bf16:nn:bias+relu+residual", "64x64x64:e4m3->bf16",
+        "77x1000x1008:e4m3xe5m2->f16:scale=rowcol+bias+gelu", "64x64x64:e5m2->bf16:scale=tensor",
+        "64x128x64:bf16:swiglu", "77x1024x1000:bf16:bias+swiglu_split", "16x4096x64:e4m3->bf16:scale=rowcol+swiglu"})
+    EXPECT_EQ(cute_backend::unsupported_reason(GemmProblem::parse(spec)), "") << spec;
+  for (const char* spec : {"64x64x64:bf16->f32", "64x64x64x2:bf16", "64x128x64:bf16:nn:swiglu",
+                           "64x120x64:bf16:swiglu_split", "64x64x77:bf16", "64x77x64:bf16", "64x64x64:e4m3->e4m3",
+                           "64x64x64:e4m3->f32", "64x64x64:e4m3->bf16:scale=block128", "64x64x72:e4m3->bf16"})
     EXPECT_NE(cute_backend::unsupported_reason(GemmProblem::parse(spec)), "") << spec;
   // Nothing of M, N or K is in the compile request: one binary serves every shape.
   CuteConfig c;
@@ -76,6 +78,12 @@ TEST(CuteSpace, DeclinesWhatTheTemplateLacks) {
             cute_backend::compile_request(c, GemmProblem::parse("64x64x64:bf16:bias+gelu")));
   EXPECT_NE(cute_backend::compile_request(c, GemmProblem::parse("64x64x64:e4m3->bf16:scale=tensor")),
             cute_backend::compile_request(c, GemmProblem::parse("64x64x64:e4m3->bf16:scale=rowcol")));
+  EXPECT_NE(cute_backend::compile_request(c, GemmProblem::parse("64x128x64:bf16:swiglu")),
+            cute_backend::compile_request(c, GemmProblem::parse("64x128x64:bf16:swiglu_split")));
+  // SwiGLU's two accumulators take no split-K (its sums are of one accumulator), even at decode.
+  for (const auto& g : cute_backend::ranked_configs(GemmProblem::parse("16x28672x4096:bf16:swiglu"),
+                                                    DeviceInfo::assumed_hopper(), Search::exhaustive))
+    EXPECT_EQ(g.split_k, 1) << g.name();
   CuteConfig persistent = c;
   persistent.persistent = true;
   EXPECT_NE(cute_backend::compile_request(c, GemmProblem::parse("64x64x64:bf16")),
@@ -88,8 +96,8 @@ TEST(CuteCompile, TemplateCompilesToALoadableSharedObject) {
   auto cute = find_backend<GemmProblem>("cute");
   ASSERT_TRUE(cute);
   DeviceInfo d = DeviceInfo::assumed_hopper();
-  for (const char* spec :
-       {"130x384x512:bf16:bias+gelu+residual", "4096x4096x4096:f16:nn", "4096x4096x4096:e4m3->bf16:scale=rowcol"}) {
+  for (const char* spec : {"130x384x512:bf16:bias+gelu+residual", "4096x4096x4096:f16:nn",
+                           "4096x4096x4096:e4m3->bf16:scale=rowcol", "16x4096x4096:bf16:bias+swiglu_split"}) {
     GemmProblem p = GemmProblem::parse(spec);
     auto cands = cute->candidates(p, d, {.level = Search::fast, .top_k = 1});
     ASSERT_EQ(cands.size(), 1u);
@@ -101,9 +109,30 @@ TEST(CuteCompile, TemplateCompilesToALoadableSharedObject) {
     other.m = 1000;
     auto again = cute->compile(other, cands[0], /*use_cache=*/true);
     EXPECT_TRUE(again.ok && again.cached) << again.log;
+    EXPECT_EQ(again.registers, fresh.registers) << "the cache keeps ptxas's report";
   }
   // Split-K (decode): its workspace reduction compiles too.
   const CuteConfig split{.tile_m = 64, .tile_n = 128, .split_k = 4};
   auto sk = cute->compile(GemmProblem::parse("16x4096x14336:bf16"), {"cute", split.name(), split.to_json()}, false);
   EXPECT_TRUE(sk.ok) << sk.log;
+}
+
+// Every kernel of a default list (plain, split-K, persistent cooperative and ping-pong; 16-bit and
+// fp8) as ptxas sees it: registers reported, no spills, and no wgmma serialized (ptxas's C7514,
+// which an accumulate flag turned on inside the mainloop once caused).
+TEST(CuteCompile, DefaultSpaceCompilesWithoutSpillsOrSerializedWgmma) {
+  if (!jit::cute_dsl::compile_unavailable().empty())
+    GTEST_SKIP() << "cannot compile CuTe DSL kernels here: " << jit::cute_dsl::compile_unavailable();
+  auto cute = find_backend<GemmProblem>("cute");
+  DeviceInfo d = DeviceInfo::assumed_hopper();
+  for (const char* spec : {"4096x4096x4096:bf16", "16x4096x4096:e4m3->bf16:scale=rowcol+bias+gelu"}) {
+    GemmProblem p = GemmProblem::parse(spec);
+    for (const auto& c : cute->candidates(p, d, {.level = Search::normal})) {
+      auto r = cute->compile(p, c, /*use_cache=*/true);
+      ASSERT_TRUE(r.ok) << spec << " " << c.name << ": " << r.log;
+      EXPECT_GT(r.registers, 0) << spec << " " << c.name;
+      EXPECT_EQ(r.spill_bytes, 0) << spec << " " << c.name;
+      EXPECT_EQ(r.log.find("C7514"), std::string::npos) << spec << " " << c.name << ": " << r.log;
+    }
+  }
 }

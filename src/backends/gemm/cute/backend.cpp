@@ -92,7 +92,7 @@ class CuteKernel final : public Kernel {
                      .lda = p.k,
                      .ldb = p.layout == Layout::tn ? p.k : p.n,
                      .ldc = p.n,
-                     .ldd = p.n,
+                     .ldd = p.out_cols(),  // N, or N / 2 behind a SwiGLU gate
                      .bias_len = bias_len,
                      .scale_a_len = scaled ? p.scale_a_count() : 1,
                      .scale_b_len = scaled ? p.scale_b_count() : 1,

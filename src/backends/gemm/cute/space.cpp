@@ -62,7 +62,11 @@ CuteConfig CuteConfig::from_json(const nlohmann::json& j) {
 
 std::string unsupported_reason(const GemmProblem& p) {
   if (p.batch != 1) return "batched GEMMs are not in the CuTe DSL template";
-  if (p.epilogue.gate != GateKind::none) return "SwiGLU is not in the CuTe DSL template";
+  // The gate's up rows come through a second descriptor over B's rows: K-major B only.
+  if (p.epilogue.gate != GateKind::none) {
+    if (p.layout != Layout::tn) return "the CuTe DSL SwiGLU reads B K-major (tn)";
+    if (p.n % 16 != 0) return "TMA needs 16-byte row pitches: a gated D's N / 2 a multiple of 8";
+  }
   if (is_fp8(p.a) != is_fp8(p.b)) return "the CuTe DSL template takes two 16-bit or two fp8 operands";
   if (is_fp8(p.a)) {
     if (p.layout != Layout::tn) return "fp8 wgmma reads both operands K-major (layout tn)";
@@ -82,15 +86,17 @@ std::string illegal_reason(const CuteConfig& c, const GemmProblem& p) {
   if (c.split_k < 1) return "split_k must be >= 1";
   if (c.split_k > 1 && (c.persistent || c.cluster_m * c.cluster_n > 1))
     return "split-K is for the one-CTA-a-tile schedule without clusters";
+  if (c.split_k > 1 && e.gate != GateKind::none) return "split-K sums one accumulator; SwiGLU has two";
   if (c.pingpong && !c.persistent) return "ping-pong is a persistent schedule";
   // A ping-pong warpgroup holds its whole tile's accumulators (232 registers a thread).
   if (c.pingpong && c.tile_m * c.tile_n > 128 * 128) return "a ping-pong warpgroup holds at most a 128 x 128 tile";
   // ptxas (CUDA 13.0) leaves the persistent consumers at the launch's 168 registers: 128
   // accumulators a thread with an activation or C spill there (6-92 spill instructions).
-  if (c.persistent && !c.pingpong && c.tile_m == 128 && c.tile_n > 128 && (e.act != Activation::none || e.has_c()))
+  const bool heavy_epilogue = e.act != Activation::none || e.has_c();
+  if (c.persistent && !c.pingpong && c.tile_m == 128 && c.tile_n > 128 && heavy_epilogue)
     return "the persistent 128-row, two-warpgroup tile spills with an activation or C";
   // Likewise a ping-pong warpgroup with 128 accumulators a thread (128x128: 108 bytes of spills).
-  if (c.pingpong && c.tile_m * c.tile_n >= 128 * 128 && (e.act != Activation::none || e.has_c()))
+  if (c.pingpong && c.tile_m * c.tile_n >= 128 * 128 && heavy_epilogue)
     return "a ping-pong 128 x 128 tile spills with an activation or C";
   return "";
 }
@@ -159,7 +165,8 @@ nlohmann::json compile_request(const CuteConfig& c, const GemmProblem& p) {
           {"act", to_string(e.act)},
           {"bias", to_string(e.bias)},
           {"residual", e.has_c()},
-          {"scale", to_string(e.scale)}};
+          {"scale", to_string(e.scale)},
+          {"gate", to_string(e.gate)}};
 }
 
 }  // namespace gf::cute_backend
