@@ -49,15 +49,18 @@ int gf_cute_gemm(const gf_cute_gemm_args *x, cudaStream_t stream) {
 """
 
 
-def fake_operands(dtype: str, dtype_b: str, out: str, layout: str, gated: bool):
+def fake_operands(dtype: str, dtype_b: str, out: str, layout: str, gated: bool, d_m_major: bool):
     """Symbolic tensors of the kernel's signature: extents and leading dimensions are runtime
     values; contiguous dimensions and pointers are 16-byte aligned (the C++ side checks). A gated
     D has N / 2 columns, an extent of its own."""
     ab, bb, d_type = DTYPES[dtype], DTYPES[dtype_b], DTYPES[out]
     per16 = 16 * 8 // ab.width  # elements in 16 bytes
     d_per16 = 16 * 8 // d_type.width
-    m, k = cute.sym_int32(), cute.sym_int32(divisibility=per16)
-    n = cute.sym_int32(divisibility=d_per16 * (2 if gated else 1))
+    k = cute.sym_int32(divisibility=per16)
+    # D's contiguous extent holds whole 16-byte vectors: N of a row-major D (twice that, gated),
+    # M' (the problem's N) of swap-AB's M-major D^T.
+    m = cute.sym_int32(divisibility=d_per16) if d_m_major else cute.sym_int32()
+    n = cute.sym_int32() if d_m_major else cute.sym_int32(divisibility=d_per16 * (2 if gated else 1))
     n_out = cute.sym_int32(divisibility=d_per16) if gated else n
 
     def ld(dt):
@@ -65,8 +68,9 @@ def fake_operands(dtype: str, dtype_b: str, out: str, layout: str, gated: bool):
 
     a = make_fake_tensor(ab, (m, k), (ld(ab), 1), assumed_align=16)
     b = make_fake_tensor(bb, (n, k), (ld(bb), 1) if layout == "tn" else (1, ld(bb)), assumed_align=16)
-    d = make_fake_tensor(d_type, (m, n_out), (ld(d_type), 1), assumed_align=16)
-    c = make_fake_tensor(d_type, (m, n), (ld(d_type), 1), assumed_align=16)
+    d_stride = (1, ld(d_type)) if d_m_major else (ld(d_type), 1)
+    d = make_fake_tensor(d_type, (m, n_out), d_stride, assumed_align=16)
+    c = make_fake_tensor(d_type, (m, n), (1, ld(d_type)) if d_m_major else (ld(d_type), 1), assumed_align=16)
     bias = make_fake_tensor(d_type, (cute.sym_int32(),), (1,), assumed_align=16)
     # fp8 scales, fp32: one each (tensor) or M and N (rowcol); 4-byte aligned.
     scale_a = make_fake_tensor(cutlass.Float32, (cute.sym_int32(),), (1,), assumed_align=4)
@@ -85,7 +89,7 @@ def compile_request(req):
                         req.get("scale", "none"), req.get("gate", "none"))
     gemm = Sm90Gemm(tiling, epilogue)
     operands = fake_operands(req["dtype"], req.get("dtype_b", req["dtype"]), req["out"], req["layout"],
-                             epilogue.gate != "none")
+                             epilogue.gate != "none", bool(req.get("swap_ab", False)))
     compiled, ptxas = compile_with_report(gemm, *operands, cutlass.Float32(1.0), cutlass.Float32(0.0), cutlass.Int32(1),
                                           cuda.CUstream(0))
     compile_s = time.time() - start

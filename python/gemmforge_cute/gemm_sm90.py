@@ -2,11 +2,12 @@
 or D = silu(G_gate) * G_up over the same pre-activation G (SwiGLU).
 
 A is M x K (K-major), B is N x K (K-major: nn.Linear's weight, "tn") or K x N (N-major, "nn"),
-D and C are M x N row-major; A and B are 16-bit or fp8 (then with per-tensor or per-row/column
-fp32 scales). TMA brings A and B tiles into a ring of shared-memory stages (multicast across a
-cluster of CTAs that share a row or a column of tiles), one or two warpgroups multiply them with
-wgmma into fp32 registers, and the epilogue is applied to the registers before they go out
-through shared memory and a TMA store. Two schedules:
+D and C are M x N, row-major or M-major (swap-AB: the C++ side hands over the transposed problem,
+D^T = B A^T, whose D^T read M-major is D); A and B are 16-bit or fp8 (then with per-tensor or
+per-row/column fp32 scales). TMA brings A and B tiles into a ring of shared-memory stages
+(multicast across a cluster of CTAs that share a row or a column of tiles), one or two warpgroups
+multiply them with wgmma into fp32 registers, and the epilogue is applied to the registers before
+they go out through shared memory and a TMA store. Two schedules:
 - plain: one CTA a tile; warp 0 keeps the ring full between its own wgmma.
 - persistent: one CTA an SM (a cluster per cluster slot), tiles handed out in a static order; a
   producer warpgroup (its registers given to the others) loads the next tile's stages while the
@@ -85,8 +86,8 @@ class Sm90Gemm:
     def __init__(self, tiling: Tiling, epilogue: Epilogue):
         if tiling.tile_m not in (64, 128):
             raise ValueError(f"tile_m must be 64 or 128, not {tiling.tile_m}")
-        if tiling.tile_n not in (64, 96, 128, 160, 192, 224, 256):
-            raise ValueError(f"tile_n must be a multiple of 32 in 64..256, not {tiling.tile_n}")
+        if tiling.tile_n not in (16, 32, 64, 96, 128, 160, 192, 224, 256):
+            raise ValueError(f"tile_n must be 16, 32 or a multiple of 32 in 64..256, not {tiling.tile_n}")
         if tiling.cluster_m * tiling.cluster_n > 4:
             raise ValueError("a cluster holds at most 4 CTAs here")
         if tiling.split_k > 1 and (tiling.persistent or tiling.cluster_m * tiling.cluster_n > 1):
@@ -126,7 +127,7 @@ class Sm90Gemm:
         t = self.tiling
         self.a_type, self.b_type, self.d_type = a.element_type, b.element_type, d.element_type
         a_major, b_major = utils.LayoutEnum.from_tensor(a), utils.LayoutEnum.from_tensor(b)
-        d_layout = utils.LayoutEnum.from_tensor(d)
+        d_layout = self.d_layout = utils.LayoutEnum.from_tensor(d)  # row-major, or M-major (swap-AB's D^T)
         self.mma = sm90.make_trivial_tiled_mma(self.a_type, self.b_type, a_major.sm90_mma_major_mode(),
                                                b_major.sm90_mma_major_mode(), cutlass.Float32,
                                                (self.warpgroups, 1, 1), tiler_mn=(64, self.out_n))
@@ -633,11 +634,11 @@ class Sm90Gemm:
         """The tile's registers through sd's buffers and TMA stores to gd, piece by piece. tidx is
         the thread's index among its tile's threads, storer the warp that issues the stores; the
         consumer group's buffers continue round-robin from the tiles_before tiles it stored already."""
-        d_layout = utils.LayoutEnum.ROW_MAJOR
         r2s = cute.make_tiled_copy_S(
-            sm90.get_smem_store_op(d_layout, elem_ty_d=self.d_type, elem_ty_acc=cutlass.Float32),
+            sm90.get_smem_store_op(self.d_layout, elem_ty_d=self.d_type, elem_ty_acc=cutlass.Float32),
             cute.make_tiled_copy_C_atom(
-                cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), self.d_type), mma))
+                cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(self.d_layout.is_m_major_c(), 4),
+                                    self.d_type), mma))
         thr_r2s = r2s.get_slice(tidx)
         r2s_dst = thr_r2s.partition_D(sd)
         r2s_acc = r2s.retile(acc)

@@ -13,7 +13,8 @@ using namespace gf;
 
 class CuteGpuTest : public ::testing::TestWithParam<const char*> {};
 
-// The default list (8 configs) holds both schedules, plain and persistent, for every shape here.
+// The default list (8 configs, and 2 swap-AB ones at M <= 64) holds both schedules, plain and
+// persistent, for every shape here.
 TEST_P(CuteGpuTest, EveryDefaultCandidateVerifies) {
   auto cute = find_backend<GemmProblem>("cute");
   GemmProblem p = GemmProblem::parse(GetParam());
@@ -50,7 +51,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CuteGpuTest,
                                            "4097x1000x4112:e4m3->bf16:scale=rowcol+residual",
                                            // SwiGLU: N / 2 not a multiple of the output tile.
                                            "77x1040x1008:bf16:swiglu", "130x400x512:bf16:bias+swiglu_split",
-                                           "1000x96x1024:e4m3->bf16:scale=rowcol+swiglu"));
+                                           "1000x96x1024:e4m3->bf16:scale=rowcol+swiglu",
+                                           // Swap-AB (in the default list at M <= 64): row and column
+                                           // bias and scales exchanged, odd M.
+                                           "5x4104x4096:bf16:rowbias+relu", "33x1000x1008:e4m3->bf16:scale=rowcol+bias",
+                                           "64x1000x1000:f16:alpha=0.5+bias+residual"));
 
 // Kernels held at once run their own code, as a tuner's race holds its candidates: each is
 // verified after all are loaded. (They were not: a later kernel's shared object could come back

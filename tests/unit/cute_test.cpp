@@ -17,17 +17,21 @@ TEST(CuteSpace, LevelsAndNames) {
   DeviceInfo d = DeviceInfo::assumed_hopper();
   for (const char* spec : {"4096x4096x4096:bf16", "16x4096x14336:bf16", "77x1000x1008:f16:bias+gelu"}) {
     GemmProblem p = GemmProblem::parse(spec);
-    EXPECT_EQ(cute_backend::ranked_configs(p, d, Search::fast).size(), 3u) << spec;
-    EXPECT_EQ(cute_backend::ranked_configs(p, d, Search::normal).size(), 8u) << spec;
+    // At M <= 64 the best swap-AB config (two at the default level) races beside the others.
+    const size_t swaps = p.m <= 64 ? 1 : 0;
+    EXPECT_EQ(cute_backend::ranked_configs(p, d, Search::fast).size(), 3u + swaps) << spec;
+    EXPECT_EQ(cute_backend::ranked_configs(p, d, Search::normal).size(), 8u + 2 * swaps) << spec;
     auto all = cute_backend::ranked_configs(p, d, Search::exhaustive);
     // Two schedules of 8 tiles and 3 clusters, less the persistent 128x192 and 128x256 with an
     // activation (they spill); ping-pong's 6 tiles of at most 128 x 128 and 3 clusters, less the
     // 128x128 and 64x256 with an activation (they spill too); then split-K variants of the plain
-    // 1x1 ones where tiles are few.
-    const auto whole = std::count_if(all.begin(), all.end(), [](const CuteConfig& c) { return c.split_k == 1; });
+    // 1x1 ones where tiles are few; swap-AB's (not counted) where M <= 128.
+    const auto whole =
+        std::count_if(all.begin(), all.end(), [](const CuteConfig& c) { return c.split_k == 1 && !c.swap_ab; });
     EXPECT_EQ(whole, p.epilogue.act == Activation::none ? 66 : 54) << spec;
+    EXPECT_EQ(std::any_of(all.begin(), all.end(), [](const CuteConfig& c) { return c.swap_ab; }), p.m <= 128) << spec;
     for (const auto& c : all) {
-      if (c.split_k > 1) EXPECT_TRUE(!c.persistent && c.cluster_m * c.cluster_n == 1) << c.name();
+      if (c.split_k > 1 || c.swap_ab) EXPECT_TRUE(!c.persistent && c.cluster_m * c.cluster_n == 1) << c.name();
       if (c.pingpong) EXPECT_TRUE(c.persistent && c.tile_m * c.tile_n <= 128 * 128) << c.name();
     }
     std::set<std::string> names;
@@ -54,6 +58,23 @@ TEST(CuteSpace, LevelsAndNames) {
   EXPECT_EQ(ws.partials_bytes, 64u * 4096 * 4);
   EXPECT_EQ(ws.counters_bytes, 256u);
   EXPECT_EQ(cute_backend::split_workspace(CuteConfig{}, down).partials_bytes, 0u);
+  // Swap-AB: the kernel computes D^T = B A^T, so its tiles and split-K workspace are the
+  // transpose's, and a bias per column of D is one per row of D^T.
+  const CuteConfig swap{.tile_m = 128, .tile_n = 16, .split_k = 4, .swap_ab = true};
+  EXPECT_EQ(swap.name(), "wgmma_128x16_c1x1_k4_swap");
+  EXPECT_EQ(CuteConfig::from_json(swap.to_json()), swap);
+  EXPECT_FALSE(CuteConfig::from_json(CuteConfig{}.to_json()).swap_ab);
+  EXPECT_EQ(cute_backend::split_workspace(swap, down).partials_bytes, 4096u * 16 * 4);
+  const GemmProblem mixed = GemmProblem::parse("16x4096x4096:e4m3xe5m2->bf16:scale=rowcol+bias");
+  const GemmProblem t = cute_backend::kernel_problem(swap, mixed);
+  EXPECT_TRUE(t.m == 4096 && t.n == 16 && t.a == DType::e5m2 && t.b == DType::e4m3 && t.epilogue.bias == BiasKind::row);
+  const auto req = cute_backend::compile_request(swap, mixed);
+  EXPECT_EQ(req.at("bias"), "row");
+  EXPECT_EQ(req.at("dtype"), "e5m2");
+  EXPECT_TRUE(req.at("swap_ab").get<bool>());
+  EXPECT_NE(cute_backend::illegal_reason(swap, GemmProblem::parse("16x4096x4096:bf16:nn")), "");
+  EXPECT_NE(cute_backend::illegal_reason(CuteConfig{.tile_m = 64, .tile_n = 32}, down), "")
+      << "narrow tiles are swap-AB's";
   // A large square GEMM ranks the two-warpgroup 128x256 tile first.
   auto big = cute_backend::ranked_configs(GemmProblem::parse("8192x8192x8192:bf16"), d, Search::fast);
   EXPECT_EQ(big.front().tile_m, 128);
@@ -111,10 +132,15 @@ TEST(CuteCompile, TemplateCompilesToALoadableSharedObject) {
     EXPECT_TRUE(again.ok && again.cached) << again.log;
     EXPECT_EQ(again.registers, fresh.registers) << "the cache keeps ptxas's report";
   }
-  // Split-K (decode): its workspace reduction compiles too.
+  // Split-K (decode): its workspace reduction compiles too, and swap-AB's M-major D^T.
   const CuteConfig split{.tile_m = 64, .tile_n = 128, .split_k = 4};
   auto sk = cute->compile(GemmProblem::parse("16x4096x14336:bf16"), {"cute", split.name(), split.to_json()}, false);
   EXPECT_TRUE(sk.ok) << sk.log;
+  const CuteConfig swap{.tile_m = 128, .tile_n = 16, .split_k = 2, .swap_ab = true};
+  auto sw = cute->compile(GemmProblem::parse("16x4096x4096:e4m3->bf16:scale=rowcol+bias"),
+                          {"cute", swap.name(), swap.to_json()}, false);
+  EXPECT_TRUE(sw.ok) << sw.log;
+  EXPECT_EQ(sw.spill_bytes, 0);
 }
 
 // Every kernel of a default list (plain, split-K, persistent cooperative and ping-pong; 16-bit and

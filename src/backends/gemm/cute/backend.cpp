@@ -77,25 +77,29 @@ class CuteKernel final : public Kernel {
     auto* partials = split ? static_cast<float*>(args.workspace) : static_cast<float*>(args.d);
     auto* counters = split ? reinterpret_cast<int32_t*>(static_cast<char*>(args.workspace) + split_.partials_bytes)
                            : static_cast<int32_t*>(args.d);
-    const ShimArgs x{.a = args.a,
-                     .b = args.b,
+    // Swap-AB computes D^T = B A^T (kernel_problem): B is its A, A its B, and D (C) read M-major
+    // is D^T (C^T) with the same pitch; the scales of A's rows and B's columns trade places.
+    const bool swap = cfg_.swap_ab;
+    const GemmProblem& q = kernel_;
+    const ShimArgs x{.a = swap ? args.b : args.a,
+                     .b = swap ? args.a : args.b,
                      .c = args.c ? args.c : args.d,
                      .bias = args.bias ? args.bias : args.d,
-                     .scale_a = scaled ? args.scale_a : stand_in,
-                     .scale_b = scaled ? args.scale_b : stand_in,
+                     .scale_a = scaled ? (swap ? args.scale_b : args.scale_a) : stand_in,
+                     .scale_b = scaled ? (swap ? args.scale_a : args.scale_b) : stand_in,
                      .d = args.d,
                      .partials = partials,
                      .counters = counters,
-                     .m = p.m,
-                     .n = p.n,
+                     .m = q.m,
+                     .n = q.n,
                      .k = p.k,
                      .lda = p.k,
                      .ldb = p.layout == Layout::tn ? p.k : p.n,
                      .ldc = p.n,
                      .ldd = p.out_cols(),  // N, or N / 2 behind a SwiGLU gate
                      .bias_len = bias_len,
-                     .scale_a_len = scaled ? p.scale_a_count() : 1,
-                     .scale_b_len = scaled ? p.scale_b_count() : 1,
+                     .scale_a_len = scaled ? q.scale_a_count() : 1,
+                     .scale_b_len = scaled ? q.scale_b_count() : 1,
                      .partials_len = split ? int64_t(split_.partials_bytes / 4) : 1,
                      .counters_len = split ? int64_t(split_.counters_bytes / 4) : 1,
                      .alpha = p.epilogue.alpha,
@@ -108,6 +112,7 @@ class CuteKernel final : public Kernel {
  private:
   CuteConfig cfg_;
   GemmProblem problem_;
+  GemmProblem kernel_ = kernel_problem(cfg_, problem_);
   jit::cute_dsl::LoadedKernel so_;
   LaunchFn launch_;
   int32_t max_clusters_ = 1;

@@ -35,19 +35,44 @@ struct Model {
   static constexpr double kSplitBytesPerSecond = 2.0e12;
 };
 
+// The model's time for config c on the problem q the kernel computes (kernel_problem).
+double modeled_seconds(const CuteConfig& c, const GemmProblem& q, int sms) {
+  const double peak = Model::kPeak * (is_fp8(q.a) ? 2 : 1);
+  const int tm = c.tile_m, tn = c.tile_n, cm = c.cluster_m, cn = c.cluster_n, split = c.split_k;
+  const int64_t tiles_m = ceil_div(ceil_div(q.m, tm), cm) * cm;
+  const int64_t tiles_n = ceil_div(ceil_div(q.n, tn), cn) * cn;
+  const double intensity = double(tm) * tn / (tm + tn);
+  double rate = peak / sms * intensity / (intensity + Model::kHalfPeakIntensity);
+  if (!(tm == 128 && tn > 128)) rate *= Model::kOneWarpgroupShare;
+  const double ctas = double(tiles_m * tiles_n * split);
+  // The CTAs that pull operands from DRAM: a cluster's padding past M or N loads nothing of its
+  // own (TMA zero-fills, or the multicast brings its peer's tile).
+  const double loading = double(ceil_div(q.m, tm) * ceil_div(q.n, tn) * split);
+  const double waves = std::ceil(ctas / sms), busy = std::min(1.0, loading / sms);
+  double s = std::max(waves * 2.0 * tm * tn * q.k / split / rate, q.min_bytes() / (Model::kDramBytesPerSecond * busy));
+  if (cm * cn > 1) s *= tiles_m * tiles_n >= 2 * sms ? Model::kClusterGain : 1.0 / Model::kClusterGain;
+  if (c.persistent && waves > 1) s *= Model::kPersistentGain;
+  if (c.pingpong && waves > 1) s *= Model::kPingpongGain;
+  if (split > 1) s += double(split_workspace(c, q).partials_bytes) * (split + 1) / Model::kSplitBytesPerSecond;
+  return s;
+}
+
 }  // namespace
 
 std::string CuteConfig::name() const {
-  return fmt::format("wgmma_{}x{}_c{}x{}{}{}", tile_m, tile_n, cluster_m, cluster_n,
+  return fmt::format("wgmma_{}x{}_c{}x{}{}{}{}", tile_m, tile_n, cluster_m, cluster_n,
                      pingpong     ? "_pp"
                      : persistent ? "_ws"
                                   : "",
-                     split_k > 1 ? fmt::format("_k{}", split_k) : "");
+                     split_k > 1 ? fmt::format("_k{}", split_k) : "", swap_ab ? "_swap" : "");
 }
 
 nlohmann::json CuteConfig::to_json() const {
-  return {{"tile_m", tile_m},         {"tile_n", tile_n},   {"cluster_m", cluster_m}, {"cluster_n", cluster_n},
-          {"persistent", persistent}, {"split_k", split_k}, {"pingpong", pingpong}};
+  nlohmann::json j = {{"tile_m", tile_m},       {"tile_n", tile_n},         {"cluster_m", cluster_m},
+                      {"cluster_n", cluster_n}, {"persistent", persistent}, {"split_k", split_k},
+                      {"pingpong", pingpong}};
+  if (swap_ab) j["swap_ab"] = true;  // absent otherwise: stored decisions of before keep their keys
+  return j;
 }
 
 CuteConfig CuteConfig::from_json(const nlohmann::json& j) {
@@ -57,7 +82,8 @@ CuteConfig CuteConfig::from_json(const nlohmann::json& j) {
           .cluster_n = j.at("cluster_n"),
           .persistent = j.value("persistent", false),
           .split_k = j.value("split_k", 1),
-          .pingpong = j.value("pingpong", false)};
+          .pingpong = j.value("pingpong", false),
+          .swap_ab = j.value("swap_ab", false)};
 }
 
 std::string unsupported_reason(const GemmProblem& p) {
@@ -87,6 +113,13 @@ std::string illegal_reason(const CuteConfig& c, const GemmProblem& p) {
   if (c.split_k > 1 && (c.persistent || c.cluster_m * c.cluster_n > 1))
     return "split-K is for the one-CTA-a-tile schedule without clusters";
   if (c.split_k > 1 && e.gate != GateKind::none) return "split-K sums one accumulator; SwiGLU has two";
+  if (c.swap_ab) {
+    if (p.layout != Layout::tn || e.gate != GateKind::none) return "swap-AB takes K-major operands and no gate";
+    if (c.persistent || c.cluster_m * c.cluster_n > 1) return "swap-AB is for the one-CTA-a-tile schedule";
+    if (c.tile_n != 16 && c.tile_n != 32 && c.tile_n != 64) return "swap-AB's token tile is 16, 32 or 64 wide";
+  } else if (c.tile_n < 64) {
+    return "tiles narrower than 64 are swap-AB's";
+  }
   if (c.pingpong && !c.persistent) return "ping-pong is a persistent schedule";
   // A ping-pong warpgroup holds its whole tile's accumulators (232 registers a thread).
   if (c.pingpong && c.tile_m * c.tile_n > 128 * 128) return "a ping-pong warpgroup holds at most a 128 x 128 tile";
@@ -101,9 +134,20 @@ std::string illegal_reason(const CuteConfig& c, const GemmProblem& p) {
   return "";
 }
 
+GemmProblem kernel_problem(const CuteConfig& c, const GemmProblem& p) {
+  if (!c.swap_ab) return p;
+  GemmProblem q = p;
+  std::swap(q.m, q.n);
+  std::swap(q.a, q.b);
+  if (q.epilogue.bias != BiasKind::none)
+    q.epilogue.bias = q.epilogue.bias == BiasKind::col ? BiasKind::row : BiasKind::col;
+  return q;
+}
+
 SplitWorkspace split_workspace(const CuteConfig& c, const GemmProblem& p) {
   if (c.split_k <= 1) return {};
-  const int64_t tiles_m = ceil_div(p.m, c.tile_m), tiles_n = ceil_div(p.n, c.tile_n);
+  const GemmProblem q = kernel_problem(c, p);
+  const int64_t tiles_m = ceil_div(q.m, c.tile_m), tiles_n = ceil_div(q.n, c.tile_n);
   // Each part in whole 256-byte lines, so the counters after the partials stay aligned.
   return {.partials_bytes = size_t(ceil_div(tiles_m * c.tile_m * tiles_n * c.tile_n * 4, 256) * 256),
           .counters_bytes = size_t(ceil_div(tiles_m * tiles_n * 4, 256) * 256)};
@@ -111,48 +155,50 @@ SplitWorkspace split_workspace(const CuteConfig& c, const GemmProblem& p) {
 
 std::vector<CuteConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d, Search level) {
   const int sms = std::max(d.sm_count, 1);
-  const double peak = Model::kPeak * (is_fp8(p.a) ? 2 : 1);
-  std::vector<std::pair<double, CuteConfig>> scored;
   const int64_t k_blocks = ceil_div(p.k, is_fp8(p.a) ? 128 : 64);
+  std::vector<std::pair<double, CuteConfig>> scored, swapped;
+  auto consider = [&](const CuteConfig& c) {
+    if (!illegal_reason(c, p).empty()) return;
+    const GemmProblem q = kernel_problem(c, p);
+    const int64_t tiles = ceil_div(ceil_div(q.m, c.tile_m), c.cluster_m) * c.cluster_m *
+                          ceil_div(ceil_div(q.n, c.tile_n), c.cluster_n) * c.cluster_n;
+    // Split-K only where whole tiles leave most SMs idle, and each slice has k-blocks.
+    if (c.split_k > 1 && (tiles * 2 > sms || c.split_k > k_blocks)) return;
+    (c.swap_ab ? swapped : scored).emplace_back(modeled_seconds(c, q, sms), c);
+  };
   for (auto [persistent, pingpong] : {std::pair{false, false}, {true, false}, {true, true}})
     for (int tm : {64, 128})
       for (int tn : {64, 128, 192, 256})
         for (auto [cm, cn] : {std::pair{1, 1}, {2, 1}, {1, 2}})
-          for (int split : {1, 2, 4, 8}) {
-            const CuteConfig c{tm, tn, cm, cn, persistent, split, pingpong};
-            if (!illegal_reason(c, p).empty()) continue;
-            const int64_t tiles_m = ceil_div(ceil_div(p.m, tm), cm) * cm;
-            const int64_t tiles_n = ceil_div(ceil_div(p.n, tn), cn) * cn;
-            // Split-K only where whole tiles leave most SMs idle, and each slice has k-blocks.
-            if (split > 1 && (tiles_m * tiles_n * 2 > sms || split > k_blocks)) continue;
-            const double intensity = double(tm) * tn / (tm + tn);
-            double rate = peak / sms * intensity / (intensity + Model::kHalfPeakIntensity);
-            if (!(tm == 128 && tn > 128)) rate *= Model::kOneWarpgroupShare;
-            const double ctas = double(tiles_m * tiles_n * split);
-            // The CTAs that pull operands from DRAM: a cluster's padding past M or N loads nothing
-            // of its own (TMA zero-fills, or the multicast brings its peer's tile).
-            const double loading = double(ceil_div(p.m, tm) * ceil_div(p.n, tn) * split);
-            const double waves = std::ceil(ctas / sms), busy = std::min(1.0, loading / sms);
-            double s = std::max(waves * 2.0 * tm * tn * p.k / split / rate,
-                                p.min_bytes() / (Model::kDramBytesPerSecond * busy));
-            if (cm * cn > 1) s *= tiles_m * tiles_n >= 2 * sms ? Model::kClusterGain : 1.0 / Model::kClusterGain;
-            if (persistent && waves > 1) s *= Model::kPersistentGain;
-            if (pingpong && waves > 1) s *= Model::kPingpongGain;
-            if (split > 1)
-              s += double(split_workspace(c, p).partials_bytes) * (split + 1) / Model::kSplitBytesPerSecond;
-            scored.emplace_back(s, c);
-          }
-  const size_t keep = level == Search::fast ? 3 : level == Search::normal ? 8 : scored.size();
-  return diverse_head<CuteConfig>(std::move(scored), keep, {[](const CuteConfig& c) {
-                                    return fmt::format("{}x{}{}{}", c.tile_m, c.tile_n, c.persistent, c.pingpong);
-                                  }});
+          for (int split : {1, 2, 4, 8}) consider({tm, tn, cm, cn, persistent, split, pingpong});
+  // Swap-AB where the tokens are few: the weights fill wgmma's 64 rows, the tokens an n16..n64 tile.
+  if (p.m <= 128)
+    for (int tm : {64, 128})
+      for (int tn : {16, 32, 64})
+        for (int split : {1, 2, 4, 8}) consider({.tile_m = tm, .tile_n = tn, .split_k = split, .swap_ab = true});
+  auto tier = [](const CuteConfig& c) {
+    return fmt::format("{}x{}{}{}", c.tile_m, c.tile_n, c.persistent, c.pingpong);
+  };
+  if (level == Search::exhaustive) {
+    scored.insert(scored.end(), swapped.begin(), swapped.end());
+    return diverse_head<CuteConfig>(std::move(scored), scored.size(), {tier});
+  }
+  // The model has not been fitted to swap-AB yet: its best (two at the default level) races
+  // beside the others at M <= 64 instead of taking their places.
+  std::vector<CuteConfig> out = diverse_head<CuteConfig>(std::move(scored), level == Search::fast ? 3 : 8, {tier});
+  if (p.m <= 64) {
+    const auto swaps = diverse_head<CuteConfig>(std::move(swapped), level == Search::fast ? 1 : 2, {tier});
+    out.insert(out.end(), swaps.begin(), swaps.end());
+  }
+  return out;
 }
 
 nlohmann::json compile_request(const CuteConfig& c, const GemmProblem& p) {
-  const Epilogue& e = p.epilogue;
+  const GemmProblem q = kernel_problem(c, p);  // swap-AB: its operands, bias and scales exchanged
+  const Epilogue& e = q.epilogue;
   return {{"op", "compile"},
-          {"dtype", to_string(p.a)},
-          {"dtype_b", to_string(p.b)},
+          {"dtype", to_string(q.a)},
+          {"dtype_b", to_string(q.b)},
           {"out", to_string(p.out)},
           {"layout", to_string(p.layout)},
           {"tile_m", c.tile_m},
@@ -166,7 +212,8 @@ nlohmann::json compile_request(const CuteConfig& c, const GemmProblem& p) {
           {"bias", to_string(e.bias)},
           {"residual", e.has_c()},
           {"scale", to_string(e.scale)},
-          {"gate", to_string(e.gate)}};
+          {"gate", to_string(e.gate)},
+          {"swap_ab", c.swap_ab}};
 }
 
 }  // namespace gf::cute_backend
