@@ -35,8 +35,9 @@ struct Model {
   static constexpr double kSplitBytesPerSecond = 2.0e12;
 };
 
-// The model's time for config c on the problem q the kernel computes (kernel_problem).
-double modeled_seconds(const CuteConfig& c, const GemmProblem& q, int sms) {
+// The model's time for config c on problem p (the kernel computes kernel_problem(c, p)).
+double modeled_seconds(const CuteConfig& c, const GemmProblem& p, int sms) {
+  const GemmProblem q = kernel_problem(c, p);
   const double peak = Model::kPeak * (is_fp8(q.a) ? 2 : 1);
   const int tm = c.tile_m, tn = c.tile_n, cm = c.cluster_m, cn = c.cluster_n, split = c.split_k;
   const int64_t tiles_m = ceil_div(ceil_div(q.m, tm), cm) * cm;
@@ -53,7 +54,7 @@ double modeled_seconds(const CuteConfig& c, const GemmProblem& q, int sms) {
   if (cm * cn > 1) s *= tiles_m * tiles_n >= 2 * sms ? Model::kClusterGain : 1.0 / Model::kClusterGain;
   if (c.persistent && waves > 1) s *= Model::kPersistentGain;
   if (c.pingpong && waves > 1) s *= Model::kPingpongGain;
-  if (split > 1) s += double(split_workspace(c, q).partials_bytes) * (split + 1) / Model::kSplitBytesPerSecond;
+  if (split > 1) s += double(split_workspace(c, p).partials_bytes) * (split + 1) / Model::kSplitBytesPerSecond;
   return s;
 }
 
@@ -173,7 +174,7 @@ std::vector<CuteConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d
                           ceil_div(ceil_div(q.n, c.tile_n), c.cluster_n) * c.cluster_n;
     // Split-K only where whole tiles leave most SMs idle, and each slice has k-blocks.
     if (c.split_k > 1 && (tiles * 2 > sms || c.split_k > k_blocks)) return;
-    (c.swap_ab ? swapped : scored).emplace_back(modeled_seconds(c, q, sms), c);
+    (c.swap_ab ? swapped : scored).emplace_back(modeled_seconds(c, p, sms), c);
   };
   for (auto [persistent, pingpong] : {std::pair{false, false}, {true, false}, {true, true}})
     for (int tm : {64, 128})
