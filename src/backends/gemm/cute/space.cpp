@@ -132,9 +132,8 @@ std::string illegal_reason(const CuteConfig& c, const GemmProblem& p) {
   // One warpgroup with 128 accumulators a thread reading C spills too, plain or persistent (ptxas:
   // 16-104 bytes with the residual, 152 with bias and GELU beside it, 2026-12-03).
   if (!c.pingpong && c.tile_m == 128 && c.tile_n == 128 && e.has_c()) return "a 128 x 128 tile spills with C";
-  // ptxas holds a ping-pong consumer at 168 registers (setmaxnreg is not honoured: its note C7508):
-  // with C, 96 accumulators a thread spill (64x192: 48 bytes), and 64 beside fp8 rowwise scales
-  // (64x128: 248 bytes).
+  // A ping-pong consumer with C spills at 96 accumulators a thread (64x192: 48 bytes), and at 64
+  // beside fp8 rowwise scales (64x128: 248 bytes; ptxas -v, 2026-12-03).
   if (c.pingpong && e.has_c() &&
       (c.tile_m * c.tile_n > 64 * 128 || (e.scale == ScaleKind::rowcol && c.tile_m * c.tile_n >= 64 * 128)))
     return "a ping-pong warpgroup this wide spills with C";
