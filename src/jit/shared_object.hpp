@@ -20,8 +20,7 @@ class SharedObject {
   }
 
  private:
-  int fd_ = -1;       // the memfd, open while the object is loaded (its path names it)
-  std::string path_;  // /proc/self/fd/<fd_>
+  int fd_ = -1;  // the memfd, open while the object is loaded (its path, /proc/self/fd/<fd_>, names it)
   void* handle_ = nullptr;
 };
 
