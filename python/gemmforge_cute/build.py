@@ -12,7 +12,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass.cute.runtime import make_fake_tensor
 
-from export import DTYPES, check_pin, compile_with_report, link_shared_object
+from export import DTYPES, check_pin, compile_and_link
 from gemm_sm90 import Epilogue, Sm90Gemm, Tiling
 
 ABI = 3  # of the shim below (after export.SHIM_PREAMBLE); the C++ side checks gf_cute_abi()
@@ -68,9 +68,11 @@ def fake_operands(dtype: str, dtype_b: str, out: str, layout: str, gated: bool, 
 
     a = make_fake_tensor(ab, (m, k), (ld(ab), 1), assumed_align=16)
     b = make_fake_tensor(bb, (n, k), (ld(bb), 1) if layout == "tn" else (1, ld(bb)), assumed_align=16)
-    d_stride = (1, ld(d_type)) if d_m_major else (ld(d_type), 1)
-    d = make_fake_tensor(d_type, (m, n_out), d_stride, assumed_align=16)
-    c = make_fake_tensor(d_type, (m, n), (1, ld(d_type)) if d_m_major else (ld(d_type), 1), assumed_align=16)
+    def out_stride():  # D's and C's: row-major, or M-major (swap-AB's D^T)
+        return (1, ld(d_type)) if d_m_major else (ld(d_type), 1)
+
+    d = make_fake_tensor(d_type, (m, n_out), out_stride(), assumed_align=16)
+    c = make_fake_tensor(d_type, (m, n), out_stride(), assumed_align=16)
     bias = make_fake_tensor(d_type, (cute.sym_int32(),), (1,), assumed_align=16)
     # fp8 scales, fp32: one each (tensor) or M and N (rowcol); 4-byte aligned.
     scale_a = make_fake_tensor(cutlass.Float32, (cute.sym_int32(),), (1,), assumed_align=4)
@@ -90,13 +92,8 @@ def compile_request(req):
     gemm = Sm90Gemm(tiling, epilogue)
     operands = fake_operands(req["dtype"], req.get("dtype_b", req["dtype"]), req["out"], req["layout"],
                              epilogue.gate != "none", bool(req.get("swap_ab", False)))
-    compiled, ptxas = compile_with_report(gemm, *operands, cutlass.Float32(1.0), cutlass.Float32(0.0), cutlass.Int32(1),
-                                          cuda.CUstream(0))
-    compile_s = time.time() - start
-    d_cols = "x->n" if epilogue.gate == "none" else "x->n / 2"
-    try:
-        link_shared_object(compiled, SHIM.replace("D_COLS", d_cols), ABI, req["path"])
-    finally:
-        report = ptxas()
-    return {"ok": True, "abi": ABI, "threads": gemm.threads, **report,
-            "stages": gemm.stages, "compile_seconds": compile_s, "seconds": time.time() - start}
+    args = (*operands, cutlass.Float32(1.0), cutlass.Float32(0.0), cutlass.Int32(1), cuda.CUstream(0))
+    shim = SHIM.replace("D_COLS", "x->n" if epilogue.gate == "none" else "x->n / 2")
+    compiled_at, ptxas = compile_and_link(gemm, args, shim, ABI, req["path"])
+    return {"ok": True, "abi": ABI, "threads": gemm.threads, **ptxas,
+            "stages": gemm.stages, "compile_seconds": compiled_at - start, "seconds": time.time() - start}

@@ -69,14 +69,9 @@ def compile_rowop_request(req):
     in_type, out_type = DTYPES[req["in"]], DTYPES[req["out"]]
     op = RowOp(cfg, in_type, out_type)
     operands = fake_operands(cfg, in_type, out_type)
-    compiled, ptxas = export.compile_with_report(op, *operands, cutlass.Float32(1.0), cutlass.Float32(1e-6),
-                                                 cuda.CUstream(0))
-    compile_s = time.time() - start
-    try:
-        export.link_shared_object(compiled, SHIM, ABI, req["path"])
-    finally:
-        report = ptxas()
-    return {"ok": True, "abi": ABI, **report, "threads": cfg.threads, "max_cols": cfg.max_cols,
+    args = (*operands, cutlass.Float32(1.0), cutlass.Float32(1e-6), cuda.CUstream(0))
+    compiled_at, ptxas = export.compile_and_link(op, args, SHIM, ABI, req["path"])
+    return {"ok": True, "abi": ABI, **ptxas, "threads": cfg.threads, "max_cols": cfg.max_cols,
             "smem_bytes": cfg.smem_bytes(),
             "grid_rule": f"ceil(rows / {cfg.rows_per_cta}) * {cfg.cluster} CTAs, clusters of {cfg.cluster}",
-            "compile_seconds": compile_s, "seconds": time.time() - start}
+            "compile_seconds": compiled_at - start, "seconds": time.time() - start}

@@ -7,9 +7,9 @@ import functools
 import importlib.metadata
 import os
 import re
-import shutil
 import subprocess
 import tempfile
+import time
 
 import cutlass
 import cutlass.cute as cute
@@ -22,31 +22,27 @@ DTYPES = {"bf16": cutlass.BFloat16, "f16": cutlass.Float16, "f32": cutlass.Float
 COMPILE_OPTIONS = "--gpu-arch sm_90a --host-target 'llvm -mtriple=x86_64-unknown-linux-gnu'"
 
 
-def compile_with_report(fn, *args):
-    """cute.compile(fn, *args) for sm_90a, and a function that returns ptxas's report of its kernel:
-    registers a thread, spill bytes (stores and loads) and ptxas's performance notes (C7514: wgmma
-    serialized, C7508: setmaxnreg ignored, ...). The report is `ptxas -v` on the PTX the DSL keeps,
-    started here to run beside the caller's link (the DSL's own ptxas remarks cost ~0.4 s a compile)."""
-    dump = tempfile.mkdtemp(prefix="gf-cute-ptx-")
-    try:
+def compile_and_link(fn, args, shim: str, abi: int, path: str):
+    """cute.compile(fn, *args) for sm_90a, linked with `shim` into a shared object at path
+    (link_shared_object). Returns when the compile finished (time.time()) and ptxas's report of the
+    kernel: registers a thread, spill bytes (stores and loads) and ptxas's performance notes (C7514:
+    wgmma serialized, C7508: setmaxnreg ignored, ...). The report is `ptxas -v` on the PTX the DSL
+    keeps, run beside the link (the DSL's own ptxas remarks cost ~0.4 s a compile)."""
+    with tempfile.TemporaryDirectory(prefix="gf-cute-ptx-") as dump:
         compiled = cute.compile(fn, *args, options=f"{COMPILE_OPTIONS} --keep-ptx --dump-dir {dump}")
+        compiled_at = time.time()
         ptx = [os.path.join(dump, f) for f in os.listdir(dump) if f.endswith(".ptx")]
         ptxas = subprocess.Popen(["ptxas", "-arch=sm_90a", "-v", *ptx[:1], "-o", os.devnull],
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    except BaseException:
-        shutil.rmtree(dump, ignore_errors=True)
-        raise
-
-    def report():
-        text = ptxas.communicate()[0]
-        shutil.rmtree(dump, ignore_errors=True)
-        registers = max((int(r) for r in re.findall(r"Used (\d+) registers", text)), default=-1)
-        spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", text)]
-        notes = sorted(set(re.findall(r"\((C7\d\d\d)\) ([^.\n]*)", text)))
-        return {"registers": registers, "spill_bytes": sum(spills) if spills else -1,
-                "ptxas_notes": [f"{code} {what}" for code, what in notes]}
-
-    return compiled, report
+        try:
+            link_shared_object(compiled, shim, abi, path)
+        finally:
+            text = ptxas.communicate()[0]
+    registers = max((int(r) for r in re.findall(r"Used (\d+) registers", text)), default=-1)
+    spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", text)]
+    notes = sorted(set(re.findall(r"\((C7\d\d\d)\) ([^.\n]*)", text)))
+    return compiled_at, {"registers": registers, "spill_bytes": sum(spills) if spills else -1,
+                         "ptxas_notes": [f"{code} {what}" for code, what in notes]}
 
 
 def dsl_version() -> str:
