@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compiles the CuTe DSL kernels the GPU machine needs into a kernel cache to carry there (it has no
-# nvidia-cutlass-dsl): the fast-search candidates of the llama3-8b GEMMs (bf16, fused as in a
+# nvidia-cutlass-dsl): the fast-search candidates of the llama3-8b GEMMs (bf16 up to 8192 tokens, fused as in a
 # decoder layer, and e4m3 with rowwise scales), every bf16 kernel at 16 and 128 tokens, the
 # default-search ones of the shapes of tests/gpu/cute_test.cpp, and the row ops of bench-ops and
 # tests/gpu/rowop_backends_test.cpp. Kernels are shape-independent: a shape of the same dtypes,
@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export GEMMFORGE_HOME=${GEMMFORGE_HOME:-$PWD/.carry/gf-home}
 gf=build/gemmforge
-"$gf" compile -b cute --model llama3-8b --tokens 16,128,4096 -s fast
+"$gf" compile -b cute --model llama3-8b --tokens 16,128,4096,8192 -s fast
 "$gf" compile -b cute --model llama3-8b --tokens 16,128,4096 --dtype e4m3 --epilogue scale=rowcol -s fast
 "$gf" compile -b cute --model llama3-8b --tokens 16,128,4096 --fuse natural -s fast  # gate_up+swiglu, qkv+bias, ...
 # Every bf16 kernel of the decode sizes (gpu-check.sh cute with CUTE_EXHAUSTIVE_TOKENS), and 70b's fast lists.

@@ -161,21 +161,15 @@ TEST(NativeSpace, Fp8PromotesWhereBlockScalesNeedIt) {
   // Names tell the k-block (128 fp8 elements) and the promotion apart; bf16 names are unchanged.
   EXPECT_NE(NativeConfig{.promote = true}.name(tensor).find("x128_"), std::string::npos);
   EXPECT_NE(NativeConfig{.promote = true}.name(tensor).find("_promote"), std::string::npos);
-  // Overlapped promotion: a third set of accumulators, offered for block scales beside the plain one.
-  EXPECT_NE(native::illegal_reason({.bm = 128, .bn = 128, .overlap = true}, tensor, d), "");  // not promoted
-  EXPECT_EQ(native::illegal_reason(
-                {.bm = 128, .bn = 128, .stages = 4, .consumers = 2, .promote = true, .overlap = true}, block, d),
-            "");
+  // Block scales: promoted, with B's block across the whole tile.
+  EXPECT_EQ(native::illegal_reason({.bm = 128, .bn = 128, .stages = 4, .consumers = 2, .promote = true}, block, d), "");
+  EXPECT_NE(native::illegal_reason({.bm = 128, .bn = 128, .stages = 4, .consumers = 2}, block, d), "");
+  EXPECT_NE(native::illegal_reason({.bm = 128, .bn = 256, .stages = 4, .consumers = 2, .promote = true}, block, d), "");
   // An fp8 D: stored from registers.
   const GemmProblem fp8_out = GemmProblem::parse("4096x4096x4096:e4m3->e4m3:scale=tensor");
   EXPECT_EQ(native::unsupported_reason(fp8_out), "");
   EXPECT_NE(native::illegal_reason({.bm = 128, .bn = 128, .store_boxes = 2}, fp8_out, d), "");
   EXPECT_EQ(native::illegal_reason({.bm = 128, .bn = 128}, fp8_out, d), "");
-  const NativeConfig overlapped{.promote = true, .overlap = true};
-  EXPECT_NE(overlapped.name(tensor).find("_promote2"), std::string::npos);
-  const auto block_space = native::ranked_configs(block, d, Search::exhaustive);
-  EXPECT_TRUE(std::any_of(block_space.begin(), block_space.end(), [](const NativeConfig& c) { return c.overlap; }));
-  EXPECT_TRUE(std::any_of(block_space.begin(), block_space.end(), [](const NativeConfig& c) { return !c.overlap; }));
   EXPECT_NE(NativeConfig{}.name(GemmProblem::parse("64x64x64:bf16")).find("128x256x64_"), std::string::npos);
   EXPECT_NE(native::unsupported_reason(GemmProblem::parse("64x64x72:e4m3")), "");
   EXPECT_EQ(native::unsupported_reason(GemmProblem::parse("64x64x80:e4m3:scale=rowcol")), "");

@@ -42,8 +42,8 @@ namespace gf {
 template <class Cfg>
 struct Gemm : Traits<Cfg> {
   using T = Traits<Cfg>;
-  using T::kAcc, T::kCluster, T::kConsumers, T::kMmaM, T::kOverlap, T::kPingpong, T::kPrefetchC, T::kPromote,
-      T::kSplitK, T::kStageA, T::kStageB, T::kStageReaders, T::kStages, T::kStaging, T::kStoreTma;
+  using T::kAcc, T::kCluster, T::kConsumers, T::kMmaM, T::kPingpong, T::kPrefetchC, T::kPromote, T::kSplitK, T::kStageA,
+      T::kStageB, T::kStageReaders, T::kStages, T::kStaging, T::kStoreTma;
   using Unit = typename Scheduler<Cfg>::Unit;
 
   template <int kRows, int kCols>
@@ -63,16 +63,6 @@ struct Gemm : Traits<Cfg> {
       for (int r = 0; r < kCluster; ++r) ptx::mbar_arrive_cluster(empty, r);
   }
 
-  // acc += a finished k-block's products times its factors (Scales::promote), the products read
-  // only after their wgmma completed.
-  template <class Factors>
-  static __device__ __forceinline__ void promote_part(float (&acc)[kMmaM][kAcc], float (&part)[kMmaM][kAcc],
-                                                      const Factors& f) {
-#pragma unroll
-    for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(part[mm]);
-    Scales<Cfg>::promote(acc, part, f);
-  }
-
   static __device__ __forceinline__ void consume(const GemmParams& p, const u8* sa, const u8* sb, u64* full, u64* empty,
                                                  int units, volatile int* last_flags, u8* staging, u64* c_full) {
     // Read through a shuffle from lane 0 the compiler knows it is warp-uniform and keeps it, and the
@@ -82,9 +72,7 @@ struct Gemm : Traits<Cfg> {
     u32 c_phase = 0;
     const u64 da = Mma<Cfg>::desc_a(sa, consumer), db = Mma<Cfg>::desc_b(sb);
     float acc[kMmaM][kAcc];
-    float part_acc[kPromote ? kMmaM : 1][kPromote ? kAcc : 1];  // one k-block's products, to promote
-    float part_odd[kOverlap ? kMmaM : 1][kOverlap ? kAcc : 1];  // overlapped: the odd k-blocks'
-    typename Scales<Cfg>::BlockFactors prev_factors;            // overlapped: the k-block before's
+    float part[kPromote ? kMmaM : 1][kPromote ? kAcc : 1];  // one k-block's products, to promote
     const int rank = kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0;
     const int first = blockIdx.x / kCluster, stride = gridDim.x / kCluster;
     const int local_units = first < units ? (units - first + stride - 1) / stride : 0;
@@ -97,68 +85,57 @@ struct Gemm : Traits<Cfg> {
       }
       // Ping-pong: wait for the turn (the other consumer finished the previous unit's main loop).
       if (kPingpong && local > 0) ptx::named_barrier(kBarTurn + consumer, 256);
-      int prev = -1;
       // C's first boxes load a few k-blocks in, when the last tile's stores have read the staging.
       const int c_kb = min(u.kb_begin + 2, u.kb_end - 1);
-      for (int kb = u.kb_begin; kb < u.kb_end; ++kb, ++it) {
+      auto prefetch_c = [&](int kb) {
         if (kPrefetchC && leader && kb == c_kb) {
           ptx::bulk_wait_read();
           TmaEpilogue<Cfg>::load_c(p, u, consumer, staging, &c_full[consumer], 0);
         }
-        const int s = it % kStages;
-        if constexpr (kPromote) {
-          // The k-block's products into their own accumulators, added to acc once they are done:
-          // the other consumer's wgmma keeps the tensor cores busy meanwhile.
-          const auto factors = Scales<Cfg>::block_factors(p, u, consumer, kb);
-          if (kb == u.kb_begin) zero(acc);
-          ptx::mbar_wait(&full[s], (it / kStages) & 1);
+      };
+      if constexpr (kPromote) {
+        // Each k-block's products land in their own accumulators and are added to acc once done.
+        // Its factors load a k-block ahead, into one of two sets taken in turn: a copy from the
+        // set just loaded would wait for the loads there and then.
+        auto k_block = [&](int kb, const typename Scales<Cfg>::BlockFactors& use,
+                           typename Scales<Cfg>::BlockFactors& load) {
+          prefetch_c(kb);
+          const int s = it % kStages, phase = (it / kStages) & 1;
+          ++it;
+          load = Scales<Cfg>::block_factors(p, u, consumer, min(kb + 1, u.kb_end - 1));
+          ptx::mbar_wait(&full[s], phase);
           ptx::wgmma_fence();
-          const u64 a = ptx::desc_advance(da, s * kStageA), b = ptx::desc_advance(db, s * kStageB);
-          if constexpr (kOverlap) {
-            // Even k-blocks into part_acc, odd ones into part_odd: the k-block before is promoted
-            // while this one's wgmma runs, and its stage released once that wgmma is done.
-            const bool odd = (kb - u.kb_begin) % 2;
-            if (odd)
-              Mma<Cfg>::mma_stage(part_odd, a, b, false);
-            else
-              Mma<Cfg>::mma_stage(part_acc, a, b, false);
-            ptx::wgmma_commit();
-            if (prev >= 0) {
-              ptx::wgmma_wait<1>();
-              if (leader) release(&empty[prev]);
-              if (odd)
-                promote_part(acc, part_acc, prev_factors);
-              else
-                promote_part(acc, part_odd, prev_factors);
-            }
-            prev = s;
-            prev_factors = factors;
-            continue;
-          }
-          Mma<Cfg>::mma_stage(part_acc, a, b, false);
+          Mma<Cfg>::mma_stage(part, ptx::desc_advance(da, s * kStageA), ptx::desc_advance(db, s * kStageB), false);
           ptx::wgmma_commit();
           ptx::wgmma_wait<0>();
           if (leader) release(&empty[s]);
-          promote_part(acc, part_acc, factors);
-          continue;
+#pragma unroll
+          for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(part[mm]);
+          Scales<Cfg>::promote(acc, part, use);
+        };
+        typename Scales<Cfg>::BlockFactors even = Scales<Cfg>::block_factors(p, u, consumer, u.kb_begin), odd;
+        zero(acc);
+        for (int kb = u.kb_begin; kb < u.kb_end; kb += 2) {
+          k_block(kb, even, odd);
+          if (kb + 1 < u.kb_end) k_block(kb + 1, odd, even);
         }
-        ptx::mbar_wait(&full[s], (it / kStages) & 1);
-        ptx::wgmma_fence();
-        Mma<Cfg>::mma_stage(acc, ptx::desc_advance(da, s * kStageA), ptx::desc_advance(db, s * kStageB),
-                            kb != u.kb_begin);
-        ptx::wgmma_commit();
-        // One group stays in flight: the previous stage's reads are done once this returns.
-        ptx::wgmma_wait<1>();
+      } else {
+        int prev = -1;
+        for (int kb = u.kb_begin; kb < u.kb_end; ++kb, ++it) {
+          prefetch_c(kb);
+          const int s = it % kStages;
+          ptx::mbar_wait(&full[s], (it / kStages) & 1);
+          ptx::wgmma_fence();
+          Mma<Cfg>::mma_stage(acc, ptx::desc_advance(da, s * kStageA), ptx::desc_advance(db, s * kStageB),
+                              kb != u.kb_begin);
+          ptx::wgmma_commit();
+          // One group stays in flight: the previous stage's reads are done once this returns.
+          ptx::wgmma_wait<1>();
+          if (prev >= 0 && leader) release(&empty[prev]);
+          prev = s;
+        }
+        ptx::wgmma_wait<0>();
         if (prev >= 0 && leader) release(&empty[prev]);
-        prev = s;
-      }
-      ptx::wgmma_wait<0>();
-      if (prev >= 0 && leader) release(&empty[prev]);
-      if constexpr (kOverlap) {  // the last k-block's products
-        if ((u.kb_end - 1 - u.kb_begin) % 2)
-          promote_part(acc, part_odd, prev_factors);
-        else
-          promote_part(acc, part_acc, prev_factors);
       }
       if (kPingpong && local + 1 < local_units) ptx::named_barrier_arrive(kBarTurn + (1 - consumer), 256);
 #pragma unroll

@@ -24,23 +24,24 @@ struct Scales : Traits<Cfg> {
     return c < BN / 2 ? u.n0 / 2 + c : p.n / 2 + u.n0 / 2 + c - BN / 2;
   }
 
-  // This thread's factors for k-block kb: one per row it holds (block scales; else 1). Loaded
-  // before the stage is waited for, so their latency hides behind the wait and the wgmma.
+  // This thread's factors for k-block kb (block scales): A's scale of each row it holds and B's
+  // block scale, loaded a k-block before their use and multiplied only there, so no instruction
+  // waits for the loads before that.
   struct BlockFactors {
-    float v[kMmaM][2];
+    float a[kMmaM][2], b;
   };
   static __device__ __forceinline__ BlockFactors block_factors(const GemmParams& p, const Unit& u, int consumer,
                                                                int kb) {
     BlockFactors f;
     if constexpr (kScale == ScaleKind::block128) {
       const int k_blocks = (p.k + 127) / 128;
-      const float sb = __ldg(p.scale_b + (u.n0 / 128) * k_blocks + kb);  // the tile lies in one 128-row block of B
+      f.b = __ldg(p.scale_b + (u.n0 / 128) * k_blocks + kb);  // the tile lies in one 128-row block of B
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm)
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
           const int row = min(row_of(u, consumer, mm, half), p.m - 1);  // rows past M are never stored
-          f.v[mm][half] = __ldg(p.scale_a + (long long)kb * p.m + row) * sb;
+          f.a[mm][half] = __ldg(p.scale_a + (long long)kb * p.m + row);
         }
     }
     return f;
@@ -50,14 +51,17 @@ struct Scales : Traits<Cfg> {
   static __device__ __forceinline__ void promote(float (&acc)[kMmaM][kAcc], const float (&part_acc)[kMmaM][kAcc],
                                                  const BlockFactors& f) {
 #pragma unroll
-    for (int mm = 0; mm < kMmaM; ++mm)
+    for (int mm = 0; mm < kMmaM; ++mm) {
+      float v[2] = {1.0f, 1.0f};
+      if constexpr (kScale == ScaleKind::block128) v[0] = f.a[mm][0] * f.b, v[1] = f.a[mm][1] * f.b;
 #pragma unroll
       for (int i = 0; i < kAcc; ++i) {
         if constexpr (kScale == ScaleKind::block128)
-          acc[mm][i] = fmaf(part_acc[mm][i], f.v[mm][i % 4 / 2], acc[mm][i]);
+          acc[mm][i] = fmaf(part_acc[mm][i], v[i % 4 / 2], acc[mm][i]);
         else
           acc[mm][i] += part_acc[mm][i];
       }
+    }
   }
 
   // The scales constant along K, on the finished accumulators.

@@ -46,10 +46,9 @@ struct Traits {
   static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "wgmma takes N in [16, 256], a multiple of 16 here.");
   static_assert(!Cfg::kNN || BN % 64 == 0, "N-major B is loaded in 64-column boxes.");
   static_assert(Cfg::kGate != GateKind::split || BN % 32 == 0, "A split gate needs whole 8-column groups per half.");
-  static constexpr bool kOverlap = kPromote && Cfg::kPromoteOverlap;  // see NativeConfig::overlap
   // Swap-AB (NativeConfig::swap_ab): the kernel's D is the problem's D transposed, stored so.
   static constexpr bool kSwapAB = Cfg::kSwapAB;
-  static_assert(kMmaM * kAcc * (kPromote ? (kOverlap ? 3 : 2) : 1) <= (kConsumers == 2 ? 192 : 128),
+  static_assert(kMmaM * kAcc * (kPromote ? 2 : 1) <= (kConsumers == 2 ? 192 : 128),
                 "More accumulators per thread would spill.");
   static_assert(!kFp8 || !Cfg::kNN, "fp8 wgmma reads both operands K-major.");
   static_assert(kScale != ScaleKind::block128 || (kPromote && 128 % BN == 0 && Cfg::kGate != GateKind::split),

@@ -20,8 +20,8 @@ std::string NativeConfig::name(const GemmProblem& p) const {
   return fmt::format("sm90_{}_{}_{}_{}x{}x{}_{}_s{}_c{}_k{}_x{}{}_g{}{}_{}", in, to_string(p.out), to_string(p.layout),
                      bm, bn, block_k(p), pingpong ? "pp" : "co", stages, consumers, split_k, cluster,
                      cluster > 1 ? (cluster_m ? "m" : "n") : "", group, raster_n ? "n" : "m", epi) +
-         (store_tma() ? fmt::format("_tma{}", store_boxes) : "") +
-         (promote ? (overlap ? "_promote2" : "_promote") : "") + (swap_ab ? "_swap" : "");
+         (store_tma() ? fmt::format("_tma{}", store_boxes) : "") + (promote ? "_promote" : "") +
+         (swap_ab ? "_swap" : "");
 }
 
 nlohmann::json NativeConfig::to_json() const {
@@ -37,7 +37,6 @@ nlohmann::json NativeConfig::to_json() const {
           {"raster_n", raster_n},
           {"store_boxes", store_boxes},
           {"promote", promote},
-          {"overlap", overlap},
           {"swap_ab", swap_ab}};
 }
 
@@ -53,7 +52,6 @@ NativeConfig NativeConfig::from_json(const nlohmann::json& j) {
   c.cluster_m = j.value("cluster_m", false);
   c.store_boxes = j.value("store_boxes", 0);
   c.promote = j.value("promote", false);
-  c.overlap = j.value("overlap", false);
   c.swap_ab = j.value("swap_ab", false);
   c.group = j.at("group");
   c.raster_n = j.at("raster_n");
@@ -100,11 +98,9 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   if (c.bm % c.consumers != 0 || (c.wg_rows() != 64 && c.wg_rows() != 128)) return "each consumer owns 64 or 128 rows";
   if (c.bn % 16 != 0 || c.bn < 16 || c.bn > 256) return "BN must be a multiple of 16 in [16, 256]";
   if (c.acc_per_thread() > c.max_acc_per_thread())
-    return fmt::format(
-        "more than {} accumulators per thread{}", c.max_acc_per_thread(),
-        c.promote ? (c.overlap ? " (overlapped promotion triples them)" : " (promotion doubles them)") : "");
+    return fmt::format("more than {} accumulators per thread{}", c.max_acc_per_thread(),
+                       c.promote ? " (promotion doubles them)" : "");
   if (c.promote && !is_fp8(p.a)) return "promotion is for fp8 inputs";
-  if (c.overlap && !c.promote) return "overlap is a way of promoting";
   if (c.store_tma() && is_fp8(p.out)) return "an fp8 D is stored from registers";
   // The column scales (BN/4 a thread) beside more than 128 accumulators spill (ptxas, CUDA 13.0).
   if (p.epilogue.scale == ScaleKind::rowcol && c.acc_per_thread() > 128)
@@ -167,9 +163,8 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   // a candidate beside the plain accumulation.
   const bool block_scaled = p.epilogue.scale == ScaleKind::block128;
   if (block_scaled) widths = {32, 64, 128};
-  // 0: plain accumulation, 1: promoted after each k-block's wgmma, 2: promoted overlapped.
-  std::vector<int> promotions = {0};
-  if (is_fp8(p.a)) promotions = block_scaled ? std::vector<int>{1, 2} : std::vector<int>{0, 1, 2};
+  std::vector<bool> promotions = {false};
+  if (is_fp8(p.a)) promotions = block_scaled ? std::vector<bool>{true} : std::vector<bool>{false, true};
   // Swap-AB at small M: the kernel's N is the problem's M, its width the narrowest that covers it.
   const bool swappable = p.m <= kSwapMaxM && p.layout == Layout::tn && p.epilogue.gate == GateKind::none &&
                          p.epilogue.scale != ScaleKind::block128;
@@ -180,7 +175,7 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
     const GemmProblem q = kernel_problem(NativeConfig{.swap_ab = swap}, p);  // what the kernel runs
     const std::vector<int> bns = swap ? std::vector<int>{int(ceil_div(p.m, 16) * 16)} : widths;
     for (const Family& f : families)
-      for (int promote : promotions)
+      for (bool promote : promotions)
         for (int bn : bns)
           for (int split : {1, 2, 3, 4, 6, 8})
             for (int pairing : {0, 1, 2})  // no cluster, a pair along N (shares A), a pair along M (shares B)
@@ -198,8 +193,7 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                                    .cluster_m = pairing == 2,
                                    .group = group,
                                    .raster_n = raster_n,
-                                   .promote = promote > 0,
-                                   .overlap = promote == 2,
+                                   .promote = promote,
                                    .swap_ab = swap};
                     // The deepest pipeline that fits (capped at 8) beside one staging box, then as
                     // many staging boxes as still fit.
