@@ -33,7 +33,47 @@ struct Model {
   static constexpr double kPingpongGain = 0.95;
   // Split-K's sums: each slice adds its tile into the workspace, the last reads it back.
   static constexpr double kSplitBytesPerSecond = 2.0e12;
+
+  // Small M (at most kSmallM rows): the weights stream from DRAM and the tensor cores mostly wait.
+  // Fitted on every bf16 kernel of llama3-8b's GEMMs at 16 and 128 tokens in one race (H200,
+  // 2026-12-04 17:02 UTC): the fast list's best went from 0.87 to 0.97 of cuBLASLt's there.
+  static constexpr int64_t kSmallM = 128;
+  // The weights' stream: DRAM at this rate with every SM's share pulled; a grid that leaves SMs
+  // idle, in one wave or its last, pulls it at the square root of its busy share.
+  static constexpr double kStreamBytesPerSecond = 3.0e12;
+  // A weight tile read again (swap-AB's token tiles, or M tiles without a pair along M sharing
+  // B) mostly comes from L2: this share of a DRAM read.
+  static constexpr double kRereadShare = 0.3;
+  // Each k-block of a CTA's chain costs this much at least: the one-CTA-a-tile kernel refills a
+  // stage only after the wgmma that read it, the persistent ones from a producer warp of their own.
+  static constexpr double kChainS = 0.3e-6, kChainPersistentS = 0.2e-6;
+  // A split-K launch past its partials' bytes: the slices' counters and the last slice's wait.
+  static constexpr double kSplitS = 1e-6;
+  // The three bounds rarely bind alone: a tenth of their sum rides on the longest, which also
+  // orders the many configs the weights' stream alone would tie.
+  static constexpr double kBoundsShare = 0.1;
 };
+
+// Small M: the longest of the weights' stream, the CTAs' k-block chains and the tensor-core
+// time, plus split-K's sums.
+double small_m_seconds(const CuteConfig& c, const GemmProblem& p, int sms, double compute_s) {
+  const GemmProblem q = kernel_problem(c, p);
+  const int64_t tiles_m = ceil_div(ceil_div(q.m, c.tile_m), c.cluster_m) * c.cluster_m;
+  const int64_t tiles_n = ceil_div(ceil_div(q.n, c.tile_n), c.cluster_n) * c.cluster_n;
+  const double ctas = double(tiles_m * tiles_n * c.split_k), waves = std::ceil(ctas / sms);
+  const double busy = ctas / (waves * sms);
+  const double weights = double(p.n) * p.k * dtype_bytes(p.b);
+  const int64_t reads = c.swap_ab ? ceil_div(p.m, c.tile_n) : ceil_div(ceil_div(p.m, c.tile_m), c.cluster_m);
+  const double stream_s =
+      weights * (1 + Model::kRereadShare * double(reads - 1)) / (Model::kStreamBytesPerSecond * std::sqrt(busy));
+  const double chain_s = waves * double(ceil_div(ceil_div(p.k, is_fp8(p.a) ? 128 : 64), c.split_k)) *
+                         (c.persistent ? Model::kChainPersistentS : Model::kChainS);
+  double s = std::max({stream_s, chain_s, compute_s}) + Model::kBoundsShare * (stream_s + chain_s + compute_s);
+  if (c.split_k > 1)
+    s += Model::kSplitS + double(split_workspace(c, p).partials_bytes) * (c.split_k + 1) / Model::kSplitBytesPerSecond;
+  if (c.persistent && waves > 1) s *= Model::kPersistentGain;
+  return s;
+}
 
 // The model's time for config c on problem p (the kernel computes kernel_problem(c, p)).
 double modeled_seconds(const CuteConfig& c, const GemmProblem& p, int sms) {
@@ -50,7 +90,9 @@ double modeled_seconds(const CuteConfig& c, const GemmProblem& p, int sms) {
   // own (TMA zero-fills, or the multicast brings its peer's tile).
   const double loading = double(ceil_div(q.m, tm) * ceil_div(q.n, tn) * split);
   const double waves = std::ceil(ctas / sms), busy = std::min(1.0, loading / sms);
-  double s = std::max(waves * 2.0 * tm * tn * q.k / split / rate, q.min_bytes() / (Model::kDramBytesPerSecond * busy));
+  const double compute_s = waves * 2.0 * tm * tn * q.k / split / rate;
+  if (p.m <= Model::kSmallM) return small_m_seconds(c, p, sms, compute_s);
+  double s = std::max(compute_s, q.min_bytes() / (Model::kDramBytesPerSecond * busy));
   if (cm * cn > 1) s *= tiles_m * tiles_n >= 2 * sms ? Model::kClusterGain : 1.0 / Model::kClusterGain;
   if (c.persistent && waves > 1) s *= Model::kPersistentGain;
   if (c.pingpong && waves > 1) s *= Model::kPingpongGain;
@@ -165,7 +207,7 @@ SplitWorkspace split_workspace(const CuteConfig& c, const GemmProblem& p) {
 std::vector<CuteConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d, Search level) {
   const int sms = std::max(d.sm_count, 1);
   const int64_t k_blocks = ceil_div(p.k, is_fp8(p.a) ? 128 : 64);
-  std::vector<std::pair<double, CuteConfig>> scored, swapped;
+  std::vector<std::pair<double, CuteConfig>> scored;
   auto consider = [&](const CuteConfig& c) {
     if (!illegal_reason(c, p).empty()) return;
     const GemmProblem q = kernel_problem(c, p);
@@ -173,33 +215,27 @@ std::vector<CuteConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d
                           ceil_div(ceil_div(q.n, c.tile_n), c.cluster_n) * c.cluster_n;
     // Split-K only where whole tiles leave most SMs idle, and each slice has k-blocks.
     if (c.split_k > 1 && (tiles * 2 > sms || c.split_k > k_blocks)) return;
-    (c.swap_ab ? swapped : scored).emplace_back(modeled_seconds(c, p, sms), c);
+    scored.emplace_back(modeled_seconds(c, p, sms), c);
   };
   for (auto [persistent, pingpong] : {std::pair{false, false}, {true, false}, {true, true}})
     for (int tm : {64, 128})
       for (int tn : {64, 128, 192, 256})
         for (auto [cm, cn] : {std::pair{1, 1}, {2, 1}, {1, 2}})
           for (int split : {1, 2, 4, 8}) consider({tm, tn, cm, cn, persistent, split, pingpong});
-  // Swap-AB where the tokens are few: the weights fill wgmma's 64 rows, the tokens an n16..n64 tile.
-  if (p.m <= 128)
+  // Swap-AB where the tokens are few: the weights fill wgmma's 64 rows, the tokens an n16..n64
+  // tile (past 64 tokens the weights would stream once per token tile).
+  if (p.m <= 64)
     for (int tm : {64, 128})
       for (int tn : {16, 32, 64})
         for (int split : {1, 2, 4, 8}) consider({.tile_m = tm, .tile_n = tn, .split_k = split, .swap_ab = true});
   auto tier = [](const CuteConfig& c) {
     return fmt::format("{}x{}{}{}", c.tile_m, c.tile_n, c.persistent, c.pingpong);
   };
-  if (level == Search::exhaustive) {
-    scored.insert(scored.end(), swapped.begin(), swapped.end());
-    return diverse_head<CuteConfig>(std::move(scored), scored.size(), {tier});
-  }
-  // The model has not been fitted to swap-AB yet: its best (two at the default level) races
-  // beside the others at M <= 64 instead of taking their places.
-  std::vector<CuteConfig> out = diverse_head<CuteConfig>(std::move(scored), level == Search::fast ? 3 : 8, {tier});
-  if (p.m <= 64) {
-    const auto swaps = diverse_head<CuteConfig>(std::move(swapped), level == Search::fast ? 1 : 2, {tier});
-    out.insert(out.end(), swaps.begin(), swaps.end());
-  }
-  return out;
+  // The short list at small M holds one more: kernels there stand closer together.
+  const size_t keep = level == Search::exhaustive ? scored.size()
+                      : level == Search::fast     ? (p.m <= Model::kSmallM ? 4 : 3)
+                                                  : 8;
+  return diverse_head<CuteConfig>(std::move(scored), keep, {tier});
 }
 
 nlohmann::json compile_request(const CuteConfig& c, const GemmProblem& p) {
