@@ -10,7 +10,11 @@ python3 scripts/report.py --run-info $d/run.json --bench $d/bench-llama3-8b.json
   --backend-bench \
   "Decode, one and eight tokens: native (its swap-AB kernels) beside cuBLASLt (llama3-8b; its own run, 2026-12-03 06:44 UTC, 3 rounds)=$d/bench-llama3-8b-decode-1-8.json" \
   "Decode on llama3-70b, 1, 16 and 128 tokens: native beside cuBLASLt (its own run, 2026-12-03 14:53 UTC, 3 rounds)=$d/bench-llama3-70b-decode.json" \
-  "CuTe DSL beside cuBLASLt and native (llama3-8b at 16, 128 and 4096 tokens; its own run after the loader fix, 2026-12-03 18:06 UTC; one CTA a tile with split-K, persistent cooperative and ping-pong schedules)=$d/bench-cute-llama3-8b.json" \
+  "CuTe DSL beside cuBLASLt and native at 16 and 128 tokens (llama3-8b, the GEMMs its small-M ranking was fitted on; its own run, 2026-12-04 17:12 UTC)=$d/bench-cute-small-llama3-8b.json" \
+  "CuTe DSL beside cuBLASLt at 16 and 128 tokens on llama3-70b, held out from that fit (its own run, 2026-12-04 17:13 UTC)=$d/bench-cute-small-llama3-70b.json" \
+  "CuTe DSL beside cuBLASLt and native (llama3-8b at 4096 tokens; its own run, 2026-12-04 16:52 UTC; one CTA a tile, persistent cooperative and ping-pong schedules)=$d/bench-cute-llama3-8b-4096.json" \
+  "CuTe DSL beside cuBLASLt and native at 8192 tokens (llama3-8b) and on llama3-70b at 4096 and 8192 tokens (its own run, 2026-12-04 16:56-17:02 UTC)=$d/bench-cute-large-m.json" \
+  "Fused epilogues (--fuse natural: qkv+bias, o and down+residual, gate_up+SwiGLU): CuTe DSL and native beside cuBLASLt (llama3-8b; 2026-12-04 16:54 UTC, the same run as the 4096-token section and the 2026-12-04 16:52 bench of 16 and 128 tokens)=$d/bench-cute-fused-llama3-8b.json" \
   "Held out at 77 tokens after swap-AB up to 128 rows: native beside cuBLASLt (qwen2.5-7b and phi3-mini; its own run, 2026-12-03 12:31 UTC)=$d/heldout-77-swapab.json" \
   "FP8 e4m3, rowwise scales: CuTe DSL and native beside cuBLASLt (llama3-8b at 16, 128 and 4096 tokens; its own run after the loader fix, 2026-12-03 18:08 UTC)=$d/bench-cute-fp8-rowcol-llama3-8b.json" \
   "CUTLASS C++ beside cuBLASLt and native (llama3-8b; its own run, 2026-12-03 08:59 UTC)=$d/bench-cutlass-llama3-8b.json" \
@@ -20,9 +24,12 @@ python3 scripts/report.py --run-info $d/run.json --bench $d/bench-llama3-8b.json
   "FP8 e4m3, rowwise scales: CUTLASS and native beside cuBLASLt (llama3-8b at 128 and 4096 tokens; its own run, 2026-12-03 12:08 UTC)=$d/bench-cutlass-fp8-rowcol-llama3-8b.json" \
   "FP8 e4m3, rowwise scales: native beside cuBLASLt (llama3-70b at 4096 and 8192 tokens; its own run, 2026-12-03 14:54 UTC, 3 rounds)=$d/bench-fp8-rowcol-llama3-70b.json" \
   "FP8 e4m3, 1x128 / 128x128 block scales: CUTLASS beside native, cuBLASLt refuses them (llama3-8b at 128 and 4096 tokens; its own run, 2026-12-03 12:09 UTC)=$d/bench-cutlass-fp8-block128-llama3-8b.json" \
-  "FP8 e4m3, 128x128 block scales: native alone, cuBLASLt refuses them (llama3-8b at 4096 tokens; 2026-12-03 01:30 UTC)=$d/bench-fp8-block128-llama3-8b.json" \
+  "FP8 e4m3, 128x128 block scales: native alone, cuBLASLt refuses them (llama3-8b at 4096 tokens; 2026-12-04 17:03 UTC, after the promotion change)=$d/bench-fp8-block128-llama3-8b.json" \
   --race "CUTLASS's 16 kernels in 12 tile orders each and cuBLASLt's 8 in one tuner race (llama3-8b o and gate_up at 4096 tokens, -s exhaustive; 2026-12-03 15:46 UTC)=$d/cutlass/race-exhaustive-4096.json" \
          "CuTe DSL's fast list at 16 tokens in one tuner race, after the loader fix (llama3-8b o; 2026-12-03 18:04 UTC)=$d/cute-race-16.json" \
+         "Every bf16 CuTe DSL kernel and cuBLASLt's in one tuner race per GEMM: the data of cute's small-M fit (llama3-8b at 16 and 128 tokens, -s exhaustive; 2026-12-04 17:02 UTC)=$d/cute-race-exhaustive-16-128.json" \
+         "Native fp8 block scales, every promoted tile in one race per GEMM, before the promotion change (-s exhaustive --only g4m_scaleblock128_promote; 2026-12-04 16:38 UTC)=$d/fp8/block-race-before.json" \
+         "The same after it: factors loaded a k-block ahead, accumulators zeroed once a tile (16:46 UTC)=$d/fp8/block-race-after.json" \
   --search-gap "--search fast against exhaustive on held-out shapes: native (qwen2.5-7b o and phi3-mini qkv at 77 tokens, the exhaustive list's g8m rasters; 2026-12-03 14:43 UTC)=$d/search/heldout-77-fast-candidates.json,$d/search/heldout-77-exhaustive.json" \
   --runtime $d/runtime.json --compile $d/compile-llama3-8b.json --ops $d/rowops-backends.json \
   --torch $d/decoder-layer.json --ab $d/ab/before-87d3734.json $d/ab/after-ac88451.json \
