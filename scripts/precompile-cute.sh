@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Compiles the CuTe DSL kernels the GPU machine needs into a kernel cache to carry there (it has no
 # nvidia-cutlass-dsl): the fast-search candidates of the llama3-8b GEMMs (bf16 up to 8192 tokens, fused as in a
-# decoder layer, and e4m3 with rowwise scales), every bf16 kernel at 16 and 128 tokens, the
-# default-search ones of the shapes of tests/gpu/cute_test.cpp, and the row ops of bench-ops and
+# decoder layer, and e4m3 with rowwise scales), every bf16 kernel at 16 and 128 tokens, the held-out
+# models' fast lists (qwen2.5-7b, phi3-mini at 77 and 1000 tokens), the default-search ones of the shapes of tests/gpu/cute_test.cpp, and the row ops of bench-ops and
 # tests/gpu/rowop_backends_test.cpp. Kernels are shape-independent: a shape of the same dtypes,
 # layout and epilogue (a row op of the same op, dtypes and config) compiles nothing more.
 #   GEMMFORGE_HOME=.carry/gf-home scripts/precompile-cute.sh   (then carry .carry/cute-home.txz)
@@ -19,6 +19,8 @@ gf=build/gemmforge
 "$gf" compile -b cute --model llama3-8b --tokens 16,128 -s exhaustive
 "$gf" compile -b cute --model llama3-70b --tokens 16,128 -s exhaustive
 "$gf" compile -b cute --model llama3-70b --tokens 4096,8192 -s fast
+# The held-out models of gpu-check.sh heldout, for the tuned choice over every backend there.
+for model in qwen2.5-7b phi3-mini; do "$gf" compile -b cute --model "$model" --tokens 77,1000 -s fast; done
 shapes=(1x8x8:bf16 77x1000x1008:bf16 4097x1000x4104:bf16 4096x4096x4096:bf16 300x640x512:bf16:nn 1000x80x1000:f16
         200x256x128:bf16:bias+gelu_tanh 130x384x512:bf16:rowbias+relu 100x384x256:bf16:alpha=0.5+bias+residual+gelu
         16x4096x4096:bf16:silu 4096x4096x4096:e4m3-\>bf16:scale=rowcol 77x1000x1008:e4m3-\>bf16:scale=tensor

@@ -47,8 +47,9 @@ struct Model {
   // Each k-block of a CTA's chain costs this much at least: the one-CTA-a-tile kernel refills a
   // stage only after the wgmma that read it, the persistent ones from a producer warp of their own.
   static constexpr double kChainS = 0.3e-6, kChainPersistentS = 0.2e-6;
-  // A split-K launch past its partials' bytes: the slices' counters and the last slice's wait.
-  static constexpr double kSplitS = 1e-6;
+  // A split-K launch: the slices' counters and the last slice's wait, and its partials at half
+  // the large-M rate (their round trips are exposed when little else runs).
+  static constexpr double kSplitS = 1e-6, kSmallSplitBytesPerSecond = 1e12;
   // The three bounds rarely bind alone: a tenth of their sum rides on the longest, which also
   // orders the many configs the weights' stream alone would tie.
   static constexpr double kBoundsShare = 0.1;
@@ -70,7 +71,8 @@ double small_m_seconds(const CuteConfig& c, const GemmProblem& p, int sms, doubl
                          (c.persistent ? Model::kChainPersistentS : Model::kChainS);
   double s = std::max({stream_s, chain_s, compute_s}) + Model::kBoundsShare * (stream_s + chain_s + compute_s);
   if (c.split_k > 1)
-    s += Model::kSplitS + double(split_workspace(c, p).partials_bytes) * (c.split_k + 1) / Model::kSplitBytesPerSecond;
+    s += Model::kSplitS +
+         double(split_workspace(c, p).partials_bytes) * (c.split_k + 1) / Model::kSmallSplitBytesPerSecond;
   if (c.persistent && waves > 1) s *= Model::kPersistentGain;
   return s;
 }
