@@ -16,6 +16,7 @@ python3 scripts/report.py --run-info $d/run.json --bench $d/bench-llama3-8b.json
   "CuTe DSL beside cuBLASLt and native at 8192 tokens (llama3-8b) and on llama3-70b at 4096 and 8192 tokens (its own run, 2026-12-04 16:56-17:02 UTC)=$d/bench-cute-large-m.json" \
   "Fused epilogues (--fuse natural: qkv+bias, o and down+residual, gate_up+SwiGLU): CuTe DSL and native beside cuBLASLt (llama3-8b; 2026-12-04 16:54 UTC, the same run as the 4096-token section and the 2026-12-04 16:52 bench of 16 and 128 tokens)=$d/bench-cute-fused-llama3-8b.json" \
   "Held out at 77 tokens after swap-AB up to 128 rows: native beside cuBLASLt (qwen2.5-7b and phi3-mini; its own run, 2026-12-03 12:31 UTC)=$d/heldout-77-swapab.json" \
+  "Held out at 77 tokens, three backends: CuTe DSL and native beside cuBLASLt (qwen2.5-7b and phi3-mini; its own run, 2026-12-04 17:22 UTC; the tuned choice over the three is at 0.995 of the best cuBLASLt kernel, its worst 0.968)=$d/heldout-77-three-backends.json" \
   "FP8 e4m3, rowwise scales: CuTe DSL and native beside cuBLASLt (llama3-8b at 16, 128 and 4096 tokens; its own run after the loader fix, 2026-12-03 18:08 UTC)=$d/bench-cute-fp8-rowcol-llama3-8b.json" \
   "CUTLASS C++ beside cuBLASLt and native (llama3-8b; its own run, 2026-12-03 08:59 UTC)=$d/bench-cutlass-llama3-8b.json" \
   "CUTLASS C++ beside cuBLASLt and native (llama3-70b at 4096 and 8192 tokens; its own run, 2026-12-03 14:47-14:50 UTC, 3 rounds)=$d/bench-cutlass-llama3-70b.json" \
