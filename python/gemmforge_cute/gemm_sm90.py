@@ -6,8 +6,9 @@ D and C are M x N, row-major or M-major (swap-AB: the C++ side hands over the tr
 D^T = B A^T, whose D^T read M-major is D); A and B are 16-bit or fp8 (then with per-tensor or
 per-row/column fp32 scales). TMA brings A and B tiles into a ring of shared-memory stages
 (multicast across a cluster of CTAs that share a row or a column of tiles), one or two warpgroups
-multiply them with wgmma into fp32 registers, and the epilogue is applied to the registers before
-they go out through shared memory and a TMA store. Two schedules:
+multiply them with wgmma into fp32 registers, and the epilogue is applied to the registers a store
+piece at a time, as they go out through shared memory and a TMA store (the gate's, which pairs two
+accumulators, to the whole tile before). Two schedules:
 - plain: one CTA a tile; warp 0 keeps the ring full between its own wgmma.
 - persistent: one CTA an SM (a cluster per cluster slot), tiles handed out in a static order; a
   producer warpgroup (its registers given to the others) loads the next tile's stages while the
@@ -102,6 +103,9 @@ class Sm90Gemm:
         self.tiling = tiling
         self.epi = epilogue
         self.gated = epilogue.gate != "none"
+        # The epilogue runs a store piece at a time (store): run on the whole tile at once, C's,
+        # the bias's and the scales' values and addresses spill the widest tiles. The gate's runs on
+        # the whole tile (fuse): its two accumulators pair up there.
         # Columns of the output tile, and of each MMA: a gated CTA multiplies tile_n of B's rows,
         # half gate and half up, into two accumulators of tile_n / 2 columns.
         self.out_n = tiling.tile_n // 2 if self.gated else tiling.tile_n
@@ -360,7 +364,8 @@ class Sm90Gemm:
                sd: cute.Tensor, gd: cute.Tensor, tma_d: cute.CopyAtom):
         """The plain kernel's epilogue: fused on the registers, then stored through the ring's memory."""
         t = self.tiling
-        self.fuse(acc, acc_u, mma, tidx, c, bias, scale_a, scale_b, factor, beta, tile)
+        if cutlass.const_expr(self.gated):
+            self.fuse_gate(acc, acc_u, mma, tidx, c, bias, scale_a, scale_b, factor, tile)
         # The ring's shared memory becomes the epilogue's: every CTA that multicasts into ours must be done.
         if cutlass.const_expr(t.cluster_m * t.cluster_n > 1):
             cute.arch.cluster_arrive()
@@ -370,7 +375,8 @@ class Sm90Gemm:
         stores = pipeline.PipelineTmaStore.create(
             num_stages=self.epi_stages,
             producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.tile_threads))
-        self.store(acc, sd, gd, tma_d, mma, tidx, warp == 0, stores, 0, 0)
+        self.store(acc, sd, gd, tma_d, mma, tidx, warp == 0, stores, 0, 0, c, bias, scale_a, scale_b, factor, beta,
+                   tile)
         if warp == 0:
             stores.producer_tail()
 
@@ -526,9 +532,11 @@ class Sm90Gemm:
                 if cutlass.const_expr(self.groups == 2):
                     their_turn.arrive()  # unmatched after the CTA's last tile: harmless at exit
                     mine = mine + 1
-                self.fuse(acc, acc_u, mma, ctidx, c, bias, scale_a, scale_b, factor, beta, (tile[0], tile[1]))
+                if cutlass.const_expr(self.gated):
+                    self.fuse_gate(acc, acc_u, mma, ctidx, c, bias, scale_a, scale_b, factor, (tile[0], tile[1]))
                 gd = cute.local_tile(td, self.tile, (tile[0], tile[1], None), proj=(1, 1, None))
-                self.store(acc, sd, gd, tma_d, mma, ctidx, first_warp, stores, tiles.num_tiles_executed, group)
+                self.store(acc, sd, gd, tma_d, mma, ctidx, first_warp, stores, tiles.num_tiles_executed, group, c,
+                           bias, scale_a, scale_b, factor, beta, (tile[0], tile[1]))
                 if cutlass.const_expr(self.groups == 2):
                     # The other group's next tile: its stages are not ours.
                     tiles.advance_to_next_work(advance_count=2)
@@ -562,35 +570,20 @@ class Sm90Gemm:
         ring.producer_commit(state)
 
     @cute.jit
-    def fuse(self, acc: cute.Tensor, acc_u: cute.Tensor, mma: cute.TiledMma, tidx, c: cute.Tensor,
-             bias: cute.Tensor, scale_a: cute.Tensor, scale_b: cute.Tensor, factor: cutlass.Float32,
-             beta: cutlass.Float32, tile):
-        """The epilogue on the registers of tile (m, n): act(factor * acc [* row and column scales]
-        + beta * C + bias), or the gate's; tidx is the thread's index among the consumers."""
-        if cutlass.const_expr(self.gated):
-            self.fuse_gate(acc, acc_u, mma, tidx, c, bias, scale_a, scale_b, factor, tile)
-        elif cutlass.const_expr(not self.epi.needs_coords):
-            for i in cutlass.range_constexpr(cute.size(acc)):
-                acc[i] = activate(acc[i] * factor, self.epi.act)
-        else:
-            coords = self.coordinates(mma, tidx, c, tile)
-            shape_mn = (cute.size(c, mode=[0]), cute.size(c, mode=[1]))
-            # Past D's edge the TMA store clips: those accumulators read C, the bias and the scales at
-            # a clamped index (always in bounds) instead of branching.
-            last_m, last_n = shape_mn[0] - 1, shape_mn[1] - 1
-            for i in cutlass.range_constexpr(cute.size(acc)):
-                m, n = coords[i]
-                m, n = cutlass.min(m, last_m), cutlass.min(n, last_n)
-                v = acc[i] * factor
-                if cutlass.const_expr(self.epi.scale == "rowcol"):
-                    v = v * scale_a[m] * scale_b[n]
-                if cutlass.const_expr(self.epi.residual):
-                    v = v + beta * c[m, n].to(cutlass.Float32)
-                if cutlass.const_expr(self.epi.bias == "col"):
-                    v = v + bias[n].to(cutlass.Float32)
-                if cutlass.const_expr(self.epi.bias == "row"):
-                    v = v + bias[m].to(cutlass.Float32)
-                acc[i] = activate(v, self.epi.act)
+    def fused(self, acc, m, n, c: cute.Tensor, bias: cute.Tensor, scale_a: cute.Tensor, scale_b: cute.Tensor,
+              factor: cutlass.Float32, beta: cutlass.Float32):
+        """One accumulator of D's element (m, n), in bounds: act(factor * acc [* row and column
+        scales] + beta * C + bias)."""
+        v = acc * factor
+        if cutlass.const_expr(self.epi.scale == "rowcol"):
+            v = v * scale_a[m] * scale_b[n]
+        if cutlass.const_expr(self.epi.residual):
+            v = v + beta * c[m, n].to(cutlass.Float32)
+        if cutlass.const_expr(self.epi.bias == "col"):
+            v = v + bias[n].to(cutlass.Float32)
+        if cutlass.const_expr(self.epi.bias == "row"):
+            v = v + bias[m].to(cutlass.Float32)
+        return activate(v, self.epi.act)
 
     @cute.jit
     def fuse_gate(self, acc: cute.Tensor, acc_u: cute.Tensor, mma: cute.TiledMma, tidx, c: cute.Tensor,
@@ -630,10 +623,14 @@ class Sm90Gemm:
 
     @cute.jit
     def store(self, acc: cute.Tensor, sd: cute.Tensor, gd: cute.Tensor, tma_d: cute.CopyAtom,
-              mma: cute.TiledMma, tidx, storer, stores, tiles_before, group):
+              mma: cute.TiledMma, tidx, storer, stores, tiles_before, group, c: cute.Tensor, bias: cute.Tensor,
+              scale_a: cute.Tensor, scale_b: cute.Tensor, factor: cutlass.Float32, beta: cutlass.Float32, tile):
         """The tile's registers through sd's buffers and TMA stores to gd, piece by piece. tidx is
         the thread's index among its tile's threads, storer the warp that issues the stores; the
-        consumer group's buffers continue round-robin from the tiles_before tiles it stored already."""
+        consumer group's buffers continue round-robin from the tiles_before tiles it stored already.
+        The epilogue (fused; the gate's ran before, in fuse_gate) runs here on each piece's elements
+        of tile (m, n) of c: past D's edge, where the TMA store clips, they read C, the bias and the
+        scales at a clamped index (always in bounds) instead of branching."""
         r2s = cute.make_tiled_copy_S(
             sm90.get_smem_store_op(self.d_layout, elem_ty_d=self.d_type, elem_ty_acc=cutlass.Float32),
             cute.make_tiled_copy_C_atom(
@@ -652,9 +649,19 @@ class Sm90Gemm:
         piece_order = cute.make_layout(grid_shape, stride=(grid_shape[1], 1))
         consumers = pipeline.NamedBarrier(barrier_id=1 + group, num_threads=self.tile_threads)
         n_piece = cute.size(piece)
+        by_coords = not self.gated and self.epi.needs_coords
+        if cutlass.const_expr(by_coords):
+            coords = r2s.retile(self.coordinates(mma, tidx, c, tile))
+            last_m, last_n = cute.size(c, mode=[0]) - 1, cute.size(c, mode=[1]) - 1
         for p in cutlass.range_constexpr(pieces):
             for v in cutlass.range_constexpr(n_piece):
                 piece[v] = r2s_acc[p * n_piece + v]
+                if cutlass.const_expr(by_coords):
+                    m, n = coords[p * n_piece + v]
+                    piece[v] = self.fused(piece[v], cutlass.min(m, last_m), cutlass.min(n, last_n), c, bias, scale_a,
+                                          scale_b, factor, beta)
+                elif cutlass.const_expr(not self.gated):
+                    piece[v] = activate(piece[v] * factor, self.epi.act)
             piece_out.store(piece.load().to(self.d_type))
             buf = group * self.epi_stages + (tiles_before * pieces + p) % self.epi_stages
             cute.copy(r2s, piece_out, r2s_dst[None, None, None, buf])
