@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Compiles the CuTe DSL kernels the GPU machine needs into a kernel cache to carry there (it has no
-# nvidia-cutlass-dsl): the fast-search candidates of the llama3-8b GEMMs (bf16 up to 8192 tokens, fused as in a
-# decoder layer, and e4m3 with rowwise scales), every bf16 kernel at 16 and 128 tokens, the held-out
-# models' fast lists (qwen2.5-7b, phi3-mini at 77 and 1000 tokens), the default-search ones of the shapes of tests/gpu/cute_test.cpp, and the row ops of bench-ops and
+# nvidia-cutlass-dsl): the fast-search candidates of the llama3-8b GEMMs (bf16 up to 8192 tokens,
+# fused as in a decoder layer, and e4m3 with rowwise scales), every bf16 kernel at 16 and 128
+# tokens, the held-out models' fast lists (qwen2.5-7b, phi3-mini at 77 and 1000 tokens), the
+# default-search ones of the shapes of tests/gpu/cute_test.cpp, and the row ops of bench-ops and
 # tests/gpu/rowop_backends_test.cpp. Kernels are shape-independent: a shape of the same dtypes,
 # layout and epilogue (a row op of the same op, dtypes and config) compiles nothing more.
 #   GEMMFORGE_HOME=.carry/gf-home scripts/precompile-cute.sh   (then carry .carry/cute-home.txz)
@@ -12,6 +13,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export GEMMFORGE_HOME=${GEMMFORGE_HOME:-$PWD/.carry/gf-home}
 gf=build/gemmforge
+# The kernels' cache keys hash the Python the binary embeds: build it from this tree first, or the
+# GPU host's binary looks for keys of other sources.
+cmake --build build >/dev/null
 "$gf" compile -b cute --model llama3-8b --tokens 16,128,4096,8192 -s fast
 "$gf" compile -b cute --model llama3-8b --tokens 16,128,4096 --dtype e4m3 --epilogue scale=rowcol -s fast
 "$gf" compile -b cute --model llama3-8b --tokens 16,128,4096 --fuse natural -s fast  # gate_up+swiglu, qkv+bias, ...
