@@ -1,10 +1,12 @@
 #include "jit/compile.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "core/embedded.hpp"
 #include "core/hash.hpp"
@@ -50,6 +52,20 @@ void dump(const std::string& name, const std::string& source, const cuda::Compil
                                        << ".nvcc.cubin " << name << ".cu\n";
 }
 
+// ptxas's performance notes in a compile log (C75xx: wgmma serialized, setmaxnreg ignored, ...),
+// kept beside the cubin so that a cache hit reports them as a fresh compile does.
+std::string performance_notes(const std::string& log) {
+  std::string notes;
+  size_t begin = 0;
+  while (begin < log.size()) {
+    const size_t end = std::min(log.find('\n', begin), log.size());
+    const std::string_view line(log.data() + begin, end - begin);
+    if (line.find("(C75") != std::string_view::npos) notes.append(line).push_back('\n');
+    begin = end + 1;
+  }
+  return notes;
+}
+
 }  // namespace
 
 const std::vector<std::pair<std::string, std::string>>& kernel_headers() {
@@ -89,6 +105,7 @@ Compiled compile(const std::string& name, const std::string& source, bool use_ca
       if (meta.is_object()) {
         out.report.registers = meta.value("registers", -1);
         out.report.spill_bytes = meta.value("spill_bytes", -1);
+        out.report.log = meta.value("ptxas_notes", "");
       }
       out.report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       return out;
@@ -109,8 +126,11 @@ Compiled compile(const std::string& name, const std::string& source, bool use_ca
     return out;
   }
   out.cubin = std::move(r.cubin);
-  KernelCache::shared().put(key, out.cubin,
-                            nlohmann::json{{"registers", r.registers}, {"spill_bytes", r.spill_bytes}}.dump());
+  KernelCache::shared().put(
+      key, out.cubin,
+      nlohmann::json{
+          {"registers", r.registers}, {"spill_bytes", r.spill_bytes}, {"ptxas_notes", performance_notes(r.log)}}
+          .dump());
   return out;
 }
 

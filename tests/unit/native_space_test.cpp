@@ -198,7 +198,9 @@ TEST(NativeSpace, FastListsHoldMeasuredWinners) {
   }
 }
 
-TEST(NativeSpace, DefaultSpaceCompilesWithoutSpills) {
+// ptxas's report on every config of the default lists: no spills, and no wgmma serialized (C7514,
+// which the overlapped promotion's run-time choice of accumulators once caused).
+TEST(NativeSpace, DefaultSpaceCompilesWithoutSpillsOrSerializedWgmma) {
   DeviceInfo d = DeviceInfo::assumed_hopper();
   for (const char* spec : {"4096x6144x4096:bf16", "16x28672x4096:f16->f32", "4096x4096x4096:bf16:nn",
                            "4096x28672x4096:bf16:bias+swiglu_split", "128x4096x4096:bf16:bias+gelu_tanh+residual",
@@ -222,6 +224,7 @@ TEST(NativeSpace, DefaultSpaceCompilesWithoutSpills) {
     for (size_t i = 0; i < configs.size(); ++i) {
       EXPECT_TRUE(out[i].report.ok) << configs[i].name(p) << "\n" << out[i].report.log;
       EXPECT_EQ(out[i].report.spill_bytes, 0) << configs[i].name(p);
+      EXPECT_EQ(out[i].report.log.find("C7514"), std::string::npos) << configs[i].name(p) << "\n" << out[i].report.log;
     }
   }
 }
