@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Summarizes `gemmforge bench --json` files: one line per problem with every backend's median
 microseconds and the ratio of native, Triton, CuTe DSL and CUTLASS to the best cuBLASLt kernel, then geomeans per M
-(also paired by round, where the files carry every round's time).
+(also paired by round, where the files carry every round's time), and the same for the tuned choice
+(the row bench marks chosen: what a Runtime would run) with the backends it picked.
 
     scripts/summarize.py [--markdown] bench-*.json
 """
@@ -9,13 +10,14 @@ import json
 import math
 import statistics
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 markdown = "--markdown" in sys.argv
 paths = [a for a in sys.argv[1:] if a != "--markdown"]
 rows = defaultdict(dict)
 rounds = defaultdict(dict)  # problem -> backend -> every round's us (bench --json since --rounds)
 labels = {}
+chosen = {}  # problem -> (backend, us) of the tuned choice
 for path in paths:
     try:
         records = json.load(open(path))
@@ -28,6 +30,8 @@ for path in paths:
             if every and all(every):  # every round verified (a failed round is 0)
                 rounds[r["problem"]][r["backend"]] = every
             labels[r["problem"]] = r.get("label", r["problem"])
+            if r.get("chosen"):
+                chosen[r["problem"]] = (r["backend"], r["us"])
 
 backends = sorted({b for times in rows.values() for b in times})
 ratio_of = [b for b in ("native", "triton", "cute", "cutlass") if b in backends]
@@ -76,3 +80,17 @@ for (b, m), rs in sorted(ratios.items()):
     paired = ratios_paired.get((b, m))
     if paired and len(paired) == len(rs):
         print(f"{'  ' if markdown else ''}  paired by round: geomean {geomean(paired):.3f} (min {min(paired):.3f})")
+
+choice, picks = defaultdict(list), defaultdict(Counter)
+for key, (b, us) in chosen.items():
+    times = rows[key]
+    best = min(t for t in (times.get("cublaslt"), times.get("cublaslt-default")) if t) if times.get("cublaslt") else None
+    if best:
+        m = int(key.split("x")[0])
+        choice[m].append(best / us)
+        picks[m][b] += 1
+for m, rs in sorted(choice.items()):
+    which = ", ".join(f"{b} {n}" for b, n in picks[m].most_common())
+    print(f"{'- ' if markdown else ''}the tuned choice vs the faster of tuned and default cuBLASLt at M={m}: "
+          f"geomean {geomean(rs):.3f} (min {min(rs):.3f}) over {len(rs)} GEMMs; picked {which}")
+

@@ -30,4 +30,8 @@ grep -q "| llama3-8b | 16 | native + PDL | 80.00 | \[79.00, 81.00\] | 1.250 | 15
 grep -q "| 1x128 | 4096x4096 | 1.00 | 3.00 | 3.80 | 95.0 | 1.0000 |" "$page" || fail "quantize row"
 grep -q "| \`4096x4096x4096:bf16\` | cutlass | \`k_ok\` | 204.0 | 0.980 | 1/2 |" "$page" || fail "race row: the best verified"
 grep -q "| \`77x3584x3584:bf16\` | 10.0 | 11.0 | 1.100 | \`c\` |" "$page" || fail "search gap row"
-echo "report: tables, intervals, verdicts, both timing modes, held-out set, runtime, compile times, the torch layer, the PDL chain, quantization, a race and a search gap as expected"
+# scripts/summarize.py (gpu-check.sh's tables): the tuned choice and what it picked, per M.
+summary=$(python3 "$root/scripts/summarize.py" "$data/bench.json")
+grep -q "the tuned choice vs the faster of tuned and default cuBLASLt at M=4096: geomean 1.029 .* picked native 2" \
+  <<<"$summary" || { echo "summarize: no tuned-choice line at M=4096"; echo "$summary"; exit 1; }
+echo "report: tables, intervals, verdicts, both timing modes, held-out set, runtime, compile times, the torch layer, the PDL chain, quantization, a race, a search gap and the tuned choice as expected"
