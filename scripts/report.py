@@ -47,7 +47,9 @@ def problem_m(key):
 
 
 def load_bench(paths):
-    """problem -> {"label", "rows": {backend: record}}; records that verified in every round."""
+    """problem -> {"label", "rows": {backend: record}}; records that verified in every round. The
+    row bench marks chosen (the tuned pick over every backend it ran: what a Runtime runs) is also
+    the "choice" row."""
     problems = {}
     for path in paths:
         for r in json.load(open(path)):
@@ -55,8 +57,10 @@ def load_bench(paths):
             rounds = r.get("round_us") or ([r["us"]] if r.get("us") else [])
             if r.get("verified") and rounds and all(t > 0 for t in rounds):
                 graph = r.get("round_graph_us") or []
-                entry["rows"][r["backend"]] = dict(r, round_us=rounds,
-                                                   round_graph_us=graph if graph and all(t > 0 for t in graph) else [])
+                row = dict(r, round_us=rounds, round_graph_us=graph if graph and all(t > 0 for t in graph) else [])
+                entry["rows"][r["backend"]] = row
+                if r.get("chosen"):
+                    entry["rows"]["choice"] = row
     return problems
 
 
@@ -91,7 +95,7 @@ def fmt_ci(p, lo, hi):
     return f"{p:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
-def gemm_section(problems, rng, field="round_us", contenders=("native", "triton", "cute", "cutlass")):
+def gemm_section(problems, rng, field="round_us", contenders=("native", "triton", "cute", "cutlass", "choice")):
     """Per-M tables of each contender against the best cuBLASLt kernel, and the geomean summary.
     field: "round_us" (events around single launches) or "round_graph_us" (graph replay)."""
     lines = []
@@ -495,7 +499,8 @@ def main():
             "reference before and after its timed launches, its output poisoned with NaN and guarded past its end. "
             "Speeds are against the best cuBLASLt kernel of the same run (the faster of the tuned pick and "
             "cuBLASLt's rank-0 pick); intervals are 95% bootstrap intervals over the paired rounds, and a backend "
-            "is called faster or slower only where its interval excludes 1."]
+            "is called faster or slower only where its interval excludes 1. 'choice' is the kernel the tuner picked "
+            "over every backend of the run, cuBLASLt's among them: what a Runtime runs."]
     out += [f"- {n}" for n in info.get("notes", [])]
     summary = []
     if problems:
