@@ -33,7 +33,7 @@ python3 scripts/report.py --run-info $d/run.json --bench $d/bench-llama3-8b.json
          "Native fp8 block scales, every promoted tile in one race per GEMM, before the promotion change (-s exhaustive --only g4m_scaleblock128_promote; 2026-12-04 16:38 UTC)=$d/fp8/block-race-before.json" \
          "The same after it: factors loaded a k-block ahead, accumulators zeroed once a tile (16:46 UTC)=$d/fp8/block-race-after.json" \
   --search-gap "--search fast against exhaustive on held-out shapes: native (qwen2.5-7b o and phi3-mini qkv at 77 tokens, the exhaustive list's g8m rasters; 2026-12-03 14:43 UTC)=$d/search/heldout-77-fast-candidates.json,$d/search/heldout-77-exhaustive.json" \
-  --runtime $d/runtime.json --compile $d/compile-llama3-8b.json --ops $d/rowops-backends.json \
+  --runtime $d/runtime.json --compile $d/compile/cute-alone-llama3-8b.json $d/compile/native-alone-llama3-8b.json $d/compile/triton-alone-llama3-8b.json --ops $d/rowops-backends.json \
   --torch $d/decoder-layer.json --ab $d/ab/before-87d3734.json $d/ab/after-ac88451.json \
   --prepare "the tuning host (its local DB and kernel cache)=$d/fleet/prepare-local.json" \
             "a fresh host reading the Redis store=$d/fleet/prepare-redis-fresh-host.json" \
