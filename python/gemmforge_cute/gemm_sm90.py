@@ -105,7 +105,7 @@ class Sm90Gemm:
         self.gated = epilogue.gate != "none"
         # The epilogue runs a store piece at a time (store): run on the whole tile at once, C's,
         # the bias's and the scales' values and addresses spill the widest tiles. The gate's runs on
-        # the whole tile (fuse): its two accumulators pair up there.
+        # the whole tile first (fuse_gate): its two accumulators pair up there.
         # Columns of the output tile, and of each MMA: a gated CTA multiplies tile_n of B's rows,
         # half gate and half up, into two accumulators of tile_n / 2 columns.
         self.out_n = tiling.tile_n // 2 if self.gated else tiling.tile_n
