@@ -48,12 +48,13 @@ ratios_best = defaultdict(list)
 # And paired by round: the median over rounds of cuBLASLt's time / native's in the same round.
 # Rounds interleave the rows, so a pair ran seconds apart; drift over the run cancels.
 ratios_paired = defaultdict(list)
+best_of = {}  # problem -> the faster of cuBLASLt's tuned and default kernels
 for key, times in rows.items():
     lt = times.get("cublaslt")
     # Speed relative to the tuned cuBLASLt kernel: above 1 is faster.
     rel = {b: lt / times[b] for b in ratio_of if lt and times.get(b)}
     m = int(key.split("x")[0])
-    best = min(t for t in (lt, times.get("cublaslt-default")) if t) if lt else None
+    best = best_of[key] = min(t for t in (lt, times.get("cublaslt-default")) if t) if lt else None
     for b, r in rel.items():
         ratios[(b, m)].append(r)
         ratios_best[(b, m)].append(best / times[b])
@@ -83,8 +84,7 @@ for (b, m), rs in sorted(ratios.items()):
 
 choice, picks = defaultdict(list), defaultdict(Counter)
 for key, (b, us) in chosen.items():
-    times = rows[key]
-    best = min(t for t in (times.get("cublaslt"), times.get("cublaslt-default")) if t) if times.get("cublaslt") else None
+    best = best_of.get(key)
     if best:
         m = int(key.split("x")[0])
         choice[m].append(best / us)

@@ -56,12 +56,9 @@ struct Model {
 };
 
 // Small M: the longest of the weights' stream, the CTAs' k-block chains and the tensor-core
-// time, plus split-K's sums.
-double small_m_seconds(const CuteConfig& c, const GemmProblem& p, int sms, double compute_s) {
-  const GemmProblem q = kernel_problem(c, p);
-  const int64_t tiles_m = ceil_div(ceil_div(q.m, c.tile_m), c.cluster_m) * c.cluster_m;
-  const int64_t tiles_n = ceil_div(ceil_div(q.n, c.tile_n), c.cluster_n) * c.cluster_n;
-  const double ctas = double(tiles_m * tiles_n * c.split_k), waves = std::ceil(ctas / sms);
+// time, plus split-K's sums; ctas and waves are the grid's (modeled_seconds).
+double small_m_seconds(const CuteConfig& c, const GemmProblem& p, int sms, double ctas, double waves,
+                       double compute_s) {
   const double busy = ctas / (waves * sms);
   const double weights = double(p.n) * p.k * dtype_bytes(p.b);
   const int64_t reads = c.swap_ab ? ceil_div(p.m, c.tile_n) : ceil_div(ceil_div(p.m, c.tile_m), c.cluster_m);
@@ -93,7 +90,7 @@ double modeled_seconds(const CuteConfig& c, const GemmProblem& p, int sms) {
   const double loading = double(ceil_div(q.m, tm) * ceil_div(q.n, tn) * split);
   const double waves = std::ceil(ctas / sms), busy = std::min(1.0, loading / sms);
   const double compute_s = waves * 2.0 * tm * tn * q.k / split / rate;
-  if (p.m <= Model::kSmallM) return small_m_seconds(c, p, sms, compute_s);
+  if (p.m <= Model::kSmallM) return small_m_seconds(c, p, sms, ctas, waves, compute_s);
   double s = std::max(compute_s, q.min_bytes() / (Model::kDramBytesPerSecond * busy));
   if (cm * cn > 1) s *= tiles_m * tiles_n >= 2 * sms ? Model::kClusterGain : 1.0 / Model::kClusterGain;
   if (c.persistent && waves > 1) s *= Model::kPersistentGain;
