@@ -24,7 +24,10 @@ cmake --build build >/dev/null
 "$gf" compile -b cute --model llama3-70b --tokens 16,128 -s exhaustive
 "$gf" compile -b cute --model llama3-70b --tokens 4096,8192 -s fast
 # The held-out models of gpu-check.sh heldout, for the tuned choice over every backend there.
-for model in qwen2.5-7b phi3-mini; do "$gf" compile -b cute --model "$model" --tokens 77,1000 -s fast; done
+for model in qwen2.5-7b phi3-mini; do
+  "$gf" compile -b cute --model "$model" --tokens 77,1000 -s fast
+  "$gf" compile -b cute --model "$model" --tokens 77 -s exhaustive  # the race that fits the small-M model at 77
+done
 shapes=(1x8x8:bf16 77x1000x1008:bf16 4097x1000x4104:bf16 4096x4096x4096:bf16 300x640x512:bf16:nn 1000x80x1000:f16
         200x256x128:bf16:bias+gelu_tanh 130x384x512:bf16:rowbias+relu 100x384x256:bf16:alpha=0.5+bias+residual+gelu
         16x4096x4096:bf16:silu 4096x4096x4096:e4m3-\>bf16:scale=rowcol 77x1000x1008:e4m3-\>bf16:scale=tensor

@@ -153,15 +153,42 @@ def gemm_section(problems, rng, field="round_us", contenders=("native", "triton"
     return head, lines, summary
 
 
+def copy_section(problems, contenders=("cublaslt", "native", "cute", "choice")):
+    """The GEMMs bench timed a copy of the same bytes beside (M <= 128: the weights stream), in graph
+    mode: each contender's speed as a share of the copy's, i.e. of the bandwidth a kernel moving
+    those bytes can reach."""
+    have = [(k, e) for k, e in problems.items() if "copy" in e["rows"] and e["rows"]["copy"].get("graph_us")]
+    if not have:
+        return []
+    present = [b for b in contenders if any(b in e["rows"] and e["rows"][b]["round_graph_us"] for _, e in have)]
+    lines = ["", "Against a device-to-device copy moving the same bytes (half read, half written) in the same run, "
+             "back to back over rotating buffers past the L2 (queued: a captured copy may run on a copy engine), "
+             "beside each GEMM's graph-mode time: % of the copy's speed.", "",
+             "| GEMM | MB | copy us | copy TB/s | " + " | ".join(f"{b} %" for b in present) + " |",
+             "|---" * (4 + len(present)) + "|"]
+    for key, e in sorted(have, key=lambda kv: (problem_m(kv[0]), kv[1]["label"])):
+        copy = e["rows"]["copy"]
+        mb = copy.get("bytes", 0) / 1e6
+        cells = []
+        for b in present:
+            row = baseline_of(e["rows"], "round_graph_us") if b == "cublaslt" else e["rows"].get(b)
+            us = statistics.median(row["round_graph_us"]) if row and row["round_graph_us"] else None
+            cells.append(f"{100 * copy['graph_us'] / us:.0f}" if us else "-")
+        lines.append(f"| {e['label']} | {mb:.1f} | {copy['graph_us']:.1f} | {copy.get('bytes', 0) / copy['graph_us'] / 1e6:.2f} | "
+                     + " | ".join(cells) + " |")
+    return lines
+
+
 def gemm_pages(title, problems, rng):
-    """A set's summaries in both timing modes, then its per-M tables (events)."""
+    """A set's summaries in both timing modes, against a copy of the same bytes where bench timed
+    one, then its per-M tables (events)."""
     head, lines, summary = gemm_section(problems, rng)
     out = ["", f"## {title}", "", "Single launches, CUDA events, L2 flushed before each:", ""] + head
     ghead, _, gsummary = gemm_section(problems, rng, field="round_graph_us")
     if gsummary:
         out += ["", "Back-to-back launches replayed from a CUDA graph over rotating inputs, per launch (what a "
                 "serving stack sees):", ""] + ghead
-    return out + lines, summary
+    return out + copy_section(problems) + lines, summary
 
 
 def runtime_section(rt):

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gemmforge/backend.hpp"
@@ -83,6 +84,9 @@ class Tuner {
   BenchResult bench(const RowOpSpec& problem);
   // Device-to-device copy bandwidth measured in a worker: bytes read + written, TB/s.
   double copy_bandwidth_tbps();
+  // A copy moving `bytes` (half read, half written) timed in a worker as the bench times a kernel:
+  // {single-launch us, graph-mode us per launch}. The ceiling of a memory-bound kernel of those bytes.
+  std::pair<double, double> copy_us(size_t bytes);
   const DeviceInfo& device() const;
   TuningDb& db();
 

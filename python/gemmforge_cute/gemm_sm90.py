@@ -40,6 +40,11 @@ BARRIER_BYTES = 1024  # room for the pipeline's mbarriers
 # consumer, 256 threads start with enough.
 PRODUCER_REGISTERS = 40
 CONSUMER_REGISTERS = 232
+# C (the residual) comes in by TMA, a store piece at a time, into buffers of its own: this many
+# pieces ahead of the epilogue. The persistent schedule's loader warp fills them for the next tile
+# while its stages multiply, and the one-CTA-a-tile kernel before its main loop, so the epilogue
+# finds C in shared memory instead of waiting on each piece's loads from global memory.
+C_STAGES = 4
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,9 @@ class Epilogue:
 
     @property
     def needs_coords(self) -> bool:
-        return self.bias != "none" or self.residual or self.scale == "rowcol"
+        """Whether the epilogue reads vectors at each element's coordinates (C comes through shared
+        memory, in the accumulators' arrangement)."""
+        return self.bias != "none" or self.scale == "rowcol"
 
 
 @dataclass(frozen=True)
@@ -140,16 +147,22 @@ class Sm90Gemm:
         self.epi_tile = sm90.compute_tile_shape_or_override(self.tile, self.d_type,
                                                             is_cooperative=self.warpgroups == 2)
         self.epi_stages = 4
+        self.pieces_n = self.out_n // self.epi_tile[1]  # store pieces along N; a tile holds self.pieces
+        self.pieces = t.tile_m // self.epi_tile[0] * self.pieces_n
+        self.piece_bytes = self.epi_tile[0] * self.epi_tile[1] * self.d_type.width // 8
+        self.c_stages = min(C_STAGES, self.pieces) if self.epi.residual else 0
         # The plain schedule's epilogue reuses the ring; the persistent one's has its own buffers,
-        # since the producer is already filling the ring with the next tile.
-        epi_bytes = self.groups * self.epi_stages * self.epi_tile[0] * self.epi_tile[1] * self.d_type.width // 8 \
-            if t.persistent else 0
+        # since the producer is already filling the ring with the next tile. C's are always its own.
+        epi_bytes = self.groups * (self.epi_stages if t.persistent else 0) * self.piece_bytes
+        c_bytes = self.groups * self.c_stages * self.piece_bytes
         stage_bytes = (t.tile_m * self.a_type.width + t.tile_n * self.b_type.width) * tile_k // 8
-        self.stages = t.stages or (SMEM_BYTES - BARRIER_BYTES - epi_bytes) // stage_bytes
+        self.stages = t.stages or (SMEM_BYTES - BARRIER_BYTES - epi_bytes - c_bytes) // stage_bytes
         a_smem = sm90.make_smem_layout_a(a_major, self.tile, self.a_type, self.stages)
         b_smem = sm90.make_smem_layout_b(b_major, self.tile, self.b_type, self.stages)  # gated: each of two
         # Each consumer group stores through epi_stages buffers of its own.
         d_smem = sm90.make_smem_layout_epi(self.d_type, d_layout, self.epi_tile, self.epi_stages * self.groups)
+        # C's buffers, like D's (C has D's dtype and layout): c_stages a consumer group.
+        c_smem = sm90.make_smem_layout_epi(self.d_type, d_layout, self.epi_tile, max(self.c_stages, 1) * self.groups)
 
         def load_atom(tensor, smem, rows, mcast):
             op = (cute.nvgpu.cpasync.CopyBulkTensorTileG2SMulticastOp() if mcast > 1
@@ -167,23 +180,36 @@ class Sm90Gemm:
             tma_u, tu = tma_b, tb  # not used
         tma_d, td = cute.nvgpu.cpasync.make_tiled_tma_atom(cute.nvgpu.cpasync.CopyBulkTensorTileS2GOp(), d,
                                                            cute.slice_(d_smem, (None, None, 0)), self.epi_tile)
+        if cutlass.const_expr(self.epi.residual):
+            tma_c, tc = cute.nvgpu.cpasync.make_tiled_tma_atom(cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp(), c,
+                                                               cute.slice_(c_smem, (None, None, 0)), self.epi_tile)
+        else:
+            tma_c, tc = tma_d, td  # not used
         tiles_m = (cute.size(d, mode=[0]) + t.tile_m - 1) // t.tile_m
         tiles_n = (cute.size(d, mode=[1]) + self.out_n - 1) // self.out_n
         cluster = (t.cluster_m, t.cluster_n, 1)
-        operands = (tma_a, ta, tma_b, tb, tma_u, tu, tma_d, td, c, bias, scale_a, scale_b, alpha, beta, self.mma,
-                    a_smem, b_smem, d_smem)
+        operands = (tma_a, ta, tma_b, tb, tma_u, tu, tma_d, td, tma_c, tc, c, bias, scale_a, scale_b, alpha, beta,
+                    self.mma, a_smem, b_smem, d_smem, c_smem)
         b_elems = cute.cosize(b_smem)
         u_elems = b_elems if self.gated else 8  # the up rows' buffers, where gated
+        c_elems = cute.cosize(c_smem) if self.epi.residual else 8
+        c_barrier_count = max(self.c_stages, 1) * 2 * self.groups
+        # Swizzled buffers start on 1024 bytes; the up rows' and C's, where unused, take 16 bytes
+        # at the end instead (aligned, they would pad a kilobyte the stages count on).
+        u_align = 1024 if self.gated else 16
+        c_align = 1024 if self.epi.residual else 16
         if cutlass.const_expr(t.persistent):
             @cute.struct
             class SharedPersistent:
                 barriers: cute.struct.MemRange[cutlass.Int64, self.stages * 2]
+                c_barriers: cute.struct.MemRange[cutlass.Int64, c_barrier_count]
                 sa: cute.struct.Align[cute.struct.MemRange[self.a_type, cute.cosize(a_smem)], 1024]
                 sb: cute.struct.Align[cute.struct.MemRange[self.b_type, b_elems], 1024]
-                su: cute.struct.Align[cute.struct.MemRange[self.b_type, u_elems], 1024]
                 sd: cute.struct.Align[cute.struct.MemRange[self.d_type, cute.cosize(d_smem)], 1024]
+                sc: cute.struct.Align[cute.struct.MemRange[self.d_type, c_elems], c_align]
+                su: cute.struct.Align[cute.struct.MemRange[self.b_type, u_elems], u_align]
 
-            self.shared = SharedPersistent
+            self.shared = self.fits(SharedPersistent)
             schedule = utils.PersistentTileSchedulerParams((tiles_m, tiles_n, 1), cluster)
             grid = utils.StaticPersistentTileScheduler.get_grid_shape(schedule, max_clusters)
             self.persistent_kernel(*operands, schedule).launch(grid=grid, block=[self.threads, 1, 1],
@@ -192,17 +218,27 @@ class Sm90Gemm:
             @cute.struct
             class Shared:
                 barriers: cute.struct.MemRange[cutlass.Int64, self.stages * 2]
+                c_barriers: cute.struct.MemRange[cutlass.Int64, c_barrier_count]
                 last: cute.struct.MemRange[cutlass.Int32, 1]  # split-K: the tile's arrivals before this CTA's
                 sa: cute.struct.Align[cute.struct.MemRange[self.a_type, cute.cosize(a_smem)], 1024]
                 sb: cute.struct.Align[cute.struct.MemRange[self.b_type, b_elems], 1024]
-                su: cute.struct.Align[cute.struct.MemRange[self.b_type, u_elems], 1024]
+                sc: cute.struct.Align[cute.struct.MemRange[self.d_type, c_elems], c_align]
+                su: cute.struct.Align[cute.struct.MemRange[self.b_type, u_elems], u_align]
 
-            self.shared = Shared
+            self.shared = self.fits(Shared)
             # Whole clusters of tiles; the CTAs past D's edge find nothing to store (TMA clips).
             grid = ((tiles_m + t.cluster_m - 1) // t.cluster_m * t.cluster_m,
                     (tiles_n + t.cluster_n - 1) // t.cluster_n * t.cluster_n, t.split_k)
             self.kernel(*operands, partials, counters).launch(grid=grid, block=[self.threads, 1, 1], cluster=cluster,
                                                               stream=stream)
+
+    def fits(self, shared):
+        """shared (the kernel's shared-memory struct), once its size fits sm_90's opt-in limit (the
+        launch would fail on the GPU; the compile here would not)."""
+        size = -(-shared.size_in_bytes() // 1024) * 1024  # the launch allocates whole kilobytes
+        if size > SMEM_BYTES:
+            raise ValueError(f"{size} bytes of shared memory, more than sm_90's {SMEM_BYTES}")
+        return shared
 
     @cute.jit
     def gate_and_up(self, b: cute.Tensor):
@@ -220,9 +256,11 @@ class Sm90Gemm:
     # -------------------------------------------------------------- device side
 
     @cute.jit
-    def setup(self, tma_a: cute.CopyAtom, tma_b: cute.CopyAtom, tma_u: cute.CopyAtom, tma_d: cute.CopyAtom, warp):
-        """What both schedules start with: descriptors prefetched, the ring's barriers made, the
-        multicast masks. The caller waits for the cluster (or the CTA) before using the ring."""
+    def setup(self, tma_a: cute.CopyAtom, tma_b: cute.CopyAtom, tma_u: cute.CopyAtom, tma_d: cute.CopyAtom,
+              tma_c: cute.CopyAtom, warp):
+        """What both schedules start with: descriptors prefetched, the barriers of the ring and of
+        C's buffers (one ring of them a consumer group) made, the multicast masks. The caller waits
+        for the cluster (or the CTA) before using them."""
         t = self.tiling
         if warp == 0:
             cute.nvgpu.cpasync.prefetch_descriptor(tma_a)
@@ -230,6 +268,8 @@ class Sm90Gemm:
             if cutlass.const_expr(self.gated):
                 cute.nvgpu.cpasync.prefetch_descriptor(tma_u)
             cute.nvgpu.cpasync.prefetch_descriptor(tma_d)
+            if cutlass.const_expr(self.epi.residual):
+                cute.nvgpu.cpasync.prefetch_descriptor(tma_c)
         cluster = cute.make_layout((t.cluster_m, t.cluster_n, 1))
         rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
         in_cluster = cluster.get_flat_coord(rank)
@@ -238,6 +278,16 @@ class Sm90Gemm:
         mask_b = cute.make_layout_image_mask(cluster, in_cluster, mode=0) if self.mcast_b > 1 else 0
         smem = utils.SmemAllocator()
         shared = smem.allocate(self.shared)
+        # C's pieces: each CTA loads its own into c_stages buffers a consumer group (c_state); every
+        # warp of the group releases a piece once it has read it. The ring's creation below fences
+        # and syncs these barriers' init too.
+        c_ring = None
+        if cutlass.const_expr(self.epi.residual):
+            c_ring = pipeline.PipelineTmaAsync.create(
+                barrier_storage=shared.c_barriers.data_ptr(), num_stages=self.groups * self.c_stages,
+                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+                consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.tile_threads // 32),
+                tx_count=self.piece_bytes, defer_sync=True)
         stage_bytes = self.tile[2] * (t.tile_m * self.a_type.width + t.tile_n * self.b_type.width) // 8
         # Every consumer warp of every CTA that reads a stage releases it, to each CTA that wrote into
         # it (ping-pong: the warps of the one group whose tile the stage holds).
@@ -249,7 +299,7 @@ class Sm90Gemm:
             tx_count=stage_bytes, cta_layout_vmnk=cute.make_layout((1, *cluster.shape)))
         if cutlass.const_expr(t.cluster_m * t.cluster_n > 1):
             cute.arch.cluster_arrive_relaxed()
-        return shared, ring, in_cluster, mask_a, mask_b
+        return shared, ring, c_ring, in_cluster, mask_a, mask_b
 
     @cute.jit
     def cluster_wait(self):
@@ -267,16 +317,17 @@ class Sm90Gemm:
 
     @cute.kernel
     def kernel(self, tma_a: cute.CopyAtom, ta: cute.Tensor, tma_b: cute.CopyAtom, tb: cute.Tensor,
-               tma_u: cute.CopyAtom, tu: cute.Tensor, tma_d: cute.CopyAtom, td: cute.Tensor, c: cute.Tensor,
-               bias: cute.Tensor, scale_a: cute.Tensor, scale_b: cute.Tensor, alpha: cutlass.Float32,
-               beta: cutlass.Float32, mma: cute.TiledMma,
+               tma_u: cute.CopyAtom, tu: cute.Tensor, tma_d: cute.CopyAtom, td: cute.Tensor, tma_c: cute.CopyAtom,
+               tc: cute.Tensor, c: cute.Tensor, bias: cute.Tensor, scale_a: cute.Tensor, scale_b: cute.Tensor,
+               alpha: cutlass.Float32, beta: cutlass.Float32, mma: cute.TiledMma,
                a_smem: cute.ComposedLayout, b_smem: cute.ComposedLayout, d_smem: cute.ComposedLayout,
-               partials: cute.Tensor, counters: cute.Tensor):
+               c_smem: cute.ComposedLayout, partials: cute.Tensor, counters: cute.Tensor):
         t = self.tiling
         tidx, _, _ = cute.arch.thread_idx()
         bidx, bidy, bidz = cute.arch.block_idx()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-        shared, ring, in_cluster, mask_a, mask_b = self.setup(tma_a, tma_b, tma_u, tma_d, warp)
+        shared, ring, c_ring, in_cluster, mask_a, mask_b = self.setup(tma_a, tma_b, tma_u, tma_d, tma_c, warp)
+        c_src = (c_ring, tma_c, tc, shared.sc.get_tensor(c_smem.outer, swizzle=c_smem.inner))
 
         sa = shared.sa.get_tensor(a_smem.outer, swizzle=a_smem.inner)
         sb = shared.sb.get_tensor(b_smem.outer, swizzle=b_smem.inner)
@@ -319,6 +370,9 @@ class Sm90Gemm:
             for _ in cutlass.range(cutlass.min(self.stages, k_tiles), unroll=1):
                 self.load_stage(ring, load, *loads, k_first)
                 load.advance()
+            # C's first pieces arrive during the main loop (split-K: in the last slice's epilogue).
+            if cutlass.const_expr(self.epi.residual and t.split_k == 1):
+                self.load_c(c_src, (bidx, bidy), 0, 0, 0, self.c_stages)
 
         read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
         release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
@@ -353,12 +407,17 @@ class Sm90Gemm:
         if cutlass.const_expr(t.split_k > 1):
             last = cute.make_tensor(shared.last.data_ptr(), cute.make_layout(1))
             if self.reduce_split(acc, mma, tidx, c, partials, counters, last, tile):
-                self.finish(acc, acc_u, mma, tidx, warp, c, bias, scale_a, scale_b, factor, beta, tile, sd, gd, tma_d)
+                if cutlass.const_expr(self.epi.residual):
+                    if warp == 0:
+                        self.load_c(c_src, tile, 0, 0, 0, self.c_stages)
+                self.finish(acc, acc_u, mma, tidx, warp, c, c_src, bias, scale_a, scale_b, factor, beta, tile, sd, gd,
+                            tma_d)
         else:
-            self.finish(acc, acc_u, mma, tidx, warp, c, bias, scale_a, scale_b, factor, beta, tile, sd, gd, tma_d)
+            self.finish(acc, acc_u, mma, tidx, warp, c, c_src, bias, scale_a, scale_b, factor, beta, tile, sd, gd,
+                        tma_d)
 
     @cute.jit
-    def finish(self, acc: cute.Tensor, acc_u: cute.Tensor, mma: cute.TiledMma, tidx, warp, c: cute.Tensor,
+    def finish(self, acc: cute.Tensor, acc_u: cute.Tensor, mma: cute.TiledMma, tidx, warp, c: cute.Tensor, c_src,
                bias: cute.Tensor,
                scale_a: cute.Tensor, scale_b: cute.Tensor, factor: cutlass.Float32, beta: cutlass.Float32, tile,
                sd: cute.Tensor, gd: cute.Tensor, tma_d: cute.CopyAtom):
@@ -375,8 +434,8 @@ class Sm90Gemm:
         stores = pipeline.PipelineTmaStore.create(
             num_stages=self.epi_stages,
             producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.tile_threads))
-        self.store(acc, sd, gd, tma_d, mma, tidx, warp == 0, stores, 0, 0, c, bias, scale_a, scale_b, factor, beta,
-                   tile)
+        self.store(acc, sd, gd, tma_d, mma, tidx, warp == 0, stores, 0, 0, c, c_src, bias, scale_a, scale_b, factor,
+                   beta, tile)
         if warp == 0:
             stores.producer_tail()
 
@@ -415,14 +474,16 @@ class Sm90Gemm:
     @cute.kernel
     def persistent_kernel(self, tma_a: cute.CopyAtom, ta: cute.Tensor, tma_b: cute.CopyAtom, tb: cute.Tensor,
                           tma_u: cute.CopyAtom, tu: cute.Tensor, tma_d: cute.CopyAtom, td: cute.Tensor,
-                          c: cute.Tensor, bias: cute.Tensor, scale_a: cute.Tensor, scale_b: cute.Tensor,
-                          alpha: cutlass.Float32, beta: cutlass.Float32,
+                          tma_c: cute.CopyAtom, tc: cute.Tensor, c: cute.Tensor, bias: cute.Tensor,
+                          scale_a: cute.Tensor, scale_b: cute.Tensor, alpha: cutlass.Float32, beta: cutlass.Float32,
                           mma: cute.TiledMma, a_smem: cute.ComposedLayout, b_smem: cute.ComposedLayout,
-                          d_smem: cute.ComposedLayout, schedule: utils.PersistentTileSchedulerParams):
+                          d_smem: cute.ComposedLayout, c_smem: cute.ComposedLayout,
+                          schedule: utils.PersistentTileSchedulerParams):
         t = self.tiling
         tidx, _, _ = cute.arch.thread_idx()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-        shared, ring, in_cluster, mask_a, mask_b = self.setup(tma_a, tma_b, tma_u, tma_d, warp)
+        shared, ring, c_ring, in_cluster, mask_a, mask_b = self.setup(tma_a, tma_b, tma_u, tma_d, tma_c, warp)
+        c_src = (c_ring, tma_c, tc, shared.sc.get_tensor(c_smem.outer, swizzle=c_smem.inner))
 
         sa = shared.sa.get_tensor(a_smem.outer, swizzle=a_smem.inner)
         sb = shared.sb.get_tensor(b_smem.outer, swizzle=b_smem.inner)
@@ -460,6 +521,22 @@ class Sm90Gemm:
                     work = tiles.get_current_work()
                 # A CTA must not exit while its peers may still arrive on its barriers.
                 ring.producer_tail(load)
+            if cutlass.const_expr(self.epi.residual):
+                # C's loaders, one warp a consumer group: each of the group's tiles, piece by piece,
+                # as its buffers free up (the first ones during the tile's main loop).
+                for group in cutlass.range_constexpr(self.groups):
+                    if warp == 1 + group:
+                        tiles = utils.StaticPersistentTileScheduler.create(schedule, cute.arch.block_idx(),
+                                                                           cute.arch.grid_dim())
+                        if cutlass.const_expr(self.groups == 2):
+                            tiles.advance_to_next_work(advance_count=group)
+                        work = tiles.get_current_work()
+                        loaded = cutlass.Int32(0)  # the group's tiles
+                        while work.is_valid_tile:
+                            self.load_c(c_src, (work.tile_idx[0], work.tile_idx[1]), group, loaded, 0, self.pieces)
+                            loaded = loaded + 1
+                            tiles.advance_to_next_work(advance_count=self.groups)
+                            work = tiles.get_current_work()
         else:
             # ---- the consumers: multiply each tile, then its epilogue
             if cutlass.const_expr(self.consumer_threads == 256):
@@ -490,7 +567,7 @@ class Sm90Gemm:
             # stage's parity cannot tell rounds of the ring apart further out.
             my_turn = pipeline.NamedBarrier(barrier_id=3 + group, num_threads=self.consumer_threads)
             their_turn = pipeline.NamedBarrier(barrier_id=4 - group, num_threads=self.consumer_threads)
-            mine = cutlass.Int32(0)  # tiles this group has multiplied
+            mine = cutlass.Int32(0)  # tiles this group has stored
             if cutlass.const_expr(self.groups == 2):
                 # The producer streams every tile of this CTA in order: group 1 starts at the second,
                 # past the first tile's stages (no branch: group 0 moves by 0).
@@ -531,12 +608,12 @@ class Sm90Gemm:
                     release.advance()
                 if cutlass.const_expr(self.groups == 2):
                     their_turn.arrive()  # unmatched after the CTA's last tile: harmless at exit
-                    mine = mine + 1
                 if cutlass.const_expr(self.gated):
                     self.fuse_gate(acc, acc_u, mma, ctidx, c, bias, scale_a, scale_b, factor, (tile[0], tile[1]))
                 gd = cute.local_tile(td, self.tile, (tile[0], tile[1], None), proj=(1, 1, None))
-                self.store(acc, sd, gd, tma_d, mma, ctidx, first_warp, stores, tiles.num_tiles_executed, group, c,
-                           bias, scale_a, scale_b, factor, beta, (tile[0], tile[1]))
+                self.store(acc, sd, gd, tma_d, mma, ctidx, first_warp, stores, mine, group, c, c_src, bias, scale_a,
+                           scale_b, factor, beta, (tile[0], tile[1]))
+                mine = mine + 1
                 if cutlass.const_expr(self.groups == 2):
                     # The other group's next tile: its stages are not ours.
                     tiles.advance_to_next_work(advance_count=2)
@@ -570,15 +647,15 @@ class Sm90Gemm:
         ring.producer_commit(state)
 
     @cute.jit
-    def fused(self, acc, m, n, c: cute.Tensor, bias: cute.Tensor, scale_a: cute.Tensor, scale_b: cute.Tensor,
+    def fused(self, acc, m, n, c, bias: cute.Tensor, scale_a: cute.Tensor, scale_b: cute.Tensor,
               factor: cutlass.Float32, beta: cutlass.Float32):
         """One accumulator of D's element (m, n), in bounds: act(factor * acc [* row and column
-        scales] + beta * C + bias)."""
+        scales] + beta * c + bias), c being C's element."""
         v = acc * factor
         if cutlass.const_expr(self.epi.scale == "rowcol"):
             v = v * scale_a[m] * scale_b[n]
         if cutlass.const_expr(self.epi.residual):
-            v = v + beta * c[m, n].to(cutlass.Float32)
+            v = v + beta * c.to(cutlass.Float32)
         if cutlass.const_expr(self.epi.bias == "col"):
             v = v + bias[n].to(cutlass.Float32)
         if cutlass.const_expr(self.epi.bias == "row"):
@@ -621,54 +698,93 @@ class Sm90Gemm:
         tile_mn = cute.local_tile(cute.make_identity_tensor(shape_mn), self.tile, (*tile, None), proj=(1, 1, None))
         return mma.get_slice(tidx).partition_C(tile_mn)
 
+    def c_state(self, count, group, producer: bool):
+        """The state of C's ring at a consumer group's count-th load: its buffer (the group's are
+        group * c_stages onwards) and the phase a producer (the buffer's release) or a consumer
+        (its load) waits for."""
+        count = cutlass.Int32(count)
+        phase = (count // self.c_stages) % 2
+        return pipeline.PipelineState(self.groups * self.c_stages, count, group * self.c_stages + count % self.c_stages,
+                                      1 - phase if producer else phase)
+
+    @cute.jit
+    def load_c(self, c_src, tile, group, tiles_before, first: cutlass.Constexpr, count: cutlass.Constexpr):
+        """C's store pieces first .. first + count - 1 of tile (m, n) into the group's buffers, by
+        TMA: the group's ring holds piece p of its tiles_before-th tile as its
+        (tiles_before * pieces + p)-th load. Issued by one warp."""
+        c_ring, tma_c, tc, sc = c_src
+        gc = cute.local_tile(tc, self.tile, (*tile, None), proj=(1, 1, None))
+        c_s, c_g = cute.nvgpu.cpasync.tma_partition(tma_c, 0, cute.make_layout(1), cute.group_modes(sc, 0, 2),
+                                                    cute.zipped_divide(gc, self.epi_tile))
+        for p in cutlass.range_constexpr(first, first + count):
+            state = self.c_state(tiles_before * self.pieces + p, group, producer=True)
+            c_ring.producer_acquire(state)
+            cute.copy(tma_c, c_g[None, (p // self.pieces_n, p % self.pieces_n)], c_s[None, state.index],
+                      tma_bar_ptr=c_ring.producer_get_barrier(state))
+
     @cute.jit
     def store(self, acc: cute.Tensor, sd: cute.Tensor, gd: cute.Tensor, tma_d: cute.CopyAtom,
-              mma: cute.TiledMma, tidx, storer, stores, tiles_before, group, c: cute.Tensor, bias: cute.Tensor,
-              scale_a: cute.Tensor, scale_b: cute.Tensor, factor: cutlass.Float32, beta: cutlass.Float32, tile):
+              mma: cute.TiledMma, tidx, storer, stores, tiles_before, group, c: cute.Tensor, c_src,
+              bias: cute.Tensor, scale_a: cute.Tensor, scale_b: cute.Tensor, factor: cutlass.Float32,
+              beta: cutlass.Float32, tile):
         """The tile's registers through sd's buffers and TMA stores to gd, piece by piece. tidx is
         the thread's index among its tile's threads, storer the warp that issues the stores; the
         consumer group's buffers continue round-robin from the tiles_before tiles it stored already.
         The epilogue (fused; the gate's ran before, in fuse_gate) runs here on each piece's elements
-        of tile (m, n) of c: past D's edge, where the TMA store clips, they read C, the bias and the
-        scales at a clamped index (always in bounds) instead of branching."""
+        of tile (m, n) of c, with C's piece read from its buffer in the accumulators' arrangement
+        (ldmatrix, the mirror of the store's stmatrix). Past D's edge, where the TMA store clips,
+        the bias and the scales are read at a clamped index (always in bounds) instead of branching.
+        The one-CTA-a-tile kernel's storer loads C's next pieces as the buffers free up."""
+        c_atom = cute.make_tiled_copy_C_atom(
+            cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(self.d_layout.is_m_major_c(), 4), self.d_type), mma)
         r2s = cute.make_tiled_copy_S(
-            sm90.get_smem_store_op(self.d_layout, elem_ty_d=self.d_type, elem_ty_acc=cutlass.Float32),
-            cute.make_tiled_copy_C_atom(
-                cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(self.d_layout.is_m_major_c(), 4),
-                                    self.d_type), mma))
+            sm90.get_smem_store_op(self.d_layout, elem_ty_d=self.d_type, elem_ty_acc=cutlass.Float32), c_atom)
         thr_r2s = r2s.get_slice(tidx)
         r2s_dst = thr_r2s.partition_D(sd)
         r2s_acc = r2s.retile(acc)
         piece_layout = cute.make_layout(cute.shape(thr_r2s.partition_S(sd))[:3])
         piece = cute.make_rmem_tensor_like(piece_layout, cutlass.Float32)
         piece_out = cute.make_rmem_tensor_like(piece_layout, self.d_type)
+        piece_c = cute.make_rmem_tensor_like(piece_layout, self.d_type)
+        if cutlass.const_expr(self.epi.residual):
+            s2r = cute.make_tiled_copy_S(
+                cute.make_copy_atom(cute.nvgpu.warp.LdMatrix8x8x16bOp(self.d_layout.is_m_major_c(), 4), self.d_type),
+                c_atom)
+            thr_s2r = s2r.get_slice(tidx)
+            s2r_src = thr_s2r.partition_S(c_src[3])
+            s2r_dst = thr_s2r.retile(piece_c)
         s_src, g_dst = cute.nvgpu.cpasync.tma_partition(tma_d, 0, cute.make_layout(1), cute.group_modes(sd, 0, 2),
                                                         cute.zipped_divide(gd, self.epi_tile))
-        pieces = cute.size(cute.zipped_divide(gd, self.epi_tile), mode=[1])
-        grid_shape = cute.zipped_divide(gd, self.epi_tile).shape[1]
-        piece_order = cute.make_layout(grid_shape, stride=(grid_shape[1], 1))
         consumers = pipeline.NamedBarrier(barrier_id=1 + group, num_threads=self.tile_threads)
         n_piece = cute.size(piece)
         by_coords = not self.gated and self.epi.needs_coords
         if cutlass.const_expr(by_coords):
             coords = r2s.retile(self.coordinates(mma, tidx, c, tile))
             last_m, last_n = cute.size(c, mode=[0]) - 1, cute.size(c, mode=[1]) - 1
-        for p in cutlass.range_constexpr(pieces):
+        for p in cutlass.range_constexpr(self.pieces):
+            if cutlass.const_expr(self.epi.residual):
+                c_read = self.c_state(tiles_before * self.pieces + p, group, producer=False)
+                c_src[0].consumer_wait(c_read)
+                cute.copy(s2r, s2r_src[None, None, None, c_read.index], s2r_dst)
+                c_src[0].consumer_release(c_read)
             for v in cutlass.range_constexpr(n_piece):
                 piece[v] = r2s_acc[p * n_piece + v]
-                if cutlass.const_expr(by_coords):
-                    m, n = coords[p * n_piece + v]
-                    piece[v] = self.fused(piece[v], cutlass.min(m, last_m), cutlass.min(n, last_n), c, bias, scale_a,
-                                          scale_b, factor, beta)
-                elif cutlass.const_expr(not self.gated):
-                    piece[v] = activate(piece[v] * factor, self.epi.act)
+                if cutlass.const_expr(not self.gated):
+                    m, n = 0, 0  # not read
+                    if cutlass.const_expr(by_coords):
+                        m, n = coords[p * n_piece + v]
+                        m, n = cutlass.min(m, last_m), cutlass.min(n, last_n)
+                    piece[v] = self.fused(piece[v], m, n, piece_c[v], bias, scale_a, scale_b, factor, beta)
             piece_out.store(piece.load().to(self.d_type))
-            buf = group * self.epi_stages + (tiles_before * pieces + p) % self.epi_stages
+            buf = group * self.epi_stages + (tiles_before * self.pieces + p) % self.epi_stages
             cute.copy(r2s, piece_out, r2s_dst[None, None, None, buf])
             cute.arch.fence_proxy("async.shared", space="cta")
             consumers.arrive_and_wait()
             if storer:
-                cute.copy(tma_d, s_src[None, buf], g_dst[None, piece_order.get_hier_coord(p)])
+                cute.copy(tma_d, s_src[None, buf], g_dst[None, (p // self.pieces_n, p % self.pieces_n)])
                 stores.producer_commit()
                 stores.producer_acquire()
+                if cutlass.const_expr(self.epi.residual and not self.tiling.persistent
+                                      and p + self.c_stages < self.pieces):
+                    self.load_c(c_src, tile, 0, 0, p + self.c_stages, 1)  # every warp released piece p
             consumers.arrive_and_wait()

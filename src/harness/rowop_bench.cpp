@@ -109,16 +109,4 @@ Trial RowOpBench::bind(RowOpKernel& kernel) {
   return t;
 }
 
-double copy_bandwidth_tbps(const DeviceInfo& device) {
-  const size_t bytes = size_t(1) << 31;
-  cuda::DeviceBuffer src(bytes), dst(bytes);
-  cuda::Stream stream;
-  GF_CUDA_CHECK(cudaMemsetAsync(src.get(), 1, bytes, stream.get()));
-  Timer timer(device.l2_bytes);
-  Timing t = timer.time(
-      [&](int) { GF_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, stream.get())); },
-      1, stream.get(), {.warmup = 2, .min_reps = 10, .max_reps = 20, .budget_ms = 50});
-  return 2.0 * double(bytes) / (t.median_us * 1e-6) / 1e12;
-}
-
 }  // namespace gf::harness

@@ -1,6 +1,6 @@
 #pragma once
 // A row op on the GPU: random input sets (rotated past the L2), the float64 reference, and
-// guarded outputs; and the device-to-device copy bandwidth the row ops are reported against.
+// guarded outputs.
 #include <string>
 #include <vector>
 
@@ -34,8 +34,5 @@ class RowOpBench final : public Bench {
   // y_ and residual_out_ end in their guard bands.
   cuda::DeviceBuffer y_, residual_out_, weight_, bias_, valid_len_, ref_, ref_residual_;
 };
-
-// Device-to-device copy bandwidth (bytes read + written per second, / 1e12) over 2 GiB.
-double copy_bandwidth_tbps(const DeviceInfo& device);
 
 }  // namespace gf::harness

@@ -489,6 +489,12 @@ double Tuner::copy_bandwidth_tbps() {
   return reply.at("tbps").get<double>();
 }
 
+std::pair<double, double> Tuner::copy_us(size_t bytes) {
+  auto reply = impl_->worker->call({{"op", "copy"}, {"bytes", bytes}}, impl_->opt.candidate_timeout_s);
+  GF_CHECK(reply.value("ok", false), "the copy could not be timed: {}", reply.value("error", ""));
+  return {reply.at("us").get<double>(), reply.at("graph_us").get<double>()};
+}
+
 const DeviceInfo& Tuner::device() const { return impl_->device; }
 TuningDb& Tuner::db() { return *impl_->db; }
 

@@ -10,6 +10,7 @@
 //   {"op":"race","candidates":[{...},...],"rounds":N,"warmup_ms":X,"seed":N}
 //                                   -> {"ok":true,"results":[{"verified":..,"us":..,"error":..},...]}
 //   {"op":"copy_bandwidth"}                                 -> {"ok":true,"tbps":X}
+//   {"op":"copy","bytes":N}                                 -> {"ok":true,"us":X,"graph_us":Y}
 //   {"op":"quit"}
 //
 // A reply with "fatal":true means the worker's CUDA context is lost; it exits after replying.

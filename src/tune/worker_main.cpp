@@ -5,6 +5,7 @@
 
 #include "gemmforge/error.hpp"
 #include "harness/bench.hpp"
+#include "harness/copy_bench.hpp"
 #include "harness/rowop_bench.hpp"
 #include "process/worker_process.hpp"
 #include "tune/worker.hpp"
@@ -79,6 +80,9 @@ int worker_main() {
         reply = {{"ok", true}, {"results", rs}};
       } else if (op == "copy_bandwidth") {
         reply = {{"ok", true}, {"tbps", harness::copy_bandwidth_tbps(device)}};
+      } else if (op == "copy") {
+        const harness::CopyTiming t = harness::copy_timing(device, req.at("bytes").get<size_t>());
+        reply = {{"ok", true}, {"us", t.us}, {"graph_us", t.graph_us}};
       } else {
         GF_FAIL("unknown op '{}'", op);
       }
