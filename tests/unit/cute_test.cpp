@@ -25,11 +25,11 @@ TEST(CuteSpace, LevelsAndNames) {
     // Two schedules of 8 tiles and 3 clusters, and ping-pong's 6 tiles of at most 128 x 128 and 3
     // clusters, less (with erf GELU alone: they spill) the persistent 128x192 and 128x256 and the
     // ping-pong 128x128 and 64x256; then split-K variants of the plain 1x1 ones where tiles are
-    // few; swap-AB's (not counted) where M <= 64.
+    // few; swap-AB's (not counted) where M <= 128.
     const auto whole =
         std::count_if(all.begin(), all.end(), [](const CuteConfig& c) { return c.split_k == 1 && !c.swap_ab; });
     EXPECT_EQ(whole, p.epilogue.to_string() == "gelu" ? 54 : 66) << spec;
-    EXPECT_EQ(std::any_of(all.begin(), all.end(), [](const CuteConfig& c) { return c.swap_ab; }), p.m <= 64) << spec;
+    EXPECT_EQ(std::any_of(all.begin(), all.end(), [](const CuteConfig& c) { return c.swap_ab; }), p.m <= 128) << spec;
     for (const auto& c : all) {
       if (c.split_k > 1 || c.swap_ab) EXPECT_TRUE(!c.persistent && c.cluster_m * c.cluster_n == 1) << c.name();
       if (c.pingpong) EXPECT_TRUE(c.persistent && c.tile_m * c.tile_n <= 128 * 128) << c.name();
@@ -41,12 +41,12 @@ TEST(CuteSpace, LevelsAndNames) {
       EXPECT_EQ(cute_backend::illegal_reason(c, p), "") << c.name();
     }
   }
-  // Both schedules reach the fast list of a large GEMM (its tiers are tile and schedule).
-  bool persistent = false, plain = false;
+  // Both persistent schedules reach the fast list of a large GEMM (its tiers are tile and schedule).
+  bool cooperative = false, pingpong = false;
   for (const auto& c :
        cute_backend::ranked_configs(GemmProblem::parse("4096x4096x4096:e4m3->bf16:scale=rowcol"), d, Search::fast))
-    (c.persistent ? persistent : plain) = true;
-  EXPECT_TRUE(persistent && plain);
+    (c.pingpong ? pingpong : cooperative) |= c.persistent;
+  EXPECT_TRUE(cooperative && pingpong);
   // Decode: few tiles (16x4096x14336 in 64x128 tiles is 32 CTAs on 132 SMs), so split-K is in the
   // fast list; at M = 4096 there is none. Its workspace holds whole tiles and a counter each.
   const GemmProblem down = GemmProblem::parse("16x4096x14336:bf16");
@@ -54,11 +54,11 @@ TEST(CuteSpace, LevelsAndNames) {
   EXPECT_TRUE(std::any_of(decode.begin(), decode.end(), [](const CuteConfig& c) { return c.split_k > 1; }));
   for (const auto& c : cute_backend::ranked_configs(GemmProblem::parse("4096x4096x4096:bf16"), d, Search::exhaustive))
     EXPECT_EQ(c.split_k, 1) << c.name();
-  // At 128 tokens the short list streams the weights once: 128-row tiles, or 64-row ones in pairs
-  // along M that share B's tile by multicast.
+  // At 128 tokens the short list streams the weights once: 128-row tiles, 64-row ones in pairs
+  // along M that share B's tile by multicast, or swap-AB with all the tokens in one tile.
   for (const char* spec : {"128x6144x4096:bf16", "128x4096x14336:bf16", "128x28672x4096:bf16"})
     for (const auto& c : cute_backend::ranked_configs(GemmProblem::parse(spec), d, Search::fast))
-      EXPECT_GE(c.tile_m * c.cluster_m, 128) << spec << " " << c.name();
+      EXPECT_GE(c.swap_ab ? c.tile_n : c.tile_m * c.cluster_m, 128) << spec << " " << c.name();
   const auto ws = cute_backend::split_workspace(CuteConfig{.tile_m = 64, .tile_n = 128, .split_k = 4}, down);
   EXPECT_EQ(ws.partials_bytes, 64u * 4096 * 4);
   EXPECT_EQ(ws.counters_bytes, 256u);

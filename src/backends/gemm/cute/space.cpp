@@ -18,6 +18,9 @@ struct Model {
   // A tile's operand intensity tile_m*tile_n/(tile_m+tile_n) at which it reaches half the peak.
   static constexpr double kHalfPeakIntensity = 24.0;
   // One warpgroup keeps fewer wgmma in flight than two (measured 128x128 vs 128x256, 2026-12-02).
+  // Not ping-pong's: its two warpgroups take turns at the tensor cores (race at 4096 and 8192
+  // tokens, 2026-12-04 19:51 UTC: ping-pong 128x128 within 1-4% of cooperative 128x256, ahead on
+  // the widest GEMMs; with the share it never reached the fast list).
   static constexpr double kOneWarpgroupShare = 0.75;
   // Multicast halves a cluster's L2 reads of the shared operand: a small gain when tiles are many.
   static constexpr double kClusterGain = 0.97;
@@ -83,7 +86,7 @@ double modeled_seconds(const CuteConfig& c, const GemmProblem& p, int sms) {
   const int64_t tiles_n = ceil_div(ceil_div(q.n, tn), cn) * cn;
   const double intensity = double(tm) * tn / (tm + tn);
   double rate = peak / sms * intensity / (intensity + Model::kHalfPeakIntensity);
-  if (!(tm == 128 && tn > 128)) rate *= Model::kOneWarpgroupShare;
+  if (!(tm == 128 && tn > 128) && !c.pingpong) rate *= Model::kOneWarpgroupShare;
   const double ctas = double(tiles_m * tiles_n * split);
   // The CTAs that pull operands from DRAM: a cluster's padding past M or N loads nothing of its
   // own (TMA zero-fills, or the multicast brings its peer's tile).
@@ -158,7 +161,7 @@ std::string illegal_reason(const CuteConfig& c, const GemmProblem& p) {
   if (c.swap_ab) {
     if (p.layout != Layout::tn || e.gate != GateKind::none) return "swap-AB takes K-major operands and no gate";
     if (c.persistent || c.cluster_m * c.cluster_n > 1) return "swap-AB is for the one-CTA-a-tile schedule";
-    if (c.tile_n != 16 && c.tile_n != 32 && c.tile_n != 64) return "swap-AB's token tile is 16, 32 or 64 wide";
+    if ((c.tile_n != 16 && c.tile_n % 32 != 0) || c.tile_n > 128) return "swap-AB's token tile is 16 or 32..128 wide";
   } else if (c.tile_n < 64) {
     return "tiles narrower than 64 are swap-AB's";
   }
@@ -212,12 +215,14 @@ std::vector<CuteConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d
       for (int tn : {64, 128, 192, 256})
         for (auto [cm, cn] : {std::pair{1, 1}, {2, 1}, {1, 2}})
           for (int split : {1, 2, 4, 8}) consider({tm, tn, cm, cn, persistent, split, pingpong});
-  // Swap-AB where the tokens are few: the weights fill wgmma's 64 rows, the tokens an n16..n64
-  // tile (past 64 tokens the weights would stream once per token tile).
-  if (p.m <= 64)
+  // Swap-AB where the tokens are few: the weights fill wgmma's 64 rows, the tokens an n16..n128
+  // tile. Up to 64 tokens the narrow tiles; past 64, one token tile (n96 or n128) that holds them
+  // all, since narrower ones would stream the weights once each.
+  if (p.m <= Model::kSmallM)
     for (int tm : {64, 128})
-      for (int tn : {16, 32, 64})
-        for (int split : {1, 2, 4, 8}) consider({.tile_m = tm, .tile_n = tn, .split_k = split, .swap_ab = true});
+      for (int tn : {16, 32, 64, 96, 128})
+        if (p.m <= 64 ? tn <= 64 : tn >= p.m)
+          for (int split : {1, 2, 4, 8}) consider({.tile_m = tm, .tile_n = tn, .split_k = split, .swap_ab = true});
   auto tier = [](const CuteConfig& c) {
     return fmt::format("{}x{}{}{}", c.tile_m, c.tile_n, c.persistent, c.pingpong);
   };
