@@ -9,15 +9,16 @@ python3 scripts/report.py --run-info $d/run.json --bench $d/bench-llama3-8b.json
   --heldout $d/heldout-qwen2.5-7b.json $d/heldout-phi3-mini.json \
   --backend-bench \
   "Decode, one and eight tokens: native (its swap-AB kernels) beside cuBLASLt (llama3-8b; its own run, 2026-12-03 06:44 UTC, 3 rounds)=$d/bench-llama3-8b-decode-1-8.json" \
-  "Decode on llama3-70b, 1, 16 and 128 tokens: native beside cuBLASLt (its own run, 2026-12-03 14:53 UTC, 3 rounds)=$d/bench-llama3-70b-decode.json" \
+  "Decode at one token: native beside cuBLASLt, and a copy of each GEMM's bytes (llama3-8b; its own run, 2026-12-04 19:29 UTC, 3 rounds)=$d/bench-llama3-8b-decode-1-copy.json" \
+  "Decode on llama3-70b, 1, 16 and 128 tokens: native beside cuBLASLt, and a copy of each GEMM's bytes (its own run, 2026-12-04 19:30 UTC, 3 rounds)=$d/bench-llama3-70b-decode.json" \
   "CuTe DSL beside cuBLASLt and native at 16 and 128 tokens (llama3-8b, the GEMMs its small-M ranking was fitted on; its own run, 2026-12-04 17:12 UTC)=$d/bench-cute-small-llama3-8b.json" \
   "CuTe DSL beside cuBLASLt at 16 and 128 tokens on llama3-70b, held out from that fit (its own run, 2026-12-04 17:13 UTC)=$d/bench-cute-small-llama3-70b.json" \
   "CuTe DSL beside cuBLASLt and native (llama3-8b at 4096 tokens; its own run, 2026-12-04 16:52 UTC; one CTA a tile, persistent cooperative and ping-pong schedules)=$d/bench-cute-llama3-8b-4096.json" \
   "CuTe DSL beside cuBLASLt and native at 8192 tokens (llama3-8b) and on llama3-70b at 4096 and 8192 tokens (its own run, 2026-12-04 16:56-17:02 UTC)=$d/bench-cute-large-m.json" \
-  "The plain kernels of the fused run below: CuTe DSL and native beside cuBLASLt (llama3-8b; its own run, 2026-12-04 17:52 UTC, 3 rounds, the CuTe DSL epilogue a store piece at a time)=$d/bench-cute-plain-beside-fused-llama3-8b.json" \
-  "Fused epilogues (--fuse natural: o and down + residual, gate_up + SwiGLU; qkv has no bias in llama3): CuTe DSL and native beside cuBLASLt (llama3-8b; the same call, 17:53 UTC, 3 rounds)=$d/bench-cute-fused-llama3-8b.json" \
+  "The plain kernels of the fused run below: CuTe DSL and native beside cuBLASLt, and a copy of each decode GEMM's bytes (llama3-8b; its own run, 2026-12-04 19:27 UTC, 3 rounds)=$d/bench-cute-plain-beside-fused-llama3-8b.json" \
+  "Fused epilogues (--fuse natural: o and down + residual, gate_up + SwiGLU; qkv has no bias in llama3): CuTe DSL and native beside cuBLASLt (llama3-8b; the same call, 19:28 UTC, 3 rounds; the CuTe DSL residual read by TMA)=$d/bench-cute-fused-llama3-8b.json" \
   "Held out at 77 tokens after swap-AB up to 128 rows: native beside cuBLASLt (qwen2.5-7b and phi3-mini; its own run, 2026-12-03 12:31 UTC)=$d/heldout-77-swapab.json" \
-  "Held out at 77 tokens, three backends: CuTe DSL and native beside cuBLASLt (qwen2.5-7b and phi3-mini; its own run, 2026-12-04 17:22 UTC; the tuned choice over the three is at 0.995 of the best cuBLASLt kernel, its worst 0.968)=$d/heldout-77-three-backends.json" \
+  "Held out at 77 tokens, three backends: CuTe DSL and native beside cuBLASLt (qwen2.5-7b and phi3-mini; its own run, 2026-12-04 19:39 UTC, after CuTe DSL's swap-AB with one wide token tile)=$d/heldout-77-three-backends.json" \
   "FP8 e4m3, rowwise scales: CuTe DSL and native beside cuBLASLt (llama3-8b at 16, 128 and 4096 tokens; its own run after the loader fix, 2026-12-03 18:08 UTC)=$d/bench-cute-fp8-rowcol-llama3-8b.json" \
   "CUTLASS C++ beside cuBLASLt and native (llama3-8b; its own run, 2026-12-03 08:59 UTC)=$d/bench-cutlass-llama3-8b.json" \
   "CUTLASS C++ beside cuBLASLt and native (llama3-70b at 4096 and 8192 tokens; its own run, 2026-12-03 14:47-14:50 UTC, 3 rounds)=$d/bench-cutlass-llama3-70b.json" \
@@ -30,6 +31,7 @@ python3 scripts/report.py --run-info $d/run.json --bench $d/bench-llama3-8b.json
   --race "CUTLASS's 16 kernels in 12 tile orders each and cuBLASLt's 8 in one tuner race (llama3-8b o and gate_up at 4096 tokens, -s exhaustive; 2026-12-03 15:46 UTC)=$d/cutlass/race-exhaustive-4096.json" \
          "CuTe DSL's fast list at 16 tokens in one tuner race, after the loader fix (llama3-8b o; 2026-12-03 18:04 UTC)=$d/cute-race-16.json" \
          "Every bf16 CuTe DSL kernel and cuBLASLt's in one tuner race per GEMM: the data of cute's small-M fit (llama3-8b at 16 and 128 tokens, -s exhaustive; 2026-12-04 17:02 UTC)=$d/cute-race-exhaustive-16-128.json" \
+         "The same at 77 tokens (qwen2.5-7b, phi3-mini: held out from that fit) and 128 (llama3-8b), with swap-AB's one wide token tile (n96, n128) past 64 tokens (2026-12-04 19:38 UTC)=$d/cute-race-exhaustive-77-128.json" \
          "Native fp8 block scales, every promoted tile in one race per GEMM, before the promotion change (-s exhaustive --only g4m_scaleblock128_promote; 2026-12-04 16:38 UTC)=$d/fp8/block-race-before.json" \
          "The same after it: factors loaded a k-block ahead, accumulators zeroed once a tile (16:46 UTC)=$d/fp8/block-race-after.json" \
   --search-gap "--search fast against exhaustive on held-out shapes: native (qwen2.5-7b o and phi3-mini qkv at 77 tokens, the exhaustive list's g8m rasters; 2026-12-03 14:43 UTC)=$d/search/heldout-77-fast-candidates.json,$d/search/heldout-77-exhaustive.json" \
