@@ -28,6 +28,7 @@ python3 scripts/report.py --run-info $d/run.json --bench $d/bench-llama3-8b.json
   "FP8 e4m3, rowwise scales: native beside cuBLASLt (llama3-70b at 4096 and 8192 tokens; its own run, 2026-12-03 14:54 UTC, 3 rounds)=$d/bench-fp8-rowcol-llama3-70b.json" \
   "FP8 e4m3, 1x128 / 128x128 block scales: CUTLASS beside native, cuBLASLt refuses them (llama3-8b at 128 and 4096 tokens; its own run, 2026-12-03 12:09 UTC)=$d/bench-cutlass-fp8-block128-llama3-8b.json" \
   "FP8 e4m3, 128x128 block scales: native alone, cuBLASLt refuses them (llama3-8b at 4096 tokens; 2026-12-04 17:03 UTC, after the promotion change)=$d/bench-fp8-block128-llama3-8b.json" \
+  "FP8 e4m3, rowwise scales, fused epilogues beside their plain GEMMs: native and CuTe DSL (llama3-8b o + residual, gate_up + SwiGLU, up + bias + GELU at 128 and 4096 tokens; cuBLASLt has none of these three epilogues with rowwise scales; its own run, 2026-12-04 20:11 UTC, 3 rounds)=$d/fp8/bench-fused-rowcol-llama3-8b.json" \
   --race "CUTLASS's 16 kernels in 12 tile orders each and cuBLASLt's 8 in one tuner race (llama3-8b o and gate_up at 4096 tokens, -s exhaustive; 2026-12-03 15:46 UTC)=$d/cutlass/race-exhaustive-4096.json" \
          "CuTe DSL's fast list at 16 tokens in one tuner race, after the loader fix (llama3-8b o; 2026-12-03 18:04 UTC)=$d/cute-race-16.json" \
          "Every bf16 CuTe DSL kernel and cuBLASLt's in one tuner race per GEMM: the data of cute's small-M fit (llama3-8b at 16 and 128 tokens, -s exhaustive; 2026-12-04 17:02 UTC)=$d/cute-race-exhaustive-16-128.json" \
