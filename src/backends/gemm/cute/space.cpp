@@ -19,9 +19,9 @@ struct Model {
   static constexpr double kHalfPeakIntensity = 24.0;
   // One warpgroup keeps fewer wgmma in flight than two (measured 128x128 vs 128x256, 2026-12-02).
   // Ping-pong's too, though its two warpgroups take turns: in the tuner's race at 4096 and 8192
-  // tokens its 128x128 tile came within 1-4% of cooperative 128x256, but in bench's rounds the
-  // same kernels ran 5-17% slower than in the race (2026-12-04 19:51 and 20:01 UTC), so the share
-  // stays until that is understood.
+  // tokens its 128x128 tile came within 1-4% of cooperative 128x256, but back to back (bench) it
+  // ran 5-17% slower: under the H200's power cap it clocks lower (1200 against 1425 MHz,
+  // 2026-12-04 20:16 UTC). The share stays until a layer's benchmark says which to believe.
   static constexpr double kOneWarpgroupShare = 0.75;
   // Multicast halves a cluster's L2 reads of the shared operand: a small gain when tiles are many.
   static constexpr double kClusterGain = 0.97;
