@@ -74,7 +74,10 @@ double small_m_seconds(const CuteConfig& c, const GemmProblem& p, int sms, doubl
   if (c.split_k > 1)
     s += Model::kSplitS +
          double(split_workspace(c, p).partials_bytes) * (c.split_k + 1) / Model::kSmallSplitBytesPerSecond;
-  if (c.persistent && waves > 1) s *= Model::kPersistentGain;
+  // No persistent gain here: what it buys at large M (the next tile's loads under this tile's
+  // epilogue) is not what bounds a weights' stream. Without it the fast list's best, in the races
+  // of every kernel (2026-12-04), went 0.963 -> 1.002 of cuBLASLt at 16 tokens and 0.970 -> 0.971
+  // at 128 (llama3-8b), 0.823 -> 0.842 at 77 (qwen2.5-7b, phi3-mini: held out).
   return s;
 }
 
