@@ -11,8 +11,9 @@ python3 scripts/report.py --run-info $d/run.json --bench $d/bench-llama3-8b.json
   "Decode, one and eight tokens: native (its swap-AB kernels) beside cuBLASLt (llama3-8b; its own run, 2026-12-03 06:44 UTC, 3 rounds)=$d/bench-llama3-8b-decode-1-8.json" \
   "Decode at one token: native beside cuBLASLt, and a copy of each GEMM's bytes (llama3-8b; its own run, 2026-12-04 19:29 UTC, 3 rounds)=$d/bench-llama3-8b-decode-1-copy.json" \
   "Decode on llama3-70b, 1, 16 and 128 tokens: native beside cuBLASLt, and a copy of each GEMM's bytes (its own run, 2026-12-04 19:30 UTC, 3 rounds)=$d/bench-llama3-70b-decode.json" \
-  "CuTe DSL beside cuBLASLt and native at 16 and 128 tokens (llama3-8b, the GEMMs its small-M ranking was fitted on; its own run, 2026-12-04 17:12 UTC)=$d/bench-cute-small-llama3-8b.json" \
-  "CuTe DSL beside cuBLASLt at 16 and 128 tokens on llama3-70b, held out from that fit (its own run, 2026-12-04 17:13 UTC)=$d/bench-cute-small-llama3-70b.json" \
+  "CuTe DSL beside cuBLASLt at 16 and 128 tokens (llama3-8b, the GEMMs its small-M ranking was fitted on; its own run, 2026-12-04 20:29 UTC, 5 rounds, the ranking without the persistent gain)=$d/bench-cute-small-llama3-8b.json" \
+  "CuTe DSL beside cuBLASLt at 16 and 128 tokens on llama3-70b, held out from that fit (its own run, 2026-12-04 20:30 UTC, 5 rounds)=$d/bench-cute-small-llama3-70b.json" \
+  "CuTe DSL beside cuBLASLt at 77 tokens, held out (qwen2.5-7b and phi3-mini; its own run, 2026-12-04 20:31 UTC, 5 rounds)=$d/heldout-77-cute.json" \
   "CuTe DSL beside cuBLASLt and native (llama3-8b at 4096 tokens; its own run, 2026-12-04 16:52 UTC; one CTA a tile, persistent cooperative and ping-pong schedules)=$d/bench-cute-llama3-8b-4096.json" \
   "CuTe DSL beside cuBLASLt and native at 8192 tokens (llama3-8b) and on llama3-70b at 4096 and 8192 tokens (its own run, 2026-12-04 16:56-17:02 UTC)=$d/bench-cute-large-m.json" \
   "The plain kernels of the fused run below: CuTe DSL and native beside cuBLASLt, and a copy of each decode GEMM's bytes (llama3-8b; its own run, 2026-12-04 19:27 UTC, 3 rounds)=$d/bench-cute-plain-beside-fused-llama3-8b.json" \
