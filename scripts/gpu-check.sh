@@ -31,7 +31,8 @@
 #   fleet: two tuners sharing GPU 0 (--gpus 0,0) store the llama3-8b set in a Redis store (redis-server
 #   from PATH or staged by scripts/stage-redis.sh), then `gemmforge prepare` times a serving start on
 #   that host, on a fresh host reading the store, and on a fresh host with no decisions.
-#   "all" is tests, sass, tune, bench, heldout, runtime.
+#   "all" is tests, sass, tune, bench, heldout, runtime. Last, every run prints the GPU's clock and
+#   power through each step (scripts/clocks.py over nvidia-smi's samples).
 # Knobs: SKIP_PYTEST=1 (python: the benchmarks alone), T_FP8_TESTS, T_FP8_BENCH (seconds per scale kind), FP8_SKIP_TESTS=1; GPU_TESTS_FILTER (gtest filter; default: all but Cutlass* and Cute*, which their steps run), SEARCH (fast|default|exhaustive, default fast),
 #        SEARCH_PROBLEMS and SEARCH_ONLY (a name filter for the exhaustive side of "search"),
 #        BENCH_EXTRA (extra problems for the second bench, e.g. "--model llama3-70b --tokens 4096,8192"),
@@ -47,10 +48,19 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 gf=build/gemmforge
 search=${SEARCH:-fast}
 status=0
-step() { echo; echo "== $*"; }
+# Each step's start, beside the GPU's clock and power sampled every 100 ms (scripts/clocks.py puts
+# them side by side last): the H200 holds its power cap through sustained GEMMs and gives up clock.
+step() {
+  echo; echo "== $*"
+  echo "$(date -u '+%Y/%m/%d %H:%M:%S.%N') $*" >> "$out/clock-marks.txt"
+}
 
 [ -x "$gf" ] || bash scripts/setup.sh || exit 1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader
+: > "$out/clock-marks.txt"
+nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,clocks_throttle_reasons.active --format=csv,noheader -lms 100 \
+  > "$out/clocks.csv" 2>/dev/null &
+clocks_pid=$!
 "$gf" doctor > "$out/doctor.txt" 2>&1
 
 if [ "$what" = all ] || [ "$what" = tests ]; then
@@ -348,4 +358,7 @@ if [ "$what" = cutlass ]; then
     python3 scripts/summarize.py "$out/bench-cutlass-fp8-$scale.json"
   done
 fi
+kill "$clocks_pid" 2>/dev/null
+step "the GPU's clock and power through each step (busy samples)"
+python3 scripts/clocks.py "$out/clocks.csv" "$out/clock-marks.txt"
 exit $status

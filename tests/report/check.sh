@@ -36,4 +36,9 @@ grep -q "| \`77x3584x3584:bf16\` | 10.0 | 11.0 | 1.100 | \`c\` |" "$page" || fai
 summary=$(python3 "$root/scripts/summarize.py" "$data/bench.json")
 grep -q "the tuned choice vs the faster of tuned and default cuBLASLt at M=4096: geomean 1.029 .* picked native 2" \
   <<<"$summary" || { echo "summarize: no tuned-choice line at M=4096"; echo "$summary"; exit 1; }
-echo "report: tables, intervals, verdicts, both timing modes, held-out set, a copy of the same bytes, runtime, compile times, the torch layer, the PDL chain, quantization, a race, a search gap and the tuned choice as expected"
+# scripts/clocks.py (gpu-check.sh's last table): each step's clock and power from nvidia-smi's samples.
+clocks=$(python3 "$root/scripts/clocks.py" "$root/docs/data/cute/pingpong-clocks-smi.csv" \
+  "$root/docs/data/cute/pingpong-clocks-marks.txt")
+grep -Eq "^bench-128x128_c2x1_pp +[0-9.]+ +1200 +945 +694 +708 +100%$" <<<"$clocks" ||
+  { echo "clocks: no row for the ping-pong bench at 1200 MHz"; echo "$clocks"; exit 1; }
+echo "report: tables, intervals, verdicts, both timing modes, held-out set, a copy of the same bytes, runtime, compile times, the torch layer, the PDL chain, quantization, a race, a search gap, the tuned choice and the clocks table as expected"
