@@ -1,5 +1,8 @@
 #include "harness/bench.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include "harness/gemm_bench.hpp"
 #include "harness/rowop_bench.hpp"
 
@@ -26,6 +29,11 @@ Verdict run_twice(const Trial& t, cudaStream_t stream) {
 }
 
 }  // namespace
+
+int rotating_sets(double set_bytes, const DeviceInfo& device, int most) {
+  const int count = int(std::clamp(std::ceil(3.0 * double(device.l2_bytes) / set_bytes), 1.0, double(most)));
+  return std::max(1, std::min(count, int(0.25 * double(device.global_mem_bytes) / set_bytes)));
+}
 
 std::unique_ptr<Bench> make_bench(std::string_view family, const std::string& key, const DeviceInfo& device,
                                   uint64_t seed) {

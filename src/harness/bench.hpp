@@ -17,6 +17,10 @@
 
 namespace gf::harness {
 
+// Input sets of set_bytes each, enough that one rotation overflows the L2 three times: at most
+// `most`, and within a quarter of the device's memory.
+int rotating_sets(double set_bytes, const DeviceInfo& device, int most);
+
 struct MeasureResult {
   bool verified = false;
   double rel_err = -1;

@@ -1,10 +1,10 @@
 #include "harness/copy_bench.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "cuda/memory.hpp"
+#include "harness/bench.hpp"
 #include "harness/timer.hpp"
 
 namespace gf::harness {
@@ -29,7 +29,7 @@ double copy_bandwidth_tbps(const DeviceInfo& device) {
 
 CopyTiming copy_timing(const DeviceInfo& device, size_t bytes) {
   const size_t half = std::max<size_t>(bytes / 2, 256);
-  const int sets = int(std::clamp(std::ceil(3.0 * double(device.l2_bytes) / double(2 * half)), 1.0, 16.0));
+  const int sets = rotating_sets(double(2 * half), device, 16);
   cuda::Stream stream;
   std::vector<cuda::DeviceBuffer> src, dst;
   for (int s = 0; s < sets; ++s) {
@@ -39,23 +39,10 @@ CopyTiming copy_timing(const DeviceInfo& device, size_t bytes) {
   }
   auto launch = [&](int s) { copy(dst[size_t(s)], src[size_t(s)], half, stream.get()); };
   Timer timer(device.l2_bytes);
-  CopyTiming t{.us = timer.time(launch, sets, stream.get(), {.min_reps = 20, .budget_ms = 50}).median_us};
-  // Back to back: queued without a graph, since a captured copy becomes a memcpy node, which the
-  // driver may run on a copy engine (a 1 GB one read 2.8 TB/s that way, 4.2 launched). Each copy
-  // takes longer than its enqueue, so none waits on the host. The median of 7 batches.
-  const int per_batch = sets * ((16 + sets - 1) / sets);
-  std::vector<double> batches;
-  cuda::Event begin, end;
-  for (int b = 0; b < 8; ++b) {
-    begin.record(stream.get());
-    for (int i = 0; i < per_batch; ++i) launch(i % sets);
-    end.record(stream.get());
-    GF_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-    if (b > 0) batches.push_back(1000.0 * end.since(begin) / per_batch);  // the first warms up
-  }
-  std::sort(batches.begin(), batches.end());
-  t.graph_us = batches[batches.size() / 2];
-  return t;
+  // Back to back queued, not captured: a captured 1 GB copy ran on a copy engine at 2.8 TB/s
+  // against 4.2 launched. Each copy takes longer than its enqueue, so none waits on the host.
+  return {.us = timer.time(launch, sets, stream.get(), {.min_reps = 20, .budget_ms = 50}).median_us,
+          .graph_us = timer.time_queued(launch, sets, stream.get(), 7).median_us};
 }
 
 }  // namespace gf::harness

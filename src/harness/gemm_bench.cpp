@@ -1,8 +1,5 @@
 #include "harness/gemm_bench.hpp"
 
-#include <algorithm>
-#include <cmath>
-
 #include "harness/fill.hpp"
 #include "harness/reference.hpp"
 #include "harness/verify.hpp"
@@ -26,9 +23,7 @@ GemmBench::GemmBench(const GemmProblem& p, const DeviceInfo& device, uint64_t se
   const int64_t bias_len = e.bias == BiasKind::row ? p.m : p.n;
   double set_bytes =
       double(elems_a(p)) * in_a + double(elems_b(p)) * in_b + (e.has_c() ? double(elems_d(p)) * epi : 0.0);
-  // Enough input sets that one rotation overflows the L2 three times, within a memory budget.
-  int count = int(std::clamp(std::ceil(3.0 * double(device.l2_bytes) / set_bytes), 1.0, 16.0));
-  count = std::max(1, std::min(count, int(0.25 * double(device.global_mem_bytes) / set_bytes)));
+  const int count = rotating_sets(set_bytes, device, 16);
   for (int s = 0; s < count; ++s) {
     InputSet set;
     uint64_t sd = seed * 1000003 + uint64_t(s) * 16;

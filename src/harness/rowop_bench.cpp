@@ -1,7 +1,5 @@
 #include "harness/rowop_bench.hpp"
 
-#include <algorithm>
-#include <cmath>
 #include <random>
 
 #include "harness/fill.hpp"
@@ -15,7 +13,7 @@ RowOpBench::RowOpBench(const RowOpSpec& s, const DeviceInfo& device, uint64_t se
   const int64_t n = s.rows * s.cols;
   const size_t in_bytes = size_t(n) * size_t(dtype_bytes(s.in));
   const double set_bytes = double(in_bytes) * (s.residual ? 2 : 1);
-  int count = int(std::clamp(std::ceil(3.0 * double(device.l2_bytes) / set_bytes), 1.0, 8.0));
+  const int count = rotating_sets(set_bytes, device, 8);
   for (int i = 0; i < count; ++i) {
     InputSet set;
     set.x = cuda::DeviceBuffer(in_bytes);

@@ -26,6 +26,9 @@ Timing summary(std::vector<double> us) {
   return t;
 }
 
+// Launches a graph-mode batch holds: enough that every set is read, and at least 16.
+int launches_per_batch(int sets) { return sets * ((16 + sets - 1) / sets); }
+
 // Warm-up in timed batches (at least one, at most 64), until both minimums are met. Returns the
 // milliseconds of one call of `run` that the last batch measured.
 double warm_up(const std::function<void()>& run, cudaStream_t stream, const TimingOptions& o) {
@@ -121,9 +124,8 @@ std::vector<Timing> Timer::race(const std::vector<std::function<void(int)>>& lau
 
 Timing Timer::time_graph(const std::function<void(int)>& launch, int sets, cudaStream_t stream,
                          const TimingOptions& o) {
-  // Enough launches in the graph that every set is read, and at least 16.
   const int n_sets = std::max(sets, 1);
-  const int per_graph = n_sets * ((16 + n_sets - 1) / n_sets);
+  const int per_graph = launches_per_batch(n_sets);
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   GF_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
@@ -156,6 +158,21 @@ Timing Timer::time_graph(const std::function<void(int)>& launch, int sets, cudaS
   GF_CUDA_CHECK(cudaStreamSynchronize(stream));
   std::vector<double> us(static_cast<size_t>(reps));
   for (int i = 0; i < reps; ++i) us[size_t(i)] = 1000.0 * ends[size_t(i)].since(begins[size_t(i)]) / per_graph;
+  return summary(std::move(us));
+}
+
+Timing Timer::time_queued(const std::function<void(int)>& launch, int sets, cudaStream_t stream, int batches) {
+  const int n_sets = std::max(sets, 1);
+  const int per_batch = launches_per_batch(n_sets);
+  cuda::Event begin, end;
+  std::vector<double> us;
+  for (int b = 0; b <= batches; ++b) {
+    begin.record(stream);
+    for (int i = 0; i < per_batch; ++i) launch(i % n_sets);
+    end.record(stream);
+    GF_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (b > 0) us.push_back(1000.0 * end.since(begin) / per_batch);  // the first warms up
+  }
   return summary(std::move(us));
 }
 

@@ -66,6 +66,10 @@ class Timer {
                            const RaceOptions& o, const std::function<void(size_t)>& before = {});
   // Graph mode: microseconds per launch. Throws gf::Error when the launches cannot be captured.
   Timing time_graph(const std::function<void(int)>& launch, int sets, cudaStream_t stream, const TimingOptions& o);
+  // Graph mode's launches queued without the graph, for work a graph would change (a captured
+  // copy becomes a memcpy node, which the driver may run on a copy engine): a batch to warm up,
+  // then `batches` timed; microseconds per launch. Each launch must outlast its enqueue.
+  Timing time_queued(const std::function<void(int)>& launch, int sets, cudaStream_t stream, int batches);
 
  private:
   cuda::DeviceBuffer flush_;
