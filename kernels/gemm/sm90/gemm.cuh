@@ -111,7 +111,7 @@ struct Gemm : Traits<Cfg> {
           if (leader) release(&empty[s]);
 #pragma unroll
           for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(part[mm]);
-          Scales<Cfg>::promote(acc, part, use);
+          Scales<Cfg>::promote(acc, part, use, u);
         };
         typename Scales<Cfg>::BlockFactors even = Scales<Cfg>::block_factors(p, u, consumer, u.kb_begin), odd;
         zero(acc);

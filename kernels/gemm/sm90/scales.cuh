@@ -24,18 +24,24 @@ struct Scales : Traits<Cfg> {
     return c < BN / 2 ? u.n0 / 2 + c : p.n / 2 + u.n0 / 2 + c - BN / 2;
   }
 
+  // B's block scales a tile spans: one where BN divides 128; a 192-wide tile (n0 a multiple of 64)
+  // spans two, the first for its first 128 - n0 % 128 columns.
+  static constexpr int kBBlocks = BN > 128 ? 2 : 1;
+
   // This thread's factors for k-block kb (block scales): A's scale of each row it holds and B's
-  // block scale, loaded a k-block before their use and multiplied only there, so no instruction
+  // block scales, loaded a k-block before their use and multiplied only there, so no instruction
   // waits for the loads before that.
   struct BlockFactors {
-    float a[kMmaM][2], b;
+    float a[kMmaM][2], b[kBBlocks];
   };
   static __device__ __forceinline__ BlockFactors block_factors(const GemmParams& p, const Unit& u, int consumer,
                                                                int kb) {
     BlockFactors f;
     if constexpr (kScale == ScaleKind::block128) {
-      const int k_blocks = (p.k + 127) / 128;
-      f.b = __ldg(p.scale_b + (u.n0 / 128) * k_blocks + kb);  // the tile lies in one 128-row block of B
+      const int k_blocks = (p.k + 127) / 128, n_blocks = (p.n + 127) / 128;
+#pragma unroll
+      for (int j = 0; j < kBBlocks; ++j)  // past N, any block: those columns are never stored
+        f.b[j] = __ldg(p.scale_b + min(u.n0 / 128 + j, n_blocks - 1) * k_blocks + kb);
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm)
 #pragma unroll
@@ -47,21 +53,34 @@ struct Scales : Traits<Cfg> {
     return f;
   }
 
-  // acc += part * the k-block's factors.
-  static __device__ __forceinline__ void promote(float (&acc)[kMmaM][kAcc], const float (&part_acc)[kMmaM][kAcc],
-                                                 const BlockFactors& f) {
+  // acc += part * the k-block's factors. The tile's 8-column groups below kFirst take B's first
+  // block scale, the rest its second; known at compile time, so no element picks at run time.
+  template <int kFirst>
+  static __device__ __forceinline__ void promote_groups(float (&acc)[kMmaM][kAcc], const float (&part_acc)[kMmaM][kAcc],
+                                                        const BlockFactors& f) {
 #pragma unroll
     for (int mm = 0; mm < kMmaM; ++mm) {
-      float v[2] = {1.0f, 1.0f};
-      if constexpr (kScale == ScaleKind::block128) v[0] = f.a[mm][0] * f.b, v[1] = f.a[mm][1] * f.b;
+      float v[2][2] = {{1.0f, 1.0f}, {1.0f, 1.0f}};  // [B block][half]
+      if constexpr (kScale == ScaleKind::block128)
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+#pragma unroll
+          for (int half = 0; half < 2; ++half) v[j][half] = f.a[mm][half] * f.b[j < kBBlocks ? j : 0];
 #pragma unroll
       for (int i = 0; i < kAcc; ++i) {
         if constexpr (kScale == ScaleKind::block128)
-          acc[mm][i] = fmaf(part_acc[mm][i], v[i % 4 / 2], acc[mm][i]);
+          acc[mm][i] = fmaf(part_acc[mm][i], v[i / 4 < kFirst ? 0 : 1][i % 4 / 2], acc[mm][i]);
         else
           acc[mm][i] += part_acc[mm][i];
       }
     }
+  }
+  static __device__ __forceinline__ void promote(float (&acc)[kMmaM][kAcc], const float (&part_acc)[kMmaM][kAcc],
+                                                 const BlockFactors& f, const Unit& u) {
+    if (kBBlocks == 1 || u.n0 % 128 == 0)
+      promote_groups<(BN < 128 ? BN : 128) / 8>(acc, part_acc, f);
+    else
+      promote_groups<8>(acc, part_acc, f);  // n0 % 128 == 64: 64 columns left in the first block
   }
 
   // The scales constant along K, on the finished accumulators.

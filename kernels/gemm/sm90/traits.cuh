@@ -51,8 +51,9 @@ struct Traits {
   static_assert(kMmaM * kAcc * (kPromote ? 2 : 1) <= (kConsumers == 2 ? 192 : 128),
                 "More accumulators per thread would spill.");
   static_assert(!kFp8 || !Cfg::kNN, "fp8 wgmma reads both operands K-major.");
-  static_assert(kScale != ScaleKind::block128 || (kPromote && 128 % BN == 0 && Cfg::kGate != GateKind::split),
-                "Block scales are applied per k-block on promotion, one B block per tile.");
+  static_assert(kScale != ScaleKind::block128 ||
+                    (kPromote && (128 % BN == 0 || BN == 192) && Cfg::kGate != GateKind::split),
+                "Block scales are applied per k-block on promotion, one or (192 wide) two B blocks per tile.");
 
   // The TMA-store epilogue stages kStoreBoxes 64-column boxes of a consumer's rows of D at a time:
   // fewer than the tile's kOutBoxes leaves shared memory for a deeper pipeline.

@@ -105,8 +105,8 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   // The column scales (BN/4 a thread) beside more than 128 accumulators spill (ptxas, CUDA 13.0).
   if (p.epilogue.scale == ScaleKind::rowcol && c.acc_per_thread() > 128)
     return "per-column scales past 128 accumulators spill";
-  if (p.epilogue.scale == ScaleKind::block128 && (!c.promote || 128 % c.bn != 0))
-    return "block scales need promotion and BN dividing 128 (one block of B per tile)";
+  if (p.epilogue.scale == ScaleKind::block128 && (!c.promote || (128 % c.bn != 0 && c.bn != 192)))
+    return "block scales need promotion and BN dividing 128 or of 192 (one or two blocks of B per tile)";
   // Past 128 accumulators a consumer keeps ~40 of its 232 registers for the rest: the split-K
   // reduction, staging several boxes at once (a column bias per box) and, at 192, a column bias
   // with an activation spill (ptxas, CUDA 13.0).
@@ -159,10 +159,10 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   // 176 wide). The small-M lists were fitted without them.
   std::vector<int> widths = {64, 96, 128, 192, 256};
   if (p.m > 256) widths.insert(widths.end(), {112, 144, 160, 176, 208, 240});
-  // fp8: block scales need promotion (and a tile inside one 128-row block of B); otherwise it is
-  // a candidate beside the plain accumulation.
+  // fp8: block scales need promotion (and a tile inside one 128-row block of B, or 192 wide across
+  // two); otherwise it is a candidate beside the plain accumulation.
   const bool block_scaled = p.epilogue.scale == ScaleKind::block128;
-  if (block_scaled) widths = {32, 64, 128};
+  if (block_scaled) widths = {32, 64, 128, 192};
   std::vector<bool> promotions = {false};
   if (is_fp8(p.a)) promotions = block_scaled ? std::vector<bool>{true} : std::vector<bool>{false, true};
   // Swap-AB at small M: the kernel's N is the problem's M, its width the narrowest that covers it.
