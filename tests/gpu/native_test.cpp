@@ -1,6 +1,6 @@
 // The native templates against the reference on fresh random data of awkward sizes, over a set of
 // configs that covers every code path (1 and 2 consumers, cooperative and ping-pong, 64/128-row
-// warpgroups, up to 192 accumulators a thread, split-K, 2-CTA clusters, the TMA-store epilogue
+// warpgroups, up to 192 accumulators a thread, split-K, 2-CTA clusters, both together, the TMA-store epilogue
 // (tiles of whole and partial boxes), both raster orders, N-major B, batch, every epilogue), and
 // fp8 with each scale kind, promoted and not.
 #include <gtest/gtest.h>
@@ -37,7 +37,12 @@ std::vector<NativeConfig> covering_configs() {
   NativeConfig tma_160{256, 160, 3, 2, false, 1, 1, false, 8, true, 1};
   NativeConfig wide_192_pair_n{256, 192, 4, 2, false, 1, 2, false, 8, false};
   NativeConfig tma_pp_192_pair_m{128, 192, 4, 2, true, 1, 2, true, 8, false, 1};
+  // Split-K in pairs: K-slices of tiles that share B (along M, TMA store) or A (along N).
+  NativeConfig split_pp_pair_m{64, 128, 8, 2, true, 2, 2, true, 8, false, 2};
+  NativeConfig split_pair_n{128, 96, 6, 2, false, 3, 2, false, 8, false};
   return {
+      split_pp_pair_m,
+      split_pair_n,
       tma_160,
       wide_192_pair_n,
       tma_pp_192_pair_m,
@@ -78,6 +83,7 @@ std::vector<NativeConfig> swap_configs() {
       {.bm = 64, .bn = 32, .stages = 8, .consumers = 2, .pingpong = true, .split_k = 2, .swap_ab = true},
       {.bm = 128, .bn = 64, .stages = 6, .consumers = 2, .cluster = 2, .swap_ab = true},
       {.bm = 128, .bn = 48, .stages = 6, .consumers = 2, .cluster = 2, .cluster_m = true, .swap_ab = true},
+      {.bm = 64, .bn = 32, .stages = 8, .consumers = 1, .split_k = 3, .cluster = 2, .cluster_m = true, .swap_ab = true},
   };
 }
 

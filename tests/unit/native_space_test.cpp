@@ -129,6 +129,11 @@ TEST(NativeSpace, PrunesWhatCannotFit) {
   EXPECT_NE(native::illegal_reason({.bm = 128, .bn = 96}, GemmProblem::parse("64x64x64:bf16:nn"), d), "");
   EXPECT_NE(native::illegal_reason({.bm = 128, .bn = 128, .split_k = 4}, GemmProblem::parse("64x64x128:bf16"), d), "");
   EXPECT_EQ(native::illegal_reason({.bm = 128, .bn = 256}, p, d), "");
+  // Pairs split K too: their CTAs take the same slice of adjacent tiles.
+  EXPECT_EQ(native::illegal_reason({.bm = 64, .bn = 128, .stages = 8, .consumers = 2, .pingpong = true, .split_k = 2,
+                                    .cluster = 2, .cluster_m = true},
+                                   GemmProblem::parse("128x4096x4096:bf16"), d),
+            "");
   // 192 accumulators a thread fit two consumers' 232 registers, not beside what spills (ptxas).
   const NativeConfig wide{.bm = 256, .bn = 192, .stages = 3, .store_boxes = 1};
   EXPECT_EQ(native::illegal_reason(wide, p, d), "");
@@ -213,6 +218,9 @@ TEST(NativeSpace, DefaultSpaceCompilesWithoutSpillsOrSerializedWgmma) {
                            // fp8: the promoted and plain variants, block scales
                            "4096x6144x4096:e4m3:scale=rowcol+bias+gelu_tanh", "16x6144x4096:e4m3:scale=block128",
                            "4096x4096x4096:e5m2xe4m3:scale=tensor", "300x640x1040:e4m3->e4m3:scale=block128+bias",
+                           "4096x4096x4096:e4m3:scale=block128",  // 128x192 tiles, two blocks of B
+                           // split-K, in pairs too, beside C and per-column scales
+                           "128x4096x14336:e4m3:scale=rowcol+residual", "128x4096x4096:bf16:residual",
                            // swap-AB at small M: the transposed store with C, a row bias and GELU;
                            // fp8 scales swapped, M = 77 in wgmma n80
                            "8x4096x4096:bf16:bias+gelu+residual", "77x3584x3584:e4m3:scale=rowcol+bias"}) {

@@ -41,7 +41,7 @@ struct Traits {
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static_assert(kWgRows == 64 || kWgRows == 128, "Each consumer warpgroup owns 64 or 128 rows.");
   static_assert(!kPingpong || kConsumers == 2, "Ping-pong alternates two consumers.");
-  static_assert(kCluster == 1 || (kCluster == 2 && kSplitK == 1), "Clusters are pairs, without split-K.");
+  static_assert(kCluster == 1 || kCluster == 2, "Clusters are pairs.");
   static_assert(!kPairM || !Cfg::kNN || BN % 128 == 0, "Sharing N-major B splits it into whole 64-column boxes.");
   static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "wgmma takes N in [16, 256], a multiple of 16 here.");
   static_assert(!Cfg::kNN || BN % 64 == 0, "N-major B is loaded in 64-column boxes.");

@@ -75,7 +75,6 @@ class NativeKernel final : public Kernel {
     GF_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     tiles_m_ = ceil_div(p.m, c.bm);
     tiles_n_ = ceil_div(p.n, c.bn);
-    const int64_t tiles = p.batch * tiles_m_ * tiles_n_;
     const int64_t units = p.batch * ceil_div(tiles_m_, c.pair_m()) * ceil_div(tiles_n_, c.pair_n()) * c.split_k;
     // Persistent: as many clusters as can be resident at once (fewer than SMs / 2 for pairs
     // where GPCs have odd SM counts), none idle.
@@ -85,9 +84,12 @@ class NativeKernel final : public Kernel {
     grid_ = unsigned(std::min<int64_t>(units, resident) * c.cluster);
     log().debug("native {}: {} units, {} resident clusters of {}, grid {}", c.name(problem), units, resident, c.cluster,
                 grid_);
-    if (c.split_k > 1) {  // the workspace: a counter per tile (kept zero between launches), then partials
-      counters_bytes_ = (size_t(tiles) * 4 + 255) / 256 * 256;
-      partials_bytes_ = size_t(units) * size_t(c.bm) * size_t(c.bn) * 4;
+    // The workspace: a counter per tile (kept zero between launches), then the slices' partials.
+    // Pairs number their tiles per pair, the spare CTA of an odd last pair among them.
+    if (c.split_k > 1) {
+      const int64_t padded_tiles = units / c.split_k * c.cluster;
+      counters_bytes_ = (size_t(padded_tiles) * 4 + 255) / 256 * 256;
+      partials_bytes_ = size_t(padded_tiles) * size_t(c.split_k) * size_t(c.bm) * size_t(c.bn) * 4;
     }
   }
 

@@ -105,6 +105,9 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   // The column scales (BN/4 a thread) beside more than 128 accumulators spill (ptxas, CUDA 13.0).
   if (p.epilogue.scale == ScaleKind::rowcol && c.acc_per_thread() > 128)
     return "per-column scales past 128 accumulators spill";
+  // With split-K's reduction too, from 96 on (some at 96, all at 128 and swap-AB's at 128).
+  if (p.epilogue.scale == ScaleKind::rowcol && c.split_k > 1 && c.acc_per_thread() > 64)
+    return "per-column scales with split-K past 64 accumulators spill";
   if (p.epilogue.scale == ScaleKind::block128 && (!c.promote || (128 % c.bn != 0 && c.bn != 192)))
     return "block scales need promotion and BN dividing 128 or of 192 (one or two blocks of B per tile)";
   // Past 128 accumulators a consumer keeps ~40 of its 232 registers for the rest: the split-K
@@ -126,7 +129,6 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   if (c.split_k < 1 || c.split_k > k_blocks) return "split-K needs at least one K-block per slice";
   if (c.group < 1) return "group must be >= 1";
   if (c.cluster != 1 && c.cluster != 2) return "clusters are 1 or 2 CTAs";
-  if (c.cluster > 1 && c.split_k > 1) return "clusters do not combine with split-K";
   if (c.cluster == 1 && c.cluster_m) return "cluster_m needs a cluster";
   if (c.store_boxes < 0) return "store_boxes must be >= 0";
   if (c.store_tma()) {
