@@ -67,7 +67,7 @@ class Epilogue:
 
 @dataclass(frozen=True)
 class Tiling:
-    tile_m: int = 128  # 64 (one warpgroup) or 128 (two warpgroups stacked along M when tile_n > 128)
+    tile_m: int = 128  # 64 (one warpgroup), 128 (two stacked along M when tile_n > 128) or 256 (two of 128 rows)
     tile_n: int = 128  # 64 .. 256
     cluster_m: int = 1  # CTAs of a cluster along M share B's tile by multicast
     cluster_n: int = 1  # ... along N share A's tile
@@ -95,8 +95,8 @@ def activate(v, act: str):
 
 class Sm90Gemm:
     def __init__(self, tiling: Tiling, epilogue: Epilogue):
-        if tiling.tile_m not in (64, 128):
-            raise ValueError(f"tile_m must be 64 or 128, not {tiling.tile_m}")
+        if tiling.tile_m not in (64, 128, 256):
+            raise ValueError(f"tile_m must be 64, 128 or 256, not {tiling.tile_m}")
         if tiling.tile_n not in (16, 32, 64, 96, 128, 160, 192, 224, 256):
             raise ValueError(f"tile_n must be 16, 32 or a multiple of 32 in 64..256, not {tiling.tile_n}")
         if tiling.cluster_m * tiling.cluster_n > 4:
@@ -107,6 +107,9 @@ class Sm90Gemm:
             raise ValueError("ping-pong is a persistent schedule")
         if tiling.pingpong and tiling.tile_m * tiling.tile_n > 128 * 128:
             raise ValueError("a ping-pong warpgroup holds its whole tile: at most 128 x 128")
+        if tiling.tile_m == 256 and (not tiling.persistent or tiling.pingpong or tiling.tile_n > 192):
+            raise ValueError("256-row tiles are cooperative persistent, at most 192 wide (two warpgroups of "
+                             "128 rows, 192 accumulators a thread)")
         if epilogue.gate != "none" and (tiling.split_k > 1 or epilogue.residual or epilogue.act != "none"
                                         or epilogue.bias == "row"):
             raise ValueError("SwiGLU takes no split-K, residual, activation or per-row bias")
@@ -120,8 +123,10 @@ class Sm90Gemm:
         # half gate and half up, into two accumulators of tile_n / 2 columns.
         self.out_n = tiling.tile_n // 2 if self.gated else tiling.tile_n
         # Warpgroups that multiply one tile: two split a 128-row tile when one would hold too many
-        # accumulators (cooperative); a ping-pong warpgroup holds its tile alone.
-        self.warpgroups = 2 if tiling.tile_m == 128 and tiling.tile_n > 128 and not tiling.pingpong else 1
+        # accumulators (cooperative), and each takes 128 rows of a 256-row one (the MMA's two M
+        # steps); a ping-pong warpgroup holds its tile alone.
+        self.warpgroups = 2 if tiling.tile_m == 256 or (tiling.tile_m == 128 and tiling.tile_n > 128
+                                                        and not tiling.pingpong) else 1
         self.tile_threads = 128 * self.warpgroups
         self.groups = 2 if tiling.pingpong else 1  # consumer groups on different tiles
         self.consumer_threads = self.tile_threads * self.groups

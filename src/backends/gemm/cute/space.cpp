@@ -11,6 +11,11 @@
 namespace gf::cute_backend {
 namespace {
 
+// Consumer warpgroups that multiply one tile (gemm_sm90.py's Sm90Gemm.warpgroups).
+int warpgroups(const CuteConfig& c) {
+  return c.tile_m == 256 || (c.tile_m == 128 && c.tile_n > 128 && !c.pingpong) ? 2 : 1;
+}
+
 // The ranking model's constants, one a line with its reason.
 struct Model {
   // Peak dense 16-bit tensor-core rate of the GPU (H100/H200 SXM); fp8 runs at twice it.
@@ -35,6 +40,10 @@ struct Model {
   // Ping-pong: each warpgroup's epilogue runs under the other's multiplies. Unfitted (no GPU run
   // yet): a small gain over the cooperative schedule, so it is tried without crowding it out.
   static constexpr double kPingpongGain = 0.95;
+  // 256-row tiles (two warpgroups of 128 rows) move a quarter fewer operand bytes a flop than
+  // 128 x 256, which under the power cap buys clock (native's 256-row tiles lead at 8192 tokens).
+  // Not yet raced: they rank just behind the measured tiles until a race places them.
+  static constexpr double kUnmeasuredTall = 1.04;
   // Split-K's sums: each slice adds its tile into the workspace, the last reads it back.
   static constexpr double kSplitBytesPerSecond = 2.0e12;
 
@@ -90,13 +99,13 @@ double modeled_seconds(const CuteConfig& c, const GemmProblem& p, int sms) {
   const int64_t tiles_n = ceil_div(ceil_div(q.n, tn), cn) * cn;
   const double intensity = double(tm) * tn / (tm + tn);
   double rate = peak / sms * intensity / (intensity + Model::kHalfPeakIntensity);
-  if (!(tm == 128 && tn > 128)) rate *= Model::kOneWarpgroupShare;
+  if (warpgroups(c) == 1) rate *= Model::kOneWarpgroupShare;
   const double ctas = double(tiles_m * tiles_n * split);
   // The CTAs that pull operands from DRAM: a cluster's padding past M or N loads nothing of its
   // own (TMA zero-fills, or the multicast brings its peer's tile).
   const double loading = double(ceil_div(q.m, tm) * ceil_div(q.n, tn) * split);
   const double waves = std::ceil(ctas / sms), busy = std::min(1.0, loading / sms);
-  const double compute_s = waves * 2.0 * tm * tn * q.k / split / rate;
+  const double compute_s = waves * 2.0 * tm * tn * q.k / split / rate * (tm == 256 ? Model::kUnmeasuredTall : 1.0);
   if (p.m <= Model::kSmallM) return small_m_seconds(c, p, sms, ctas, waves, compute_s);
   double s = std::max(compute_s, q.min_bytes() / (Model::kDramBytesPerSecond * busy));
   if (cm * cn > 1) s *= tiles_m * tiles_n >= 2 * sms ? Model::kClusterGain : 1.0 / Model::kClusterGain;
@@ -170,6 +179,14 @@ std::string illegal_reason(const CuteConfig& c, const GemmProblem& p) {
     return "tiles narrower than 64 are swap-AB's";
   }
   if (c.pingpong && !c.persistent) return "ping-pong is a persistent schedule";
+  // Two warpgroups of 128 rows: erf GELU or a gate's second accumulator beside theirs spill
+  // (ptxas -v, CUDA 13.0, 2026-12-04).
+  if (c.tile_m == 256) {
+    if (!c.persistent || c.pingpong || c.swap_ab) return "256-row tiles are for the cooperative persistent schedule";
+    // 192 accumulators a thread at most; at 64 wide ptxas ignores the register reallocation (C7508).
+    if (c.tile_n < 128 || c.tile_n > 192) return "a 256-row tile is 128 to 192 wide";
+    if (e.gate != GateKind::none || e.act == Activation::gelu) return "a 256-row tile spills with a gate or erf GELU";
+  }
   // A ping-pong warpgroup holds its whole tile's accumulators (232 registers a thread).
   if (c.pingpong && c.tile_m * c.tile_n > 128 * 128) return "a ping-pong warpgroup holds at most a 128 x 128 tile";
   // ptxas (CUDA 13.0) holds the persistent consumers near the launch's 168 registers. The epilogue
@@ -215,10 +232,12 @@ std::vector<CuteConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d
     scored.emplace_back(modeled_seconds(c, p, sms), c);
   };
   for (auto [persistent, pingpong] : {std::pair{false, false}, {true, false}, {true, true}})
-    for (int tm : {64, 128})
+    for (int tm : {64, 128, 256})
       for (int tn : {64, 128, 192, 256})
-        for (auto [cm, cn] : {std::pair{1, 1}, {2, 1}, {1, 2}})
+        for (auto [cm, cn] : {std::pair{1, 1}, {2, 1}, {1, 2}}) {
+          if (tm == 256 && p.m <= 256) continue;  // a tile row that large only pads
           for (int split : {1, 2, 4, 8}) consider({tm, tn, cm, cn, persistent, split, pingpong});
+        }
   // Swap-AB where the tokens are few: the weights fill wgmma's 64 rows, the tokens an n16..n128
   // tile. Up to 64 tokens the narrow tiles; past 64, one token tile (n96 or n128) that holds them
   // all, since narrower ones would stream the weights once each.

@@ -11,7 +11,7 @@
 namespace gf::cute_backend {
 
 struct CuteConfig {
-  int tile_m = 128, tile_n = 256;    // 64 or 128; 64..256 in steps of 32 (swap-AB: 16, 32..128)
+  int tile_m = 128, tile_n = 256;    // 64, 128 or 256; 64..256 in steps of 32 (swap-AB: 16, 32..128)
   int cluster_m = 1, cluster_n = 1;  // CTAs sharing B's (along M) or A's (along N) tiles by multicast
   bool persistent = false;           // warp-specialized persistent (else one CTA a tile)
   int split_k = 1;                   // one CTA a tile and K-slice, the slices summed in a workspace
