@@ -2,7 +2,7 @@
 // configs that covers every code path (1 and 2 consumers, cooperative and ping-pong, 64/128-row
 // warpgroups, up to 192 accumulators a thread, split-K, 2-CTA clusters, both together, the TMA-store epilogue
 // (tiles of whole and partial boxes), both raster orders, N-major B, batch, every epilogue), and
-// fp8 with each scale kind, promoted and not.
+// fp8 with each scale kind, promoted (ahead too) and not.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -95,8 +95,9 @@ void check_problem(const std::string& spec) {
   std::vector<NativeConfig> tried = covering_configs();
   for (const NativeConfig& c : swap_configs()) tried.push_back(c);
   for (NativeConfig c : tried)
-    for (bool promote : {false, true}) {  // fp8: plain and promoted (block scales: promoted)
-      c.promote = promote;
+    for (int promote : {0, 1, 2}) {  // fp8: plain, promoted and promoted ahead (block scales: promoted)
+      c.promote = promote > 0;
+      c.promote_ahead = promote == 2;
       if (native::illegal_reason(c, p, dev).empty()) configs.push_back(c);
     }
   ASSERT_FALSE(configs.empty()) << spec;

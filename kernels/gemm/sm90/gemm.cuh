@@ -42,8 +42,8 @@ namespace gf {
 template <class Cfg>
 struct Gemm : Traits<Cfg> {
   using T = Traits<Cfg>;
-  using T::kAcc, T::kCluster, T::kConsumers, T::kMmaM, T::kPingpong, T::kPrefetchC, T::kPromote, T::kSplitK, T::kStageA,
-      T::kStageB, T::kStageReaders, T::kStages, T::kStaging, T::kStoreTma;
+  using T::kAcc, T::kCluster, T::kConsumers, T::kMmaM, T::kPingpong, T::kPrefetchC, T::kPromote, T::kPromoteAhead,
+      T::kSplitK, T::kStageA, T::kStageB, T::kStageReaders, T::kStages, T::kStaging, T::kStoreTma;
   using Unit = typename Scheduler<Cfg>::Unit;
 
   template <int kRows, int kCols>
@@ -72,7 +72,8 @@ struct Gemm : Traits<Cfg> {
     u32 c_phase = 0;
     const u64 da = Mma<Cfg>::desc_a(sa, consumer), db = Mma<Cfg>::desc_b(sb);
     float acc[kMmaM][kAcc];
-    float part[kPromote ? kMmaM : 1][kPromote ? kAcc : 1];  // one k-block's products, to promote
+    float part[kPromote ? kMmaM : 1][kPromote ? kAcc : 1];             // one k-block's products, to promote
+    float part2[kPromoteAhead ? kMmaM : 1][kPromoteAhead ? kAcc : 1];  // the next one's, promoting ahead
     const int rank = kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0;
     const int first = blockIdx.x / kCluster, stride = gridDim.x / kCluster;
     const int local_units = first < units ? (units - first + stride - 1) / stride : 0;
@@ -93,7 +94,49 @@ struct Gemm : Traits<Cfg> {
           TmaEpilogue<Cfg>::load_c(p, u, consumer, staging, &c_full[consumer], 0);
         }
       };
-      if constexpr (kPromote) {
+      if constexpr (kPromoteAhead) {
+        // Two sets of partial accumulators taken in turn: while a k-block's wgmma run into one, the
+        // previous k-block's products, in the other, are promoted. Each k-block ends with its
+        // wgmma done (wait 0), so the set promoted under them is never one a wgmma in flight
+        // writes: ptxas serializes every wgmma otherwise (C7514). Each set's factors load when
+        // its wgmma are issued.
+        using Factors = typename Scales<Cfg>::BlockFactors;
+        Factors f, f2;
+        auto k_block = [&](int kb, float(&into)[kMmaM][kAcc], Factors& into_factors, float(&done)[kMmaM][kAcc],
+                           const Factors& done_factors, bool promote_done) {
+          prefetch_c(kb);
+          const int s = it % kStages, phase = (it / kStages) & 1;
+          ++it;
+          into_factors = Scales<Cfg>::block_factors(p, u, consumer, kb);
+          ptx::mbar_wait(&full[s], phase);
+          ptx::wgmma_fence();
+          Mma<Cfg>::mma_stage(into, ptx::desc_advance(da, s * kStageA), ptx::desc_advance(db, s * kStageB), false);
+          ptx::wgmma_commit();
+          if (promote_done) {
+#pragma unroll
+            for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(done[mm]);
+            Scales<Cfg>::promote(acc, done, done_factors, u);
+          }
+          ptx::wgmma_wait<0>();
+          if (leader) release(&empty[s]);
+        };
+        zero(acc);
+        k_block(u.kb_begin, part, f, part2, f2, false);
+        for (int kb = u.kb_begin + 1; kb < u.kb_end; kb += 2) {
+          k_block(kb, part2, f2, part, f, true);
+          if (kb + 1 < u.kb_end) k_block(kb + 1, part, f, part2, f2, true);
+        }
+        // The last k-block's products: in part2 after an even count of k-blocks, else in part.
+        if ((u.kb_end - u.kb_begin) % 2 == 0) {
+#pragma unroll
+          for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(part2[mm]);
+          Scales<Cfg>::promote(acc, part2, f2, u);
+        } else {
+#pragma unroll
+          for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(part[mm]);
+          Scales<Cfg>::promote(acc, part, f, u);
+        }
+      } else if constexpr (kPromote) {
         // Each k-block's products land in their own accumulators and are added to acc once done.
         // Its factors load a k-block ahead, into one of two sets taken in turn: a copy from the
         // set just loaded would wait for the loads there and then.

@@ -28,6 +28,9 @@ struct Traits {
   // scales where there are some.
   static constexpr ScaleKind kScale = Cfg::kScale;
   static constexpr bool kPromote = Cfg::kPromote;
+  // Promotion ahead: a third set of accumulators, so the next k-block's wgmma run while this one's
+  // products are added up.
+  static constexpr bool kPromoteAhead = Cfg::kPromoteAhead;
   static constexpr int kStages = Cfg::kStages, kConsumers = Cfg::kConsumers, kSplitK = Cfg::kSplitK;
   static constexpr bool kPingpong = Cfg::kPingpong;
   static constexpr int kWgRows = kPingpong ? BM : BM / kConsumers;  // rows of the tile per consumer
@@ -48,7 +51,12 @@ struct Traits {
   static_assert(Cfg::kGate != GateKind::split || BN % 32 == 0, "A split gate needs whole 8-column groups per half.");
   // Swap-AB (NativeConfig::swap_ab): the kernel's D is the problem's D transposed, stored so.
   static constexpr bool kSwapAB = Cfg::kSwapAB;
-  static_assert(kMmaM * kAcc * (kPromote ? 2 : 1) <= (kConsumers == 2 ? 192 : 128),
+  static_assert(!kPromoteAhead || kPromote, "Promotion ahead is a way of promoting.");
+  static_assert(kMmaM * kAcc *
+                        (kPromoteAhead ? 3
+                         : kPromote    ? 2
+                                       : 1) <=
+                    (kConsumers == 2 ? 192 : 128),
                 "More accumulators per thread would spill.");
   static_assert(!kFp8 || !Cfg::kNN, "fp8 wgmma reads both operands K-major.");
   static_assert(kScale != ScaleKind::block128 ||

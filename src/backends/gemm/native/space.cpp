@@ -21,23 +21,25 @@ std::string NativeConfig::name(const GemmProblem& p) const {
                      bm, bn, block_k(p), pingpong ? "pp" : "co", stages, consumers, split_k, cluster,
                      cluster > 1 ? (cluster_m ? "m" : "n") : "", group, raster_n ? "n" : "m", epi) +
          (store_tma() ? fmt::format("_tma{}", store_boxes) : "") + (promote ? "_promote" : "") +
-         (swap_ab ? "_swap" : "");
+         (promote_ahead ? "_ahead" : "") + (swap_ab ? "_swap" : "");
 }
 
 nlohmann::json NativeConfig::to_json() const {
-  return {{"bm", bm},
-          {"bn", bn},
-          {"stages", stages},
-          {"consumers", consumers},
-          {"pingpong", pingpong},
-          {"split_k", split_k},
-          {"cluster", cluster},
-          {"cluster_m", cluster_m},
-          {"group", group},
-          {"raster_n", raster_n},
-          {"store_boxes", store_boxes},
-          {"promote", promote},
-          {"swap_ab", swap_ab}};
+  nlohmann::json j = {{"bm", bm},
+                      {"bn", bn},
+                      {"stages", stages},
+                      {"consumers", consumers},
+                      {"pingpong", pingpong},
+                      {"split_k", split_k},
+                      {"cluster", cluster},
+                      {"cluster_m", cluster_m},
+                      {"group", group},
+                      {"raster_n", raster_n},
+                      {"store_boxes", store_boxes},
+                      {"promote", promote},
+                      {"swap_ab", swap_ab}};
+  if (promote_ahead) j["promote_ahead"] = true;  // absent otherwise: stored decisions of before keep their keys
+  return j;
 }
 
 NativeConfig NativeConfig::from_json(const nlohmann::json& j) {
@@ -52,6 +54,7 @@ NativeConfig NativeConfig::from_json(const nlohmann::json& j) {
   c.cluster_m = j.value("cluster_m", false);
   c.store_boxes = j.value("store_boxes", 0);
   c.promote = j.value("promote", false);
+  c.promote_ahead = j.value("promote_ahead", false);
   c.swap_ab = j.value("swap_ab", false);
   c.group = j.at("group");
   c.raster_n = j.at("raster_n");
@@ -99,8 +102,11 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   if (c.bn % 16 != 0 || c.bn < 16 || c.bn > 256) return "BN must be a multiple of 16 in [16, 256]";
   if (c.acc_per_thread() > c.max_acc_per_thread())
     return fmt::format("more than {} accumulators per thread{}", c.max_acc_per_thread(),
-                       c.promote ? " (promotion doubles them)" : "");
+                       c.promote_ahead ? " (promotion ahead triples them)"
+                       : c.promote     ? " (promotion doubles them)"
+                                       : "");
   if (c.promote && !is_fp8(p.a)) return "promotion is for fp8 inputs";
+  if (c.promote_ahead && !c.promote) return "promotion ahead is a way of promoting";
   if (c.store_tma() && is_fp8(p.out)) return "an fp8 D is stored from registers";
   // The column scales (BN/4 a thread) beside more than 128 accumulators spill (ptxas, CUDA 13.0).
   if (p.epilogue.scale == ScaleKind::rowcol && c.acc_per_thread() > 128)
@@ -165,8 +171,13 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   // two); otherwise it is a candidate beside the plain accumulation.
   const bool block_scaled = p.epilogue.scale == ScaleKind::block128;
   if (block_scaled) widths = {32, 64, 128, 192};
-  std::vector<bool> promotions = {false};
-  if (is_fp8(p.a)) promotions = block_scaled ? std::vector<bool>{true} : std::vector<bool>{false, true};
+  // fp8: none, promoted, promoted ahead (a third set of accumulators: where they fit).
+  struct Promotion {
+    bool promote, ahead;
+  };
+  std::vector<Promotion> promotions = {{false, false}};
+  if (is_fp8(p.a) && block_scaled) promotions = {{true, false}, {true, true}};
+  if (is_fp8(p.a) && !block_scaled) promotions = {{false, false}, {true, false}, {true, true}};
   // Swap-AB at small M: the kernel's N is the problem's M, its width the narrowest that covers it.
   const bool swappable = p.m <= kSwapMaxM && p.layout == Layout::tn && p.epilogue.gate == GateKind::none &&
                          p.epilogue.scale != ScaleKind::block128;
@@ -177,7 +188,7 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
     const GemmProblem q = kernel_problem(NativeConfig{.swap_ab = swap}, p);  // what the kernel runs
     const std::vector<int> bns = swap ? std::vector<int>{int(ceil_div(p.m, 16) * 16)} : widths;
     for (const Family& f : families)
-      for (bool promote : promotions)
+      for (const Promotion promotion : promotions)
         for (int bn : bns)
           for (int split : {1, 2, 3, 4, 6, 8})
             for (int pairing : {0, 1, 2})  // no cluster, a pair along N (shares A), a pair along M (shares B)
@@ -195,7 +206,8 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                                    .cluster_m = pairing == 2,
                                    .group = group,
                                    .raster_n = raster_n,
-                                   .promote = promote,
+                                   .promote = promotion.promote,
+                                   .promote_ahead = promotion.ahead,
                                    .swap_ab = swap};
                     // The deepest pipeline that fits (capped at 8) beside one staging box, then as
                     // many staging boxes as still fit.

@@ -26,6 +26,9 @@ struct NativeConfig {
   // fp8: each k-block's products are added to fp32 accumulators of their own (what block scales
   // need; for the others the more exact of two candidates, as cuBLASLt's fast-accumulation off).
   bool promote = false;
+  // Promotion with a second set of partial accumulators: each k-block's wgmma are issued before
+  // the previous k-block's products are promoted, so the two overlap.
+  bool promote_ahead = false;
   // Swap-AB, for small M: the kernel runs D^T = B A^T, so the weights fill wgmma's 64-row M side
   // and the problem's few rows its N side (bn of 16..128), and stores D transposed from registers.
   // bm, bn and every other field describe that kernel (kernel_problem), not the problem.
@@ -35,7 +38,7 @@ struct NativeConfig {
   int pair_m() const { return cluster > 1 && cluster_m ? 2 : 1; }
   int pair_n() const { return cluster > 1 && !cluster_m ? 2 : 1; }
   int wg_rows() const { return pingpong ? bm : bm / consumers; }
-  int acc_per_thread() const { return (wg_rows() / 64) * (bn / 2) * (promote ? 2 : 1); }
+  int acc_per_thread() const { return (wg_rows() / 64) * (bn / 2) * (promote_ahead ? 3 : promote ? 2 : 1); }
   // Two consumers raise their register budget to 232 (setmaxnreg); a lone one keeps what the
   // launch gives it.
   int max_acc_per_thread() const { return consumers == 2 ? 192 : 128; }
