@@ -12,7 +12,7 @@
 #   with planted faulty row-op configs; epilogue: fused vs cuBLASLt fused vs eager; ops: bench-ops
 #   beside torch; triton: the Triton backend beside torch.compile max-autotune; search: --search fast
 #   against the exhaustive best in one run (SEARCH_PROBLEMS); python: the Python package's GPU tests and
-#   the decoder-layer benchmark and fp8 quantization beside torch (the package staged by
+#   the decoder-layer benchmark, fp8 quantization and fp8 GEMMs beside torch (the package staged by
 #   scripts/stage-python.sh in .carry/py);
 #   cute: the CuTe DSL GPU tests (GEMMs, and the Triton and CuTe DSL row ops) and benches from kernels
 #   compiled by scripts/precompile-cute.sh: llama3-8b at CUTE_TOKENS (CUTE_FP8=0 skips e4m3, CUTE_FUSE=0
@@ -191,6 +191,10 @@ if [ "$what" = python ]; then
   timeout "${T_QUANT:-150}" python3 bench/quantize_vs_torch.py --json "$out/quantize.json" > "$out/quantize.txt" 2>&1 \
     || status=1
   tail -18 "$out/quantize.txt"
+  step "fp8 GEMMs (tensor, rowwise scales) beside torch._scaled_mm, fast accumulation off and on"
+  timeout "${T_SCALED_MM:-400}" python3 bench/scaled_mm_vs_torch.py --tokens "${SCALED_MM_TOKENS:-16,128,4096}" \
+    --json "$out/scaled-mm.json" > "$out/scaled-mm.txt" 2>&1 || status=1
+  tail -26 "$out/scaled-mm.txt"
 fi
 
 if [ "$what" = chain ]; then

@@ -324,6 +324,38 @@ def quantize_section(q):
     return lines
 
 
+def scaled_mm_section(d):
+    """fp8 GEMMs (bench/scaled_mm_vs_torch.py): gemmforge's scaled_mm op beside torch._scaled_mm with
+    fast accumulation off and on; speeds against the faster torch mode, geomean per scaling and M."""
+    lines = [f"torch {d['torch']}; CUDA-graph replays after an L2 flush; e4m3 in, bf16 out. 'speed' is against the "
+             "faster of torch's two modes; 'rel diff' is gemmforge's result against torch's without fast accumulation.",
+             "", "| scaling | M | GEMMs | geomean speed | min |", "|---|---|---|---|---|"]
+
+    def speed(r):
+        torch_us = [t for t in (r.get("torch_us"), r.get("torch_fast_accum_us")) if t]
+        return min(torch_us) / r["gemmforge_us"] if torch_us and r.get("gemmforge_us") else None
+
+    groups = defaultdict(list)
+    for r in d["rows"]:
+        if speed(r):
+            groups[(r["scaling"], r["m"])].append(speed(r))
+    for (scaling, m), s in sorted(groups.items()):
+        lines.append(f"| {scaling} | {m} | {len(s)} | {geomean(s):.3f} | {min(s):.3f} |")
+    lines += ["", "| scaling | GEMM | M x N x K | torch us | torch fast-accum us | gemmforge us | speed | rel diff | "
+              "gemmforge's pick |", "|---|---|---|---|---|---|---|---|---|"]
+
+    def us(x):
+        return f"{x:.1f}" if x else "-"
+
+    for r in d["rows"]:
+        s = speed(r)
+        diff = f"{r['rel_diff']:.1e}" if r.get("rel_diff") is not None else "-"
+        lines.append(f"| {r['scaling']} | {r['model']} {r['gemm']} | {r['m']}x{r['n']}x{r['k']} | {us(r.get('torch_us'))} "
+                     f"| {us(r.get('torch_fast_accum_us'))} | {us(r.get('gemmforge_us'))} | "
+                     f"{f'{s:.3f}' if s else '-'} | {diff} | `{r['gemmforge_pick']}` |")
+    return lines
+
+
 def compile_times(paths):
     """backend -> seconds of each cold (not cached) successful compile."""
     times = defaultdict(list)
@@ -507,6 +539,7 @@ def main():
                     help="fast short list (candidates --json) and exhaustive tune (tune --json) of one run")
     ap.add_argument("--chain", nargs="*", default=[], help="bench-chain JSON files")
     ap.add_argument("--quantize", help="JSON of bench/quantize_vs_torch.py")
+    ap.add_argument("--scaled-mm", help="JSON of bench/scaled_mm_vs_torch.py")
     ap.add_argument("--out", default="docs/PERFORMANCE.md")
     ap.add_argument("--plots", default="docs/plots")
     ap.add_argument("--seed", type=int, default=1)
@@ -557,6 +590,8 @@ def main():
         out += ["", "## A layer's GEMMs back to back, with programmatic dependent launch", ""] + chain_section(a.chain)
     if a.quantize:
         out += ["", "## fp8 quantization", ""] + quantize_section(json.load(open(a.quantize)))
+    if a.scaled_mm:
+        out += ["", "## fp8 GEMMs beside torch._scaled_mm", ""] + scaled_mm_section(json.load(open(a.scaled_mm)))
     compile_s = compile_times(a.compile)
     if compile_s:
         out += ["", "## Compile time per candidate (cold)", ""] + compile_section(compile_s)

@@ -8,6 +8,7 @@ out=$(mktemp -d)
 python3 "$root/scripts/report.py" --run-info "$data/run.json" --bench "$data/bench.json" --ops "$data/ops.json" \
   --ab "$data/bench.json" "$data/bench.json" --heldout "$data/bench.json" --runtime "$data/runtime.json" \
   --compile "$data/compile.json" --torch "$data/torch.json" --chain "$data/chain.json" --quantize "$data/quantize.json" \
+  --scaled-mm "$data/scaled_mm.json" \
   --race "a race=$data/race.json" --search-gap "fast vs exhaustive=$data/fast-candidates.json,$data/exhaustive.json" \
   --out "$out/PERFORMANCE.md" --plots "$out/plots" >/dev/null
 page=$out/PERFORMANCE.md
@@ -30,6 +31,12 @@ grep -q "| 128 | forward | gemmforge + torch.compile | failed: RuntimeError: pla
 grep -q "| \`F.linear\` | 11.00 | \[10.00, 12.00\] |" "$page" || fail "torch host overhead row"
 grep -q "| llama3-8b | 16 | native + PDL | 80.00 | \[79.00, 81.00\] | 1.250 | 15.00 | the same (rel err 0.0e+00) |" "$page" || fail "chain row"
 grep -q "| 1x128 | 4096x4096 | 1.00 | 3.00 | 3.80 | 95.0 | 1.0000 |" "$page" || fail "quantize row"
+# scaled_mm: speed against the faster torch mode (rowwise o: 10 / 8), the geomean of o and qkv
+# (sqrt(1.25 * 0.8) = 1.000), a torch mode that failed left out.
+grep -q "| rowwise | llama3-8b o | 16x4096x4096 | 12.0 | 10.0 | 8.0 | 1.250 | 1.2e-03 | \`native:k_a\` |" "$page" \
+  || fail "scaled_mm row"
+grep -q "| rowwise | 16 | 2 | 1.000 | 0.800 |" "$page" || fail "scaled_mm geomean"
+grep -q "| tensor | llama3-8b o | 16x4096x4096 | 11.0 | - | 10.0 | 1.100 |" "$page" || fail "scaled_mm without a torch mode"
 grep -q "| \`4096x4096x4096:bf16\` | cutlass | \`k_ok\` | 204.0 | 0.980 | 1/2 |" "$page" || fail "race row: the best verified"
 grep -q "| \`77x3584x3584:bf16\` | 10.0 | 11.0 | 1.100 | \`c\` |" "$page" || fail "search gap row"
 # scripts/summarize.py (gpu-check.sh's tables): the tuned choice and what it picked, per M.

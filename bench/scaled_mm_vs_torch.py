@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""fp8 GEMMs (e4m3, bf16 out) with per-tensor and rowwise scales: gemmforge's scaled_mm op, tuned
+over its backends, beside torch._scaled_mm with fast accumulation off and on, in one run.
+
+Runs on the GPU machine (the package on PYTHONPATH):
+    python3 bench/scaled_mm_vs_torch.py [--tokens 16,128,4096] [--backends cublaslt,native,triton] [--json out.json]
+Each call is captured in a CUDA graph and timed as the graph's replay after an L2 flush, so the
+host's call costs are in neither side. gemmforge's result is checked against torch's (fast
+accumulation off) before timing.
+"""
+import argparse
+import json
+import math
+
+import torch
+
+import gemmforge
+import gemmforge.torch  # noqa: F401  (registers torch.ops.gemmforge)
+from common import bench_us
+
+# llama3-8b's GEMMs, N x K of the weight.
+GEMMS = {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336)}
+FP8 = torch.float8_e4m3fn
+
+
+def graph_us(fn):
+    """fn captured once in a CUDA graph (after warm-up on the capture stream, which gives
+    gemmforge's runtime its workspaces there), its replay timed."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        fn()
+    return bench_us(graph.replay)
+
+
+def operands(m, n, k, scaling):
+    """a (M x K) and b (K x N, column-major: a weight's transpose) in e4m3 from data in [-1, 1),
+    and their scales: one float each, or one per row of a and per column of b."""
+    a = (torch.rand(m, k, device="cuda") * 2 - 1).to(FP8)
+    b = (torch.rand(n, k, device="cuda") * 2 - 1).to(FP8).t()
+    if scaling == "tensor":
+        sa, sb = torch.tensor(0.5, device="cuda"), torch.tensor(0.25, device="cuda")
+    else:
+        sa = torch.rand(m, 1, device="cuda") + 0.5
+        sb = torch.rand(1, n, device="cuda") + 0.5
+    return a, b, sa, sb
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tokens", default="16,128,4096")
+    ap.add_argument("--backends", default="cublaslt,native,triton", help="gemmforge's backends to tune over")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    tokens = [int(t) for t in args.tokens.split(",")]
+    backends = args.backends.split(",")
+
+    rows = []
+    for scaling in ("tensor", "rowwise"):
+        kind = "tensor" if scaling == "tensor" else "rowcol"
+        specs = {(name, m): f"{m}x{n}x{k}:e4m3->bf16:scale={kind}" for name, (n, k) in GEMMS.items() for m in tokens}
+        # Tuned first (into the DB the op's runtime reads), in the order given.
+        decisions = gemmforge.tune(list(specs.values()), backends=backends, search="fast", progress=False)
+        for (name, m), decision in zip(specs, decisions):
+            n, k = GEMMS[name]
+            a, b, sa, sb = operands(m, n, k, scaling)
+            row = {"model": "llama3-8b", "gemm": name, "m": m, "n": n, "k": k, "scaling": scaling,
+                   "gemmforge_pick": f'{decision["backend"]}:{decision["candidate"]}'}
+
+            def torch_mm(fast):
+                return torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast)
+
+            def ours():
+                return torch.ops.gemmforge.scaled_mm(a, b, sa, sb, None, torch.bfloat16)
+
+            got = ours().float()
+            try:
+                ref = torch_mm(False).float()
+                row["rel_diff"] = float((got - ref).norm() / ref.norm().clamp_min(1e-30))
+            except RuntimeError:  # timed below, where the error is kept
+                row["rel_diff"] = None
+            for key, fn in (("torch_us", lambda: torch_mm(False)), ("torch_fast_accum_us", lambda: torch_mm(True)),
+                            ("gemmforge_us", ours)):
+                try:
+                    row[key] = graph_us(fn)
+                except RuntimeError as e:  # a mode this torch lacks
+                    row[key] = None
+                    row[key.replace("_us", "_error")] = str(e).splitlines()[0][:200]
+            rows.append(row)
+            torch_times = [t for t in (row["torch_us"], row["torch_fast_accum_us"]) if t]
+            speed = min(torch_times) / row["gemmforge_us"] if torch_times and row["gemmforge_us"] else math.nan
+            print(f'{scaling:8} {name:8} M={m:<5} torch {row["torch_us"] or math.nan:8.1f} us  fast-accum '
+                  f'{row["torch_fast_accum_us"] or math.nan:8.1f}  gemmforge {row["gemmforge_us"] or math.nan:8.1f} '
+                  f'({speed:.3f}x the faster torch)  rel diff {row["rel_diff"] or math.nan:.1e}  '
+                  f'{row["gemmforge_pick"]}', flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"torch": torch.__version__, "device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
