@@ -67,7 +67,7 @@ class Epilogue:
 
 @dataclass(frozen=True)
 class Tiling:
-    tile_m: int = 128  # 64 (one warpgroup), 128 (two stacked along M when tile_n > 128) or 256 (two of 128 rows)
+    tile_m: int = 128  # 64 (one warpgroup), 128 (two stacked along M when tile_n > 128) or 256 (two, two M steps)
     tile_n: int = 128  # 64 .. 256
     cluster_m: int = 1  # CTAs of a cluster along M share B's tile by multicast
     cluster_n: int = 1  # ... along N share A's tile
@@ -109,7 +109,7 @@ class Sm90Gemm:
             raise ValueError("a ping-pong warpgroup holds its whole tile: at most 128 x 128")
         if tiling.tile_m == 256 and (not tiling.persistent or tiling.pingpong or tiling.tile_n > 192):
             raise ValueError("256-row tiles are cooperative persistent, at most 192 wide (two warpgroups of "
-                             "128 rows, 192 accumulators a thread)")
+                             "two 64-row M steps each, 192 accumulators a thread)")
         if epilogue.gate != "none" and (tiling.split_k > 1 or epilogue.residual or epilogue.act != "none"
                                         or epilogue.bias == "row"):
             raise ValueError("SwiGLU takes no split-K, residual, activation or per-row bias")
@@ -123,8 +123,9 @@ class Sm90Gemm:
         # half gate and half up, into two accumulators of tile_n / 2 columns.
         self.out_n = tiling.tile_n // 2 if self.gated else tiling.tile_n
         # Warpgroups that multiply one tile: two split a 128-row tile when one would hold too many
-        # accumulators (cooperative), and each takes 128 rows of a 256-row one (the MMA's two M
-        # steps); a ping-pong warpgroup holds its tile alone.
+        # accumulators (cooperative), and share a 256-row one in the MMA's two M steps of 128 rows
+        # (the first warpgroup rows 0-63 and 128-191, the second the rest); a ping-pong
+        # warpgroup holds its tile alone.
         self.warpgroups = 2 if tiling.tile_m == 256 or (tiling.tile_m == 128 and tiling.tile_n > 128
                                                         and not tiling.pingpong) else 1
         self.tile_threads = 128 * self.warpgroups

@@ -55,7 +55,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CuteGpuTest,
                                            // Swap-AB (in the default list at M <= 64): row and column
                                            // bias and scales exchanged, odd M.
                                            "5x4104x4096:bf16:rowbias+relu", "33x1000x1008:e4m3->bf16:scale=rowcol+bias",
-                                           "64x1000x1000:f16:alpha=0.5+bias+residual"));
+                                           "64x1000x1000:f16:alpha=0.5+bias+residual",
+                                           // 256-row tiles (default list) past M's and N's tiles: C and a bias.
+                                           "4100x4000x2048:bf16:residual", "4100x6000x1024:bf16:bias+gelu_tanh"));
 
 // Kernels held at once run their own code, as a tuner's race holds its candidates: each is
 // verified after all are loaded. (They were not: a later kernel's shared object could come back

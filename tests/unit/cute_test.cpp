@@ -111,7 +111,7 @@ TEST(CuteSpace, DeclinesWhatTheTemplateLacks) {
   for (const auto& g : cute_backend::ranked_configs(GemmProblem::parse("16x28672x4096:bf16:swiglu"),
                                                     DeviceInfo::assumed_hopper(), Search::exhaustive))
     EXPECT_EQ(g.split_k, 1) << g.name();
-  // 256-row tiles: two warpgroups of 128 rows, cooperative and persistent, at most 192 wide, with
+  // 256-row tiles: two warpgroups, 128 rows each, cooperative and persistent, at most 192 wide, with
   // no gate or erf GELU beside their accumulators.
   const GemmProblem big = GemmProblem::parse("4096x4096x4096:bf16");
   const CuteConfig tall{.tile_m = 256, .tile_n = 192, .cluster_m = 2, .persistent = true};

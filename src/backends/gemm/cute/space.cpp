@@ -40,7 +40,7 @@ struct Model {
   // Ping-pong: each warpgroup's epilogue runs under the other's multiplies. Unfitted (no GPU run
   // yet): a small gain over the cooperative schedule, so it is tried without crowding it out.
   static constexpr double kPingpongGain = 0.95;
-  // 256-row tiles (two warpgroups of 128 rows) move a quarter fewer operand bytes a flop than
+  // 256-row tiles (two warpgroups, 128 rows each in two M steps) move a quarter fewer operand bytes a flop than
   // 128 x 256, which under the power cap buys clock (native's 256-row tiles lead at 8192 tokens).
   // Not yet raced: they rank just behind the measured tiles until a race places them.
   static constexpr double kUnmeasuredTall = 1.04;
@@ -179,7 +179,7 @@ std::string illegal_reason(const CuteConfig& c, const GemmProblem& p) {
     return "tiles narrower than 64 are swap-AB's";
   }
   if (c.pingpong && !c.persistent) return "ping-pong is a persistent schedule";
-  // Two warpgroups of 128 rows: erf GELU or a gate's second accumulator beside theirs spill
+  // Two warpgroups, 128 rows each: erf GELU or a gate's second accumulator beside theirs spill
   // (ptxas -v, CUDA 13.0, 2026-12-04).
   if (c.tile_m == 256) {
     if (!c.persistent || c.pingpong || c.swap_ab) return "256-row tiles are for the cooperative persistent schedule";
