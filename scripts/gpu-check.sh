@@ -191,7 +191,7 @@ if [ "$what" = python ]; then
   timeout "${T_QUANT:-150}" python3 bench/quantize_vs_torch.py --json "$out/quantize.json" > "$out/quantize.txt" 2>&1 \
     || status=1
   tail -18 "$out/quantize.txt"
-  step "fp8 GEMMs (tensor, rowwise scales) beside torch._scaled_mm, fast accumulation off and on"
+  step "fp8 GEMMs (tensor, rowwise, block scales) beside torch._scaled_mm, fast accumulation off and on"
   timeout "${T_SCALED_MM:-400}" python3 bench/scaled_mm_vs_torch.py --tokens "${SCALED_MM_TOKENS:-16,128,4096}" \
     --json "$out/scaled-mm.json" > "$out/scaled-mm.txt" 2>&1 || status=1
   tail -26 "$out/scaled-mm.txt"
