@@ -65,11 +65,6 @@ std::vector<Offer<Problem>> enumerate(const CandidateArgs& a, const Problem& p, 
   return out;
 }
 
-DeviceInfo device_or_assumed() {
-  DeviceInfo d = DeviceInfo::query();
-  return d.present ? d : DeviceInfo::assumed_hopper();
-}
-
 // Runs fn(label, problem) for every GEMM, then every row op, the commands ask for.
 template <class Fn>
 void for_each_problem(const ProblemArgs& problems, Fn&& fn) {

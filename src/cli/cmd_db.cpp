@@ -1,4 +1,4 @@
-// gemmforge db show | export | clear
+// gemmforge db show | export | import | pin | clear
 #include <fmt/format.h>
 
 #include <fstream>
@@ -8,7 +8,9 @@
 #include "cli/common.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
+#include "gemmforge/backend.hpp"
 #include "gemmforge/error.hpp"
+#include "gemmforge/problem.hpp"
 #include "gemmforge/tuning_db.hpp"
 
 namespace gf::cli {
@@ -39,6 +41,35 @@ void show(const std::string& path) {
   }
   flush();
   fmt::print("{} decisions in {}\n", all.size(), d->path().string());
+}
+
+// Stores a backend's candidate, named, as the problem's decision: to run a kernel the tuner did
+// not pick (an A/B of two schedules inside a whole model, say). Its time is unknown: 0, and the
+// search "pinned", so `db show` tells it apart and a tuned decision replaces it only with --force.
+void pin(const std::string& path, const std::string& spec, const std::string& backend_name,
+         const std::string& candidate) {
+  const GemmProblem p = GemmProblem::parse(spec);
+  auto backend = find_backend<GemmProblem>(backend_name);
+  GF_CHECK(backend, "no GEMM backend named {}", quote(backend_name));
+  const std::string unsupported = backend->supports(p);
+  GF_CHECK(unsupported.empty(), "{} cannot run {}: {}", backend_name, p.key(), unsupported);
+  const auto cands = backend->candidates(p, device_or_assumed(), {.level = Search::exhaustive});
+  auto it = std::find_if(cands.begin(), cands.end(), [&](const Candidate& c) { return c.name == candidate; });
+  GF_CHECK(it != cands.end(),
+           "{} has no candidate {} for {} ({} candidates; `gemmforge candidates -p {} -b {} -s "
+           "exhaustive` lists them)",
+           backend_name, quote(candidate), p.key(), cands.size(), p.key(), backend_name);
+  Decision d{.problem = p.key(),
+             .family = std::string(GemmProblem::kFamily),
+             .backend = backend_name,
+             .backend_version = backend->version(),
+             .candidate = it->name,
+             .config = it->config,
+             .search = "pinned",
+             .backends_considered = {backend_name}};
+  auto db = open_db(path);
+  db->store(d, {});
+  fmt::print("pinned {}:{} for {} in {}\n", backend_name, it->name, p.key(), db->describe());
 }
 
 // Empties the DB; a file that cannot be opened as one (damaged, foreign) is deleted instead.
@@ -78,8 +109,9 @@ void add_db(CLI::App& app) {
   });
 
   auto file = std::make_shared<std::string>();
-  auto* imp = db->add_subcommand("import", "add the decisions of an export (another host's, a shipped one); the faster "
-                                           "of two for one problem and device stays");
+  auto* imp = db->add_subcommand("import",
+                                 "add the decisions of an export (another host's, a shipped one); the faster "
+                                 "of two for one problem and device stays");
   imp->add_option("file", *file, "a JSON file written by gemmforge db export")->required()->check(CLI::ExistingFile);
   imp->callback([path, file] {
     std::ifstream in(*file);
@@ -89,6 +121,17 @@ void add_db(CLI::App& app) {
     const int stored = d->import_json(exported);
     fmt::print("imported {} of {} decisions into {}\n", stored, exported["decisions"].size(), d->describe());
   });
+
+  auto spec = std::make_shared<std::string>(), backend = std::make_shared<std::string>(),
+       candidate = std::make_shared<std::string>();
+  auto* pin_cmd = db->add_subcommand("pin",
+                                     "store a backend's candidate, by name, as a GEMM's decision (the kernel "
+                                     "the runtime then runs; a tune replaces it only with --force)");
+  pin_cmd->add_option("-p,--problem", *spec, "GEMM spec")->required();
+  pin_cmd->add_option("-b,--backend", *backend, "backend")->required();
+  pin_cmd->add_option("--candidate", *candidate, "candidate name, as `gemmforge candidates -s exhaustive` lists it")
+      ->required();
+  pin_cmd->callback([path, spec, backend, candidate] { pin(*path, *spec, *backend, *candidate); });
 
   db->add_subcommand("clear", "delete every decision and measurement (a damaged DB file is deleted)")->callback([path] {
     clear(*path);

@@ -218,6 +218,11 @@ std::unique_ptr<Tuner> make_tuner(const TuneArgs& a, Progress& progress) {
   return std::make_unique<Tuner>(std::move(o));
 }
 
+DeviceInfo device_or_assumed() {
+  DeviceInfo d = DeviceInfo::query();
+  return d.present ? d : DeviceInfo::assumed_hopper();
+}
+
 void write_json(const std::string& path, const nlohmann::json& j) {
   // Compiler logs cut to a length may end inside a UTF-8 sequence: replace, never throw.
   write_file_atomically(path, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");

@@ -101,6 +101,9 @@ std::unique_ptr<Tuner> make_tuner(const TuneArgs& a, Progress& progress);
 void tune_on_gpus(const TuneArgs& a, const std::vector<std::string>& keys);
 
 void write_json(const std::string& path, const nlohmann::json& j);
+// This machine's GPU, or an assumed H100/H200 where there is none (what needs no GPU: listing and
+// compiling candidates, pinning one).
+DeviceInfo device_or_assumed();
 std::string fixed(double v, int digits);
 
 // The q-quantile (0..1) of the values, nearest rank; for the benches' spreads.

@@ -78,9 +78,12 @@ std::pair<std::string, Decision> decision_from_json(const nlohmann::json& e) {
     if (!b.is_string()) Fields::bad("backends_considered holds a non-string");
     d.backends_considered.push_back(b.get<std::string>());
   }
-  if (device.empty() || d.backend.empty() || d.candidate.empty() || !(d.us > 0))
+  // A pinned decision (gemmforge db pin) has no time: 0, so it is the faster of any two.
+  const bool pinned = d.search == "pinned";
+  if (device.empty() || d.backend.empty() || d.candidate.empty() || !(d.us > 0 || (pinned && d.us == 0)))
     Fields::bad("an empty device, backend, candidate or time");
-  if (d.search != "fast" && d.search != "default" && d.search != "exhaustive") Fields::bad("search " + quote(d.search));
+  if (d.search != "fast" && d.search != "default" && d.search != "exhaustive" && !pinned)
+    Fields::bad("search " + quote(d.search));
   // The problem must be one this gemmforge reads back as the same key.
   std::string reparsed;
   if (d.family == "gemm")

@@ -34,8 +34,20 @@ if GEMMFORGE_HOME=$tmp/home "$gf" bench-chain >/dev/null 2>"$tmp/err"; then fail
 GEMMFORGE_HOME=$tmp/home "$gf" tune --gpus all -p 64x64x64:bf16 >/dev/null 2>"$tmp/err"
 grep -q "gemmforge compile" "$tmp/err" || fail "--gpus without a GPU does not say what still works: $(cat "$tmp/err")"
 
-# The DB travels: an export imports into an empty DB and exports the same again; garbage is refused.
+# A pinned candidate (no GPU needed): listed as pinned; a name the backend lacks is refused in one line.
+pinned=sm90_bf16_bf16_tn_128x256x64_co_s4_c2_k1_x1_g8m_plain_tma2
+GEMMFORGE_HOME=$tmp/home "$gf" db pin -p 4096x4096x4096:bf16 -b native --candidate $pinned >/dev/null \
+  || fail "db pin failed"
+GEMMFORGE_HOME=$tmp/home "$gf" db show | grep -q "$pinned .* pinned " || fail "db show does not list the pin"
+if GEMMFORGE_HOME=$tmp/home "$gf" db pin -p 4096x4096x4096:bf16 -b native --candidate nope >/dev/null 2>"$tmp/err"; then
+  fail "a candidate the backend lacks was pinned"
+fi
+[ "$(grep -c . "$tmp/err")" -eq 1 ] && grep -q "no candidate 'nope'" "$tmp/err" || fail "bad pin: $(cat "$tmp/err")"
+
+# The DB travels (a pin with it): an export imports into an empty DB and exports the same again;
+# garbage is refused.
 GEMMFORGE_HOME=$tmp/home "$gf" db export --json "$tmp/e.json" >/dev/null || fail "db export failed"
+grep -q '"pinned"' "$tmp/e.json" || fail "the export lacks the pin"
 GEMMFORGE_HOME=$tmp/other "$gf" db import "$tmp/e.json" >/dev/null || fail "db import of an export failed"
 GEMMFORGE_HOME=$tmp/other "$gf" db export --json "$tmp/e2.json" >/dev/null && cmp -s "$tmp/e.json" "$tmp/e2.json" \
   || fail "export -> import -> export changed the export"

@@ -314,5 +314,16 @@ TEST(TuningDb, ExportImportRoundTripKeepsTheFasterAndRefusesDamage) {
   auto odd = exported;
   odd["decisions"][0]["problem"] = "16x16x16:bf16:tn";  // parses, but not as its own key
   expect_refused(odd, "canonical");
+  auto untimed = exported;
+  untimed["decisions"][0]["us"] = 0.0;  // only a pin has no time
+  expect_refused(untimed, "entry 0");
   EXPECT_EQ(e.dump().size(), 0u);
+  // A pinned decision (gemmforge db pin) travels too: no time, and so the faster of any two.
+  auto pinned = exported;
+  pinned["decisions"][0]["us"] = 0.0;
+  pinned["decisions"][0]["search"] = "pinned";
+  EXPECT_EQ(e.import_json(pinned), int(pinned["decisions"].size()));
+  EXPECT_EQ(e.import_json(exported), 0);  // the timed twin does not replace the pin
+  const auto all = e.dump();
+  EXPECT_TRUE(std::any_of(all.begin(), all.end(), [](const nlohmann::json& d) { return d["search"] == "pinned"; }));
 }
