@@ -13,7 +13,7 @@ import json
 import torch
 
 import gemmforge.torch  # noqa: F401  (registers torch.ops.gemmforge)
-from common import bench_us
+from common import bench_us, graphed_us
 
 SHAPES = [(4096, 4096), (4096, 14336), (16384, 4096), (8192, 28672)]
 SCALINGS = ("tensor", "row", "1x128", "128x128")
@@ -42,21 +42,6 @@ def torch_quantize(x, scaling):
     amax = b.abs().amax(dim=(1, 3), keepdim=True)
     scale = torch.where(amax > 0, amax / FMAX, 1.0)
     return (b / scale).clamp(-FMAX, FMAX).to(FP8).view(rows, cols), scale.view(rows // 128, cols // 128)
-
-
-def graphed_us(fn, *args):
-    """bench_us of fn(*args) replayed from a CUDA graph: the kernels' time after an L2 flush, without
-    the host's (a 4096 x 4096 quantization takes ~12 us at copy speed, less than a Python op's call)."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            fn(*args)
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=stream):
-        fn(*args)
-    return bench_us(graph.replay)
 
 
 def copy_tbps():

@@ -18,25 +18,10 @@ import torch
 
 import gemmforge
 import gemmforge.torch  # noqa: F401  (registers torch.ops.gemmforge)
-from common import bench_us
+from common import graphed_us
 
 FP8 = torch.float8_e4m3fn
 KINDS = {"tensor": "tensor", "rowwise": "rowcol", "block": "block128"}  # gemmforge's name of each scaling
-
-
-def graph_us(fn):
-    """fn captured once in a CUDA graph (after warm-up on the capture stream, which gives
-    gemmforge's runtime its workspaces there), its replay timed."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=stream):
-        fn()
-    return bench_us(graph.replay)
 
 
 def operands(m, n, k, scaling):
@@ -96,7 +81,7 @@ def main():
             for key, fn in (("torch_us", lambda: torch_mm(False)), ("torch_fast_accum_us", lambda: torch_mm(True)),
                             ("gemmforge_us", ours)):
                 try:
-                    row[key] = graph_us(fn)
+                    row[key] = graphed_us(fn)
                 except Exception as e:  # noqa: BLE001  (a mode this torch lacks, or a failure: kept, not fatal)
                     row[key] = None
                     row[key.replace("_us", "_error")] = str(e).splitlines()[0][:200]
