@@ -112,11 +112,7 @@ struct Gemm : Traits<Cfg> {
           ptx::wgmma_fence();
           Mma<Cfg>::mma_stage(into, ptx::desc_advance(da, s * kStageA), ptx::desc_advance(db, s * kStageB), false);
           ptx::wgmma_commit();
-          if (promote_done) {
-#pragma unroll
-            for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(done[mm]);
-            Scales<Cfg>::promote(acc, done, done_factors, u);
-          }
+          if (promote_done) Scales<Cfg>::promote(acc, done, done_factors, u);
           ptx::wgmma_wait<0>();
           if (leader) release(&empty[s]);
         };
@@ -127,15 +123,10 @@ struct Gemm : Traits<Cfg> {
           if (kb + 1 < u.kb_end) k_block(kb + 1, part, f, part2, f2, true);
         }
         // The last k-block's products: in part2 after an even count of k-blocks, else in part.
-        if ((u.kb_end - u.kb_begin) % 2 == 0) {
-#pragma unroll
-          for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(part2[mm]);
+        if ((u.kb_end - u.kb_begin) % 2 == 0)
           Scales<Cfg>::promote(acc, part2, f2, u);
-        } else {
-#pragma unroll
-          for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(part[mm]);
+        else
           Scales<Cfg>::promote(acc, part, f, u);
-        }
       } else if constexpr (kPromote) {
         // Each k-block's products land in their own accumulators and are added to acc once done.
         // Its factors load a k-block ahead, into one of two sets taken in turn: a copy from the
@@ -152,8 +143,6 @@ struct Gemm : Traits<Cfg> {
           ptx::wgmma_commit();
           ptx::wgmma_wait<0>();
           if (leader) release(&empty[s]);
-#pragma unroll
-          for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(part[mm]);
           Scales<Cfg>::promote(acc, part, use, u);
         };
         typename Scales<Cfg>::BlockFactors even = Scales<Cfg>::block_factors(p, u, consumer, u.kb_begin), odd;

@@ -8,6 +8,7 @@
 // per-row/column scales are constant along K: they multiply the accumulators once after the main
 // loop, promoted or not.
 #include "gemm/sm90/scheduler.cuh"
+#include "ptx/wgmma.cuh"
 
 namespace gf {
 
@@ -75,8 +76,11 @@ struct Scales : Traits<Cfg> {
       }
     }
   }
-  static __device__ __forceinline__ void promote(float (&acc)[kMmaM][kAcc], const float (&part_acc)[kMmaM][kAcc],
+  // Called after the wgmma wait that finished part_acc: the fence keeps its reads after that wait.
+  static __device__ __forceinline__ void promote(float (&acc)[kMmaM][kAcc], float (&part_acc)[kMmaM][kAcc],
                                                  const BlockFactors& f, const Unit& u) {
+#pragma unroll
+    for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(part_acc[mm]);
     if (kBBlocks == 1 || u.n0 % 128 == 0)
       promote_groups<(BN < 128 ? BN : 128) / 8>(acc, part_acc, f);
     else
