@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gf {
@@ -51,6 +52,11 @@ struct Decision {
   int candidates = 0;  // candidates measured
   std::vector<std::string> backends_considered;
   std::string tuned_at;  // UTC, ISO 8601
+
+  // The search of a decision `gemmforge db pin` stored: a kernel named, not timed (us 0), the
+  // faster of any two, and kept on its host.
+  static constexpr std::string_view kPinned = "pinned";
+  bool pinned() const { return search == kPinned; }
 };
 
 // The stores around the local DB.

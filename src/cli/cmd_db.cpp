@@ -65,7 +65,7 @@ void pin(const std::string& path, const std::string& spec, const std::string& ba
              .backend_version = backend->version(),
              .candidate = it->name,
              .config = it->config,
-             .search = "pinned",
+             .search = std::string(Decision::kPinned),
              .backends_considered = {backend_name}};
   auto db = open_db(path);
   db->store(d, {});

@@ -79,7 +79,7 @@ std::pair<std::string, Decision> decision_from_json(const nlohmann::json& e) {
     d.backends_considered.push_back(b.get<std::string>());
   }
   // A pinned decision (gemmforge db pin) has no time: 0, so it is the faster of any two.
-  const bool pinned = d.search == "pinned";
+  const bool pinned = d.pinned();
   if (device.empty() || d.backend.empty() || d.candidate.empty() || !(d.us > 0 || (pinned && d.us == 0)))
     Fields::bad("an empty device, backend, candidate or time");
   if (d.search != "fast" && d.search != "default" && d.search != "exhaustive" && !pinned)

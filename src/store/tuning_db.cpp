@@ -315,7 +315,7 @@ void TuningDb::store(const Decision& d, const std::vector<Measurement>& measurem
   Decision stamped = d;
   if (stamped.tuned_at.empty()) stamped.tuned_at = now_utc();  // one time in both stores
   in_transaction(db_->db, db_->transaction, [&] { write(db_->db, device_, stamped, measurements); });
-  if (remote_ && stamped.search != "pinned") remote_->put(device_, stamped, measurements);  // a pin is this host's
+  if (remote_ && !stamped.pinned()) remote_->put(device_, stamped, measurements);  // a pin is this host's
 }
 
 nlohmann::json TuningDb::export_json() const {
@@ -339,14 +339,14 @@ int TuningDb::import_json(const nlohmann::json& exported) {
       // pin (no time) is the faster of any two.
       Statement st(db_->db, "SELECT us, search FROM decisions WHERE problem = ? AND device = ?");
       st.bind(d.problem, device);
-      if (st.step() && (st.text(1) == "pinned" || (st.real(0) > 0 && st.real(0) <= d.us))) continue;
+      if (st.step() && (st.text(1) == Decision::kPinned || (st.real(0) > 0 && st.real(0) <= d.us))) continue;
       write(db_->db, device, d, {});
       ++stored;
     }
   });
   if (remote_)
     for (const auto& [device, d] : entries)
-      if (d.search != "pinned") remote_->put(device, d, {});  // a pin is its host's
+      if (!d.pinned()) remote_->put(device, d, {});  // a pin is its host's
   return stored;
 }
 
