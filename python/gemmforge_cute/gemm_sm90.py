@@ -55,7 +55,10 @@ class Epilogue:
     act: str = "none"  # none | relu | gelu | gelu_tanh | silu
     bias: str = "none"  # none | col (one per column of D, length N) | row (length M)
     residual: bool = False  # beta * C is added
-    scale: str = "none"  # none | tensor (one fp32 each for A and B) | rowcol (M for A's rows, N for B's)
+    # none | tensor (one fp32 each for A and B) | rowcol (M for A's rows, N for B's) | block128 (A's
+    # per 1x128 group along K, ceil(K/128) x M; B's per 128x128 block, ceil(N/128) x ceil(K/128)):
+    # block scales apply in the main loop, to each k-block's products (promote).
+    scale: str = "none"
     gate: str = "none"  # none | split | interleaved: SwiGLU over B's gate and up rows (see the module)
 
     @property
@@ -63,6 +66,10 @@ class Epilogue:
         """Whether the epilogue reads vectors at each element's coordinates (C comes through shared
         memory, in the accumulators' arrangement)."""
         return self.bias != "none" or self.scale == "rowcol"
+
+    @property
+    def block_scaled(self) -> bool:
+        return self.scale == "block128"
 
 
 @dataclass(frozen=True)
@@ -113,6 +120,11 @@ class Sm90Gemm:
         if epilogue.gate != "none" and (tiling.split_k > 1 or epilogue.residual or epilogue.act != "none"
                                         or epilogue.bias == "row"):
             raise ValueError("SwiGLU takes no split-K, residual, activation or per-row bias")
+        if epilogue.block_scaled and (epilogue.gate != "none" or tiling.tile_m > 128 or tiling.tile_n not in (64, 128)
+                                      or (tiling.pingpong and tiling.tile_m != 64)):
+            raise ValueError("block scales: no gate, tiles of 64 or 128 rows (ping-pong: 64) and 64 or 128 columns "
+                             "(a tile's columns in one of B's 128-row blocks; the k-block's products beside the "
+                             "accumulators take 64 registers a thread more)")
         self.tiling = tiling
         self.epi = epilogue
         self.gated = epilogue.gate != "none"
@@ -126,8 +138,9 @@ class Sm90Gemm:
         # accumulators (cooperative), and share a 256-row one in the MMA's two M steps of 128 rows
         # (the first warpgroup rows 0-63 and 128-191, the second the rest); a ping-pong
         # warpgroup holds its tile alone.
-        self.warpgroups = 2 if tiling.tile_m == 256 or (tiling.tile_m == 128 and tiling.tile_n > 128
-                                                        and not tiling.pingpong) else 1
+        # Block scales hold each k-block's products beside the accumulators: two warpgroups a 128-row tile.
+        self.warpgroups = 2 if tiling.tile_m == 256 or (tiling.tile_m == 128 and not tiling.pingpong and (
+            tiling.tile_n > 128 or epilogue.block_scaled)) else 1
         self.tile_threads = 128 * self.warpgroups
         self.groups = 2 if tiling.pingpong else 1  # consumer groups on different tiles
         self.consumer_threads = self.tile_threads * self.groups
@@ -360,11 +373,14 @@ class Sm90Gemm:
         frag_u = mma.make_fragment_B(thr_mma.partition_B(su))
         acc = cute.make_rmem_tensor(thr_mma.partition_C(gd).shape, cutlass.Float32)
         acc_u = cute.make_rmem_tensor(thr_mma.partition_C(gd).shape if self.gated else (1,), cutlass.Float32)
+        # Block scales: each k-block's products, promoted into acc with the k-block's scales.
+        part = cute.make_rmem_tensor(acc.shape if self.epi.block_scaled else (1,), cutlass.Float32)
         factor = self.scale_factor(scale_a, scale_b, alpha)
         self.cluster_wait()
 
         # ---- main loop: warp 0 keeps the ring full, everyone multiplies
         k_tiles = cute.size(ga, mode=[2])
+        scales = self.block_scale_source(mma, tidx, c, scale_a, scale_b, (bidx, bidy), k_tiles)
         k_first = 0
         if cutlass.const_expr(t.split_k > 1):
             # Slice bidz of the k-blocks (the last slices may hold none).
@@ -391,26 +407,44 @@ class Sm90Gemm:
         k_blocks = cute.size(frag_a, mode=[2])
         for k_tile in cutlass.range(k_tiles, unroll=1):
             ring.consumer_wait(read)
-            cute.nvgpu.warpgroup.fence()
-            for kb in cutlass.range_constexpr(k_blocks):
-                cute.gemm(mma, acc, frag_a[None, None, kb, read.index], frag_b[None, None, kb, read.index], acc)
-                if cutlass.const_expr(self.gated):
-                    cute.gemm(mma, acc_u, frag_a[None, None, kb, read.index], frag_u[None, None, kb, read.index],
-                              acc_u)
-            cute.nvgpu.warpgroup.commit_group()
-            read.advance()
-            # One wgmma batch stays in flight; the stage before it is free again, and warp 0 refills
-            # it (never before a release: it would wait on its own warp).
-            if k_tile > 0:
-                cute.nvgpu.warpgroup.wait_group(1)
+            if cutlass.const_expr(self.epi.block_scaled):
+                # The k-block's scales load under its wgmma; its products start from zero.
+                row_scales, col_scale = self.block_scales(scales, k_first + k_tile)
+                cute.nvgpu.warpgroup.fence()
+                for kb in cutlass.range_constexpr(k_blocks):
+                    mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, kb > 0)
+                    cute.gemm(mma, part, frag_a[None, None, kb, read.index], frag_b[None, None, kb, read.index], part)
+                cute.nvgpu.warpgroup.commit_group()
+                read.advance()
+                cute.nvgpu.warpgroup.wait_group(0)
                 ring.consumer_release(release)
                 release.advance()
                 if warp == 0 and load.count < k_tiles:
                     self.load_stage(ring, load, *loads, k_first)
                     load.advance()
-        cute.nvgpu.warpgroup.wait_group(0)
-        if k_tiles > 0:
-            ring.consumer_release(release)
+                self.promote(acc, part, row_scales, col_scale)
+            else:
+                cute.nvgpu.warpgroup.fence()
+                for kb in cutlass.range_constexpr(k_blocks):
+                    cute.gemm(mma, acc, frag_a[None, None, kb, read.index], frag_b[None, None, kb, read.index], acc)
+                    if cutlass.const_expr(self.gated):
+                        cute.gemm(mma, acc_u, frag_a[None, None, kb, read.index], frag_u[None, None, kb, read.index],
+                                  acc_u)
+                cute.nvgpu.warpgroup.commit_group()
+                read.advance()
+                # One wgmma batch stays in flight; the stage before it is free again, and warp 0 refills
+                # it (never before a release: it would wait on its own warp).
+                if k_tile > 0:
+                    cute.nvgpu.warpgroup.wait_group(1)
+                    ring.consumer_release(release)
+                    release.advance()
+                    if warp == 0 and load.count < k_tiles:
+                        self.load_stage(ring, load, *loads, k_first)
+                        load.advance()
+        if cutlass.const_expr(not self.epi.block_scaled):
+            cute.nvgpu.warpgroup.wait_group(0)
+            if k_tiles > 0:
+                ring.consumer_release(release)
 
         tile = (bidx, bidy)
         if cutlass.const_expr(t.split_k > 1):
@@ -561,6 +595,7 @@ class Sm90Gemm:
             acc_shape = thr_mma.partition_C(cute.local_tile(td, self.tile, (0, 0, None), proj=(1, 1, None))).shape
             acc = cute.make_rmem_tensor(acc_shape, cutlass.Float32)
             acc_u = cute.make_rmem_tensor(acc_shape if self.gated else (1,), cutlass.Float32)
+            part = cute.make_rmem_tensor(acc_shape if self.epi.block_scaled else (1,), cutlass.Float32)
             factor = self.scale_factor(scale_a, scale_b, alpha)
             k_blocks = cute.size(frag_a, mode=[2])
             stores = pipeline.PipelineTmaStore.create(
@@ -593,28 +628,44 @@ class Sm90Gemm:
                 if cutlass.const_expr(self.groups == 2):
                     if group + mine > 0:  # all but the CTA's first tile wait their turn
                         my_turn.arrive_and_wait()
+                scales = self.block_scale_source(mma, ctidx, c, scale_a, scale_b, (tile[0], tile[1]), k_tiles)
                 # The plain kernel's loop without its refills. Not a shared helper: the DSL's tracer
                 # rejects a rebind of the MMA's accumulate flag made inside one (that loop sets it).
                 for k_tile in cutlass.range(k_tiles, unroll=1):
                     ring.consumer_wait(read)
-                    cute.nvgpu.warpgroup.fence()
-                    for kb in cutlass.range_constexpr(k_blocks):
-                        cute.gemm(mma, acc, frag_a[None, None, kb, read.index], frag_b[None, None, kb, read.index],
-                                  acc)
-                        if cutlass.const_expr(self.gated):
-                            cute.gemm(mma, acc_u, frag_a[None, None, kb, read.index],
-                                      frag_u[None, None, kb, read.index], acc_u)
-                    cute.nvgpu.warpgroup.commit_group()
-                    read.advance()
-                    # One wgmma batch stays in flight; the stage before it goes back to the producer.
-                    if k_tile > 0:
-                        cute.nvgpu.warpgroup.wait_group(1)
+                    if cutlass.const_expr(self.epi.block_scaled):
+                        row_scales, col_scale = self.block_scales(scales, k_tile)
+                        cute.nvgpu.warpgroup.fence()
+                        for kb in cutlass.range_constexpr(k_blocks):
+                            mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, kb > 0)
+                            cute.gemm(mma, part, frag_a[None, None, kb, read.index],
+                                      frag_b[None, None, kb, read.index], part)
+                        cute.nvgpu.warpgroup.commit_group()
+                        read.advance()
+                        cute.nvgpu.warpgroup.wait_group(0)
                         ring.consumer_release(release)
                         release.advance()
-                cute.nvgpu.warpgroup.wait_group(0)
-                if k_tiles > 0:
-                    ring.consumer_release(release)
-                    release.advance()
+                        self.promote(acc, part, row_scales, col_scale)
+                    else:
+                        cute.nvgpu.warpgroup.fence()
+                        for kb in cutlass.range_constexpr(k_blocks):
+                            cute.gemm(mma, acc, frag_a[None, None, kb, read.index],
+                                      frag_b[None, None, kb, read.index], acc)
+                            if cutlass.const_expr(self.gated):
+                                cute.gemm(mma, acc_u, frag_a[None, None, kb, read.index],
+                                          frag_u[None, None, kb, read.index], acc_u)
+                        cute.nvgpu.warpgroup.commit_group()
+                        read.advance()
+                        # One wgmma batch stays in flight; the stage before it goes back to the producer.
+                        if k_tile > 0:
+                            cute.nvgpu.warpgroup.wait_group(1)
+                            ring.consumer_release(release)
+                            release.advance()
+                if cutlass.const_expr(not self.epi.block_scaled):
+                    cute.nvgpu.warpgroup.wait_group(0)
+                    if k_tiles > 0:
+                        ring.consumer_release(release)
+                        release.advance()
                 if cutlass.const_expr(self.groups == 2):
                     their_turn.arrive()  # unmatched after the CTA's last tile: harmless at exit
                 if cutlass.const_expr(self.gated):
@@ -633,6 +684,49 @@ class Sm90Gemm:
                 work = tiles.get_current_work()
             if first_warp:
                 stores.producer_tail()
+
+    @cute.jit
+    def block_scale_source(self, mma: cute.TiledMma, tidx, c: cute.Tensor, scale_a: cute.Tensor,
+                           scale_b: cute.Tensor, tile, k_tiles):
+        """Where block scales come from for tile (m, n): scale_a from the offsets of the rows this
+        thread's accumulators hold (two a 64-row M step, r and r + 8; clamped into M), scale_b from
+        the offset of the 128-row block of B that holds the tile's columns. None without them."""
+        if cutlass.const_expr(not self.epi.block_scaled):
+            return None
+        coords = self.coordinates(mma, tidx, c, tile)
+        assert cute.rank(cute.shape(coords)[0]) == 3 and cute.shape(coords)[0][:2] == (2, 2), \
+            "wgmma's accumulators a thread: (2 columns, 2 rows 8 apart, column groups) an M step"
+        m_steps = cute.size(coords, mode=[1])
+        last_m = cute.size(c, mode=[0]) - 1
+        rows = cute.make_rmem_tensor((2, m_steps), cutlass.Int32)
+        for step in cutlass.range_constexpr(m_steps):
+            for r in cutlass.range_constexpr(2):
+                rows[r, step] = cutlass.min(coords[(0, r, 0), step, 0][0], last_m)
+        col_block = tile[1] * self.out_n // 128 * k_tiles  # B's (nb, kb) lies at nb * k_tiles + kb
+        return rows, col_block, cute.size(c, mode=[0]), scale_a, scale_b
+
+    @cute.jit
+    def block_scales(self, source, k):
+        """k-block k's scales: A's for this thread's rows (as block_scale_source's rows), B's for the tile."""
+        rows, col_block, m, scale_a, scale_b = source
+        row_scales = cute.make_rmem_tensor(rows.shape, cutlass.Float32)
+        for i in cutlass.range_constexpr(cute.size(rows)):
+            row_scales[i] = scale_a[k * m + rows[i]]  # A's (kb, m) lies at kb * M + m
+        return row_scales, scale_b[col_block + k]
+
+    @cute.jit
+    def promote(self, acc: cute.Tensor, part: cute.Tensor, row_scales: cute.Tensor, col_scale: cutlass.Float32):
+        """acc += part * (A's row scale * B's block scale): one k-block's products into the fp32
+        accumulators (the FP8 wgmma's own keep about 14 bits, too few for K in the thousands)."""
+        groups = cute.shape(acc)[0][2]
+        for step in cutlass.range_constexpr(cute.size(acc, mode=[1])):
+            for r in cutlass.range_constexpr(2):
+                f = row_scales[r, step] * col_scale
+                for n in cutlass.range_constexpr(cute.size(acc, mode=[2])):
+                    for g in cutlass.range_constexpr(groups):
+                        for j in cutlass.range_constexpr(2):
+                            i = ((j, r, g), step, n)
+                            acc[i] = acc[i] + part[i] * f
 
     @cute.jit
     def tma_slices(self, atom: cute.CopyAtom, rank_in_mcast, mcast: cutlass.Constexpr, s: cute.Tensor,

@@ -91,11 +91,12 @@ TEST(CuteSpace, DeclinesWhatTheTemplateLacks) {
   for (const char* spec :
        {"77x1000x1008:bf16:nn:bias+relu+residual", "64x64x64:e4m3->bf16",
         "77x1000x1008:e4m3xe5m2->f16:scale=rowcol+bias+gelu", "64x64x64:e5m2->bf16:scale=tensor",
-        "64x128x64:bf16:swiglu", "77x1024x1000:bf16:bias+swiglu_split", "16x4096x64:e4m3->bf16:scale=rowcol+swiglu"})
+        "64x128x64:bf16:swiglu", "77x1024x1000:bf16:bias+swiglu_split", "16x4096x64:e4m3->bf16:scale=rowcol+swiglu",
+        "64x64x64:e4m3->bf16:scale=block128", "77x1000x1008:e4m3->bf16:scale=block128+bias+gelu"})
     EXPECT_EQ(cute_backend::unsupported_reason(GemmProblem::parse(spec)), "") << spec;
   for (const char* spec : {"64x64x64:bf16->f32", "64x64x64x2:bf16", "64x128x64:bf16:nn:swiglu",
                            "64x120x64:bf16:swiglu_split", "64x64x77:bf16", "64x77x64:bf16", "64x64x64:e4m3->e4m3",
-                           "64x64x64:e4m3->f32", "64x64x64:e4m3->bf16:scale=block128", "64x64x72:e4m3->bf16"})
+                           "64x64x64:e4m3->f32", "64x128x64:e4m3->bf16:scale=block128+swiglu", "64x64x72:e4m3->bf16"})
     EXPECT_NE(cute_backend::unsupported_reason(GemmProblem::parse(spec)), "") << spec;
   // Nothing of M, N or K is in the compile request: one binary serves every shape.
   CuteConfig c;
@@ -124,6 +125,28 @@ TEST(CuteSpace, DeclinesWhatTheTemplateLacks) {
   EXPECT_NE(cute_backend::illegal_reason({.tile_m = 256, .tile_n = 128}, big), "");  // one CTA a tile
   EXPECT_NE(cute_backend::illegal_reason({.tile_m = 256, .tile_n = 128, .persistent = true, .pingpong = true}, big),
             "");
+  // Block scales: each k-block's products in registers beside the accumulators, so a warpgroup
+  // holds at most 64 x 128 of each (two share a 128-row tile), and a tile's columns lie in one of
+  // B's 128-row scale blocks. The fast list holds such tiles, cooperative and ping-pong.
+  const GemmProblem blocks = GemmProblem::parse("4096x4096x4096:e4m3->bf16:scale=block128");
+  EXPECT_EQ(cute_backend::illegal_reason({.tile_m = 128, .tile_n = 128, .cluster_m = 2, .persistent = true}, blocks),
+            "");
+  EXPECT_EQ(cute_backend::illegal_reason({.tile_m = 64, .tile_n = 128, .persistent = true, .pingpong = true}, blocks),
+            "");
+  EXPECT_NE(cute_backend::illegal_reason({.tile_m = 128, .tile_n = 256, .persistent = true}, blocks), "");
+  EXPECT_NE(cute_backend::illegal_reason({.tile_m = 128, .tile_n = 192, .persistent = true}, blocks), "");
+  EXPECT_NE(cute_backend::illegal_reason({.tile_m = 256, .tile_n = 128, .persistent = true}, blocks), "");
+  EXPECT_NE(cute_backend::illegal_reason({.tile_m = 128, .tile_n = 128, .persistent = true, .pingpong = true}, blocks),
+            "");
+  EXPECT_NE(cute_backend::illegal_reason({.tile_m = 128, .tile_n = 16, .swap_ab = true},
+                                         GemmProblem::parse("16x4096x4096:e4m3->bf16:scale=block128")),
+            "");
+  for (const char* spec : {"4096x4096x4096:e4m3->bf16:scale=block128", "16x4096x4096:e4m3->bf16:scale=block128"}) {
+    const auto fast = cute_backend::ranked_configs(GemmProblem::parse(spec), DeviceInfo::assumed_hopper(), Search::fast);
+    EXPECT_EQ(fast.size(), GemmProblem::parse(spec).m <= 128 ? 4u : 3u) << spec;
+  }
+  EXPECT_NE(cute_backend::compile_request(c, GemmProblem::parse("64x64x64:e4m3->bf16:scale=rowcol")),
+            cute_backend::compile_request(c, GemmProblem::parse("64x64x64:e4m3->bf16:scale=block128")));
   CuteConfig persistent = c;
   persistent.persistent = true;
   EXPECT_NE(cute_backend::compile_request(c, GemmProblem::parse("64x64x64:bf16")),
@@ -163,17 +186,18 @@ TEST(CuteCompile, TemplateCompilesToALoadableSharedObject) {
 }
 
 // Every kernel of a default list (plain, split-K, swap-AB, persistent cooperative and ping-pong;
-// 16-bit with and without C, and fp8) as ptxas sees it: registers reported, no spills, and no
-// wgmma serialized (ptxas's C7514, which an accumulate flag turned on inside the mainloop once
-// caused); and its shared memory within sm_90's limit (the template raises otherwise: a struct a
-// kilobyte over it compiled here and failed every launch on the GPU).
+// 16-bit with and without C, and fp8 with rowwise and block scales) as ptxas sees it: registers
+// reported, no spills, and no wgmma serialized (ptxas's C7514, which an accumulate flag turned on
+// inside the mainloop once caused); and its shared memory within sm_90's limit (the template
+// raises otherwise: a struct a kilobyte over it compiled here and failed every launch on the GPU).
 TEST(CuteCompile, DefaultSpaceCompilesWithoutSpillsOrSerializedWgmma) {
   if (!jit::cute_dsl::compile_unavailable().empty())
     GTEST_SKIP() << "cannot compile CuTe DSL kernels here: " << jit::cute_dsl::compile_unavailable();
   auto cute = find_backend<GemmProblem>("cute");
   DeviceInfo d = DeviceInfo::assumed_hopper();
   for (const char* spec :
-       {"4096x4096x4096:bf16", "4096x4096x4096:bf16:residual", "16x4096x4096:e4m3->bf16:scale=rowcol+bias+gelu"}) {
+       {"4096x4096x4096:bf16", "4096x4096x4096:bf16:residual", "16x4096x4096:e4m3->bf16:scale=rowcol+bias+gelu",
+        "4096x4096x4096:e4m3->bf16:scale=block128", "16x4096x4096:e4m3->bf16:scale=block128+bias+gelu"}) {
     GemmProblem p = GemmProblem::parse(spec);
     for (const auto& c : cute->candidates(p, d, {.level = Search::normal})) {
       auto r = cute->compile(p, c, /*use_cache=*/true);

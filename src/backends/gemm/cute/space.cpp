@@ -11,9 +11,11 @@
 namespace gf::cute_backend {
 namespace {
 
-// Consumer warpgroups that multiply one tile (gemm_sm90.py's Sm90Gemm.warpgroups).
-int warpgroups(const CuteConfig& c) {
-  return c.tile_m == 256 || (c.tile_m == 128 && c.tile_n > 128 && !c.pingpong) ? 2 : 1;
+// Consumer warpgroups that multiply one tile (gemm_sm90.py's Sm90Gemm.warpgroups): block scales
+// hold each k-block's products beside the accumulators, so two share a 128-row tile.
+int warpgroups(const CuteConfig& c, const GemmProblem& p) {
+  const bool block = p.epilogue.scale == ScaleKind::block128;
+  return c.tile_m == 256 || (c.tile_m == 128 && !c.pingpong && (c.tile_n > 128 || block)) ? 2 : 1;
 }
 
 // The ranking model's constants, one a line with its reason.
@@ -99,7 +101,7 @@ double modeled_seconds(const CuteConfig& c, const GemmProblem& p, int sms) {
   const int64_t tiles_n = ceil_div(ceil_div(q.n, tn), cn) * cn;
   const double intensity = double(tm) * tn / (tm + tn);
   double rate = peak / sms * intensity / (intensity + Model::kHalfPeakIntensity);
-  if (warpgroups(c) == 1) rate *= Model::kOneWarpgroupShare;
+  if (warpgroups(c, q) == 1) rate *= Model::kOneWarpgroupShare;
   const double ctas = double(tiles_m * tiles_n * split);
   // The CTAs that pull operands from DRAM: a cluster's padding past M or N loads nothing of its
   // own (TMA zero-fills, or the multicast brings its peer's tile).
@@ -155,7 +157,8 @@ std::string unsupported_reason(const GemmProblem& p) {
   if (is_fp8(p.a)) {
     if (p.layout != Layout::tn) return "fp8 wgmma reads both operands K-major (layout tn)";
     if (p.out != DType::bf16 && p.out != DType::f16) return "the CuTe DSL template's fp8 GEMMs write bf16 or f16";
-    if (p.epilogue.scale == ScaleKind::block128) return "block scales are not in the CuTe DSL template";
+    if (p.epilogue.scale == ScaleKind::block128 && p.epilogue.gate != GateKind::none)
+      return "the CuTe DSL template's block scales take no SwiGLU gate";
     if (p.k % 16 != 0 || p.n % 8 != 0) return "TMA needs 16-byte row pitches (K % 16 == 0 and N % 8 == 0)";
     return "";
   }
@@ -186,6 +189,14 @@ std::string illegal_reason(const CuteConfig& c, const GemmProblem& p) {
     // 192 accumulators a thread at most; at 64 wide ptxas ignores the register reallocation (C7508).
     if (c.tile_n < 128 || c.tile_n > 192) return "a 256-row tile is 128 to 192 wide";
     if (e.gate != GateKind::none || e.act == Activation::gelu) return "a 256-row tile spills with a gate or erf GELU";
+  }
+  // Block scales: each k-block's products come into registers of their own beside the
+  // accumulators, then are scaled into them. A warpgroup holds at most 64 x 128 of each, and a
+  // tile's columns lie in one of B's 128-row scale blocks.
+  if (e.scale == ScaleKind::block128) {
+    if (c.swap_ab) return "block scales are per row of A and per 128-row block of B: no swap-AB";
+    if (c.tile_m > 128 || (c.tile_n != 64 && c.tile_n != 128)) return "block scales take 64- or 128-row tiles 64 or 128 wide";
+    if (c.pingpong && c.tile_m != 64) return "a block-scaled ping-pong warpgroup holds a 64-row tile";
   }
   // A ping-pong warpgroup holds its whole tile's accumulators (232 registers a thread).
   if (c.pingpong && c.tile_m * c.tile_n > 128 * 128) return "a ping-pong warpgroup holds at most a 128 x 128 tile";
