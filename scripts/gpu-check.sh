@@ -15,8 +15,9 @@
 #   the decoder-layer benchmark, fp8 quantization and fp8 GEMMs beside torch (the package staged by
 #   scripts/stage-python.sh in .carry/py);
 #   cute: the CuTe DSL GPU tests (GEMMs, and the Triton and CuTe DSL row ops) and benches from kernels
-#   compiled by scripts/precompile-cute.sh: llama3-8b at CUTE_TOKENS (CUTE_FP8=0 skips e4m3, CUTE_FUSE=0
-#   the decoder layer's fused GEMMs), then
+#   compiled by scripts/precompile-cute.sh: llama3-8b at CUTE_TOKENS (in e4m3 with each scale kind of
+#   CUTE_FP8_SCALES, default "rowcol block128"; CUTE_FP8=0 skips e4m3, CUTE_FUSE=0 the decoder layer's
+#   fused GEMMs), then
 #   bench-ops with native, triton and cute side by side (CUTE_ROWOPS=0 skips it); with
 #   CUTE_EXHAUSTIVE_TOKENS=16,128, every bf16 kernel against cuBLASLt's in a race per GEMM (llama3-8b, 70b).
 #   cutlass: the CUTLASS backend's units compiled (nothing, where the carried kernel cache holds them:
@@ -128,10 +129,13 @@ if [ "$what" = cute ]; then
     > "$out/bench-cute.txt" 2>&1 || status=1
   python3 scripts/summarize.py "$out/bench-cute.json"
   if [ "${CUTE_FP8:-1}" = 1 ]; then
-    timeout "${T_CUTE_FP8_BENCH:-200}" "$gf" bench --model llama3-8b --tokens "${CUTE_TOKENS:-16,128,4096}" --dtype e4m3 \
-      --epilogue scale=rowcol -b cublaslt,native,cute -s fast --rounds "${BENCH_ROUNDS:-5}" \
-      --json "$out/bench-cute-fp8.json" > "$out/bench-cute-fp8.txt" 2>&1 || status=1
-    python3 scripts/summarize.py "$out/bench-cute-fp8.json"
+    for scale in ${CUTE_FP8_SCALES:-rowcol block128}; do
+      step "CuTe DSL: llama3-8b e4m3 scale=$scale at M = ${CUTE_TOKENS:-16,128,4096} beside cuBLASLt and native"
+      timeout "${T_CUTE_FP8_BENCH:-200}" "$gf" bench --model llama3-8b --tokens "${CUTE_TOKENS:-16,128,4096}" \
+        --dtype e4m3 --epilogue "scale=$scale" -b cublaslt,native,cute -s fast --rounds "${BENCH_ROUNDS:-5}" \
+        --json "$out/bench-cute-fp8-$scale.json" > "$out/bench-cute-fp8-$scale.txt" 2>&1 || status=1
+      python3 scripts/summarize.py "$out/bench-cute-fp8-$scale.json"
+    done
   fi
   if [ "${CUTE_FUSE:-1}" = 1 ]; then
     # The decoder layer's fused GEMMs (gate_up+swiglu, qkv+bias, o/down+residual): each backend's

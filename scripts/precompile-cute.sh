@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compiles the CuTe DSL kernels the GPU machine needs into a kernel cache to carry there (it has no
 # nvidia-cutlass-dsl): the fast-search candidates of the llama3-8b GEMMs (bf16 up to 8192 tokens,
-# fused as in a decoder layer, and e4m3 with rowwise scales), every bf16 kernel at 16 and 128
+# fused as in a decoder layer, and e4m3 with rowwise and block scales), every bf16 kernel at 16 and 128
 # tokens, the held-out models' fast lists (qwen2.5-7b, phi3-mini at 77 and 1000 tokens), the
 # default-search ones of the shapes of tests/gpu/cute_test.cpp, and the row ops of bench-ops and
 # tests/gpu/rowop_backends_test.cpp. Kernels are shape-independent: a shape of the same dtypes,
@@ -18,6 +18,7 @@ gf=build/gemmforge
 cmake --build build >/dev/null
 "$gf" compile -b cute --model llama3-8b --tokens 16,128,4096,8192 -s fast
 "$gf" compile -b cute --model llama3-8b --tokens 16,128,4096 --dtype e4m3 --epilogue scale=rowcol -s fast
+"$gf" compile -b cute --model llama3-8b --tokens 16,128,4096 --dtype e4m3 --epilogue scale=block128 -s fast
 "$gf" compile -b cute --model llama3-8b --tokens 16,128,4096 --fuse natural -s fast  # gate_up+swiglu, qkv+bias, ...
 # Every bf16 kernel of the decode sizes (gpu-check.sh cute with CUTE_EXHAUSTIVE_TOKENS), and 70b's fast lists.
 "$gf" compile -b cute --model llama3-8b --tokens 16,128 -s exhaustive
@@ -34,7 +35,10 @@ shapes=(1x8x8:bf16 77x1000x1008:bf16 4097x1000x4104:bf16 4096x4096x4096:bf16 300
         1000x80x1024:e4m3xe5m2-\>f16:scale=rowcol+bias+gelu 4097x1000x4112:e4m3-\>bf16:scale=rowcol+residual
         77x1040x1008:bf16:swiglu 130x400x512:bf16:bias+swiglu_split 1000x96x1024:e4m3-\>bf16:scale=rowcol+swiglu
         5x4104x4096:bf16:rowbias+relu 33x1000x1008:e4m3-\>bf16:scale=rowcol+bias 64x1000x1000:f16:alpha=0.5+bias+residual
-        4100x4000x2048:bf16:residual 4100x6000x1024:bf16:bias+gelu_tanh)
+        4100x4000x2048:bf16:residual 4100x6000x1024:bf16:bias+gelu_tanh
+        77x1000x1008:e4m3-\>bf16:scale=block128 4097x1000x4112:e4m3-\>bf16:scale=block128+bias+gelu
+        1000x384x4096:e4m3xe5m2-\>f16:scale=block128+residual 16x4096x4096:e4m3-\>bf16:scale=block128
+        1x136x128:e4m3-\>bf16:scale=block128+rowbias+silu)
 "$gf" compile -b cute -s default "${shapes[@]/#/-p}"
 # Row ops: bench-ops' default set (its default search) and the shapes of tests/gpu/rowop_backends_test.cpp.
 ops=(softmax:262144x1024:bf16 softmax:65536x4096:bf16 softmax:16384x16384:bf16 softmax:4096x65536:bf16

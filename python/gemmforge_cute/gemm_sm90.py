@@ -161,9 +161,9 @@ class Sm90Gemm:
         self.a_type, self.b_type, self.d_type = a.element_type, b.element_type, d.element_type
         a_major, b_major = utils.LayoutEnum.from_tensor(a), utils.LayoutEnum.from_tensor(b)
         d_layout = self.d_layout = utils.LayoutEnum.from_tensor(d)  # row-major, or M-major (swap-AB's D^T)
-        self.mma = sm90.make_trivial_tiled_mma(self.a_type, self.b_type, a_major.sm90_mma_major_mode(),
-                                               b_major.sm90_mma_major_mode(), cutlass.Float32,
-                                               (self.warpgroups, 1, 1), tiler_mn=(64, self.out_n))
+        self.mma_kind = (self.a_type, self.b_type, a_major.sm90_mma_major_mode(), b_major.sm90_mma_major_mode(),
+                         cutlass.Float32, (self.warpgroups, 1, 1))
+        self.mma = sm90.make_trivial_tiled_mma(*self.mma_kind, tiler_mn=(64, self.out_n))
         tile_k = cute.size(self.mma.shape_mnk, mode=[2]) * 4  # four wgmma k-steps a stage: 64 bf16, 128 fp8
         self.tile = (t.tile_m, self.out_n, tile_k)  # the output tile; B's rows a stage: tile_n
         self.epi_tile = sm90.compute_tile_shape_or_override(self.tile, self.d_type,
@@ -373,8 +373,8 @@ class Sm90Gemm:
         frag_u = mma.make_fragment_B(thr_mma.partition_B(su))
         acc = cute.make_rmem_tensor(thr_mma.partition_C(gd).shape, cutlass.Float32)
         acc_u = cute.make_rmem_tensor(thr_mma.partition_C(gd).shape if self.gated else (1,), cutlass.Float32)
-        # Block scales: each k-block's products, promoted into acc with the k-block's scales.
-        part = cute.make_rmem_tensor(acc.shape if self.epi.block_scaled else (1,), cutlass.Float32)
+        # Block scales: each k-block's products, in two sets (promote_ahead), promoted into acc.
+        parts = self.block_parts(acc.shape)
         factor = self.scale_factor(scale_a, scale_b, alpha)
         self.cluster_wait()
 
@@ -405,25 +405,27 @@ class Sm90Gemm:
         # loop made ptxas serialize every wgmma of the loop (its warning C7514, 2026-12-03).
         mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, True)
         k_blocks = cute.size(frag_a, mode=[2])
-        for k_tile in cutlass.range(k_tiles, unroll=1):
-            ring.consumer_wait(read)
-            if cutlass.const_expr(self.epi.block_scaled):
-                # The k-block's scales load under its wgmma; its products start from zero.
-                row_scales, col_scale = self.block_scales(scales, k_first + k_tile)
-                cute.nvgpu.warpgroup.fence()
-                for kb in cutlass.range_constexpr(k_blocks):
-                    mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, kb > 0)
-                    cute.gemm(mma, part, frag_a[None, None, kb, read.index], frag_b[None, None, kb, read.index], part)
-                cute.nvgpu.warpgroup.commit_group()
-                read.advance()
-                cute.nvgpu.warpgroup.wait_group(0)
-                ring.consumer_release(release)
-                release.advance()
-                if warp == 0 and load.count < k_tiles:
-                    self.load_stage(ring, load, *loads, k_first)
-                    load.advance()
-                self.promote(acc, part, row_scales, col_scale)
-            else:
+        if cutlass.const_expr(self.epi.block_scaled):
+            # k-blocks in pairs, the first's products into parts[0] and the second's into parts[1]
+            # (an odd count ends on a lone first): each set keeps its registers. ptxas notes a wait
+            # it injects (C7517) for the set promoted under the other's wgmma; in the SASS it lands
+            # beside the k-block's own, after the promotion (ARRIVE, 4 QGMMA, 64 FFMA, DEPBAR).
+            for pair in cutlass.range((k_tiles + 1) // 2, unroll=1):
+                for half in cutlass.range_constexpr(2):
+                    if half == 0 or pair * 2 + half < k_tiles:
+                        ring.consumer_wait(read)
+                        self.promote_ahead(mma, acc, parts, half, frag_a, frag_b, read.index, scales,
+                                           k_first + pair * 2 + half)
+                        read.advance()
+                        ring.consumer_release(release)
+                        release.advance()
+                        if warp == 0 and load.count < k_tiles:
+                            self.load_stage(ring, load, *loads, k_first)
+                            load.advance()
+            self.promote_rest(acc, parts)
+        else:
+            for k_tile in cutlass.range(k_tiles, unroll=1):
+                ring.consumer_wait(read)
                 cute.nvgpu.warpgroup.fence()
                 for kb in cutlass.range_constexpr(k_blocks):
                     cute.gemm(mma, acc, frag_a[None, None, kb, read.index], frag_b[None, None, kb, read.index], acc)
@@ -441,7 +443,6 @@ class Sm90Gemm:
                     if warp == 0 and load.count < k_tiles:
                         self.load_stage(ring, load, *loads, k_first)
                         load.advance()
-        if cutlass.const_expr(not self.epi.block_scaled):
             cute.nvgpu.warpgroup.wait_group(0)
             if k_tiles > 0:
                 ring.consumer_release(release)
@@ -595,7 +596,7 @@ class Sm90Gemm:
             acc_shape = thr_mma.partition_C(cute.local_tile(td, self.tile, (0, 0, None), proj=(1, 1, None))).shape
             acc = cute.make_rmem_tensor(acc_shape, cutlass.Float32)
             acc_u = cute.make_rmem_tensor(acc_shape if self.gated else (1,), cutlass.Float32)
-            part = cute.make_rmem_tensor(acc_shape if self.epi.block_scaled else (1,), cutlass.Float32)
+            parts = self.block_parts(acc_shape)
             factor = self.scale_factor(scale_a, scale_b, alpha)
             k_blocks = cute.size(frag_a, mode=[2])
             stores = pipeline.PipelineTmaStore.create(
@@ -628,25 +629,25 @@ class Sm90Gemm:
                 if cutlass.const_expr(self.groups == 2):
                     if group + mine > 0:  # all but the CTA's first tile wait their turn
                         my_turn.arrive_and_wait()
-                scales = self.block_scale_source(mma, ctidx, c, scale_a, scale_b, (tile[0], tile[1]), k_tiles)
-                # The plain kernel's loop without its refills. Not a shared helper: the DSL's tracer
-                # rejects a rebind of the MMA's accumulate flag made inside one (that loop sets it).
-                for k_tile in cutlass.range(k_tiles, unroll=1):
-                    ring.consumer_wait(read)
-                    if cutlass.const_expr(self.epi.block_scaled):
-                        row_scales, col_scale = self.block_scales(scales, k_tile)
-                        cute.nvgpu.warpgroup.fence()
-                        for kb in cutlass.range_constexpr(k_blocks):
-                            mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, kb > 0)
-                            cute.gemm(mma, part, frag_a[None, None, kb, read.index],
-                                      frag_b[None, None, kb, read.index], part)
-                        cute.nvgpu.warpgroup.commit_group()
-                        read.advance()
-                        cute.nvgpu.warpgroup.wait_group(0)
-                        ring.consumer_release(release)
-                        release.advance()
-                        self.promote(acc, part, row_scales, col_scale)
-                    else:
+                # The plain kernel's loops without their refills.
+                if cutlass.const_expr(self.epi.block_scaled):
+                    scales = self.block_scale_source(mma, ctidx, c, scale_a, scale_b, (tile[0], tile[1]), k_tiles)
+                    # Zero again: else the sets live on through the epilogue (the wgmma read them).
+                    for half in cutlass.range_constexpr(2):
+                        parts[half][0].fill(0.0)
+                    for pair in cutlass.range((k_tiles + 1) // 2, unroll=1):
+                        for half in cutlass.range_constexpr(2):
+                            if half == 0 or pair * 2 + half < k_tiles:
+                                ring.consumer_wait(read)
+                                self.promote_ahead(mma, acc, parts, half, frag_a, frag_b, read.index, scales,
+                                                   pair * 2 + half)
+                                read.advance()
+                                ring.consumer_release(release)
+                                release.advance()
+                    self.promote_rest(acc, parts)
+                else:
+                    for k_tile in cutlass.range(k_tiles, unroll=1):
+                        ring.consumer_wait(read)
                         cute.nvgpu.warpgroup.fence()
                         for kb in cutlass.range_constexpr(k_blocks):
                             cute.gemm(mma, acc, frag_a[None, None, kb, read.index],
@@ -661,7 +662,6 @@ class Sm90Gemm:
                             cute.nvgpu.warpgroup.wait_group(1)
                             ring.consumer_release(release)
                             release.advance()
-                if cutlass.const_expr(not self.epi.block_scaled):
                     cute.nvgpu.warpgroup.wait_group(0)
                     if k_tiles > 0:
                         ring.consumer_release(release)
@@ -705,28 +705,69 @@ class Sm90Gemm:
         col_block = tile[1] * self.out_n // 128 * k_tiles  # B's (nb, kb) lies at nb * k_tiles + kb
         return rows, col_block, cute.size(c, mode=[0]), scale_a, scale_b
 
-    @cute.jit
-    def block_scales(self, source, k):
-        """k-block k's scales: A's for this thread's rows (as block_scale_source's rows), B's for the tile."""
-        rows, col_block, m, scale_a, scale_b = source
-        row_scales = cute.make_rmem_tensor(rows.shape, cutlass.Float32)
-        for i in cutlass.range_constexpr(cute.size(rows)):
-            row_scales[i] = scale_a[k * m + rows[i]]  # A's (kb, m) lies at kb * M + m
-        return row_scales, scale_b[col_block + k]
+    def block_parts(self, acc_shape):
+        """Block scales' two sets of a k-block's products (promote_ahead), each with its k-block's
+        scales: A's for this thread's rows and B's for the tile. Zero: promoting a set adds
+        nothing until a k-block fills it. Last, the MMA that starts a set from zero: the DSL's
+        tracer loses a rebind of the kernel's MMA's accumulate flag made inside a helper."""
+        if cutlass.const_expr(not self.epi.block_scaled):
+            return None
+        fresh = sm90.make_trivial_tiled_mma(*self.mma_kind, tiler_mn=(64, self.out_n))
+        fresh.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, False)
+        parts = []
+        for _ in range(2):
+            products = cute.make_rmem_tensor(acc_shape, cutlass.Float32)
+            products.fill(0.0)
+            row_scales = cute.make_rmem_tensor((2, cute.size(acc_shape, mode=[1])), cutlass.Float32)
+            row_scales.fill(0.0)
+            col_scale = cute.make_rmem_tensor(1, cutlass.Float32)
+            col_scale.fill(0.0)
+            parts.append((products, row_scales, col_scale))
+        return (*parts, fresh)
 
     @cute.jit
-    def promote(self, acc: cute.Tensor, part: cute.Tensor, row_scales: cute.Tensor, col_scale: cutlass.Float32):
-        """acc += part * (A's row scale * B's block scale): one k-block's products into the fp32
-        accumulators (the FP8 wgmma's own keep about 14 bits, too few for K in the thousands)."""
+    def promote_ahead(self, mma: cute.TiledMma, acc: cute.Tensor, parts, half: cutlass.Constexpr,
+                      frag_a: cute.Tensor, frag_b: cute.Tensor, stage, source, k):
+        """One k-block with block scales: its wgmma into parts[half] (from zero), its scales loaded
+        meanwhile; the other set, the k-block before's, promoted into acc while they run; then
+        the wgmma awaited. Waiting on
+        all of them each k-block keeps ptxas from serializing them (its C7514): a wait that left
+        one batch in flight would reissue into the set just read."""
+        products, row_scales, col_scale = parts[half]
+        rows, col_block, m, scale_a, scale_b = source
+        for i in cutlass.range_constexpr(cute.size(rows)):
+            row_scales[i] = scale_a[k * m + rows[i]]  # A's (kb, m) lies at kb * M + m
+        col_scale[0] = scale_b[col_block + k]
+        cute.nvgpu.warpgroup.fence()
+        for kb in cutlass.range_constexpr(cute.size(frag_a, mode=[2])):
+            cute.gemm(mma if kb > 0 else parts[2], products, frag_a[None, None, kb, stage],
+                      frag_b[None, None, kb, stage], products)
+        cute.nvgpu.warpgroup.commit_group()
+        self.promote(acc, parts[1 - half])
+        cute.nvgpu.warpgroup.wait_group(0)
+
+    @cute.jit
+    def promote_rest(self, acc: cute.Tensor, parts):
+        """After a tile's last k-block: the set not yet promoted into acc (the other adds zero)."""
+        for half in cutlass.range_constexpr(2):
+            self.promote(acc, parts[half])
+
+    @cute.jit
+    def promote(self, acc: cute.Tensor, part):
+        """acc += products * (A's row scale * B's block scale): one k-block's products into the
+        fp32 accumulators (the FP8 wgmma's own keep about 14 bits, too few for K in the
+        thousands); the set's scale is zeroed after, so promoting it again adds nothing."""
+        products, row_scales, col_scale = part
         groups = cute.shape(acc)[0][2]
         for step in cutlass.range_constexpr(cute.size(acc, mode=[1])):
             for r in cutlass.range_constexpr(2):
-                f = row_scales[r, step] * col_scale
+                f = row_scales[r, step] * col_scale[0]
                 for n in cutlass.range_constexpr(cute.size(acc, mode=[2])):
                     for g in cutlass.range_constexpr(groups):
                         for j in cutlass.range_constexpr(2):
                             i = ((j, r, g), step, n)
-                            acc[i] = acc[i] + part[i] * f
+                            acc[i] = acc[i] + products[i] * f
+        col_scale[0] = cutlass.Float32(0.0)
 
     @cute.jit
     def tma_slices(self, atom: cute.CopyAtom, rank_in_mcast, mcast: cutlass.Constexpr, s: cute.Tensor,

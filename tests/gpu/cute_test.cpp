@@ -57,7 +57,16 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CuteGpuTest,
                                            "5x4104x4096:bf16:rowbias+relu", "33x1000x1008:e4m3->bf16:scale=rowcol+bias",
                                            "64x1000x1000:f16:alpha=0.5+bias+residual",
                                            // 256-row tiles (default list) past M's and N's tiles: C and a bias.
-                                           "4100x4000x2048:bf16:residual", "4100x6000x1024:bf16:bias+gelu_tanh"));
+                                           "4100x4000x2048:bf16:residual", "4100x6000x1024:bf16:bias+gelu_tanh",
+                                           // Block scales: an odd and an even count of k-blocks (the
+                                           // two sets of products), a last k-block and a last column
+                                           // block in part, K past 4096 (promotion needed), split-K
+                                           // at M = 16, one k-block at M = 1.
+                                           "77x1000x1008:e4m3->bf16:scale=block128",
+                                           "4097x1000x4112:e4m3->bf16:scale=block128+bias+gelu",
+                                           "1000x384x4096:e4m3xe5m2->f16:scale=block128+residual",
+                                           "16x4096x4096:e4m3->bf16:scale=block128",
+                                           "1x136x128:e4m3->bf16:scale=block128+rowbias+silu"));
 
 // Kernels held at once run their own code, as a tuner's race holds its candidates: each is
 // verified after all are loaded. (They were not: a later kernel's shared object could come back
