@@ -20,8 +20,10 @@ M, N and K are runtime values: one compiled kernel serves every shape of its dty
 TMA zero-fills the loads past the edges and clips the stores.
 SwiGLU: B's gate and up rows (N/2 each; "split": the first and second halves of B, "interleaved":
 its even and odd rows) come in through two TMA descriptors, a CTA's gate rows and the matching up
-rows into two buffers of each stage, and multiply into two accumulators of the output tile's
-shape, so each thread holds a gate value and its up value in like registers; D has N/2 columns.
+rows into the first and second half of each stage's B rows, and one wgmma as wide as both
+multiplies them: a thread holds each gate column c and its up column c + tile_n/2 (wgmma's
+columns go in groups of 8 across a thread's registers), so the halves of its accumulators pair
+up as the gate's and the up rows' (gate_and_up_accumulators); D has N/2 columns.
 """
 from dataclasses import dataclass
 import math
@@ -130,9 +132,9 @@ class Sm90Gemm:
         self.gated = epilogue.gate != "none"
         # The epilogue runs a store piece at a time (store): run on the whole tile at once, C's,
         # the bias's and the scales' values and addresses spill the widest tiles. The gate's runs on
-        # the whole tile first (fuse_gate): its two accumulators pair up there.
-        # Columns of the output tile, and of each MMA: a gated CTA multiplies tile_n of B's rows,
-        # half gate and half up, into two accumulators of tile_n / 2 columns.
+        # the whole tile first (fuse_gate): its accumulators' halves pair up there.
+        # Columns of the output tile (and of the epilogue's MMA): a gated CTA multiplies tile_n of
+        # B's rows, half gate and half up, into tile_n / 2 output columns.
         self.out_n = tiling.tile_n // 2 if self.gated else tiling.tile_n
         # Warpgroups that multiply one tile: two split a 128-row tile when one would hold too many
         # accumulators (cooperative), and share a 256-row one in the MMA's two M steps of 128 rows
@@ -166,6 +168,7 @@ class Sm90Gemm:
         self.mma = sm90.make_trivial_tiled_mma(*self.mma_kind, tiler_mn=(64, self.out_n))
         tile_k = cute.size(self.mma.shape_mnk, mode=[2]) * 4  # four wgmma k-steps a stage: 64 bf16, 128 fp8
         self.tile = (t.tile_m, self.out_n, tile_k)  # the output tile; B's rows a stage: tile_n
+        self.tile_mn = (t.tile_m, t.tile_n)  # what the main loop multiplies (gated: gate and up columns)
         self.epi_tile = sm90.compute_tile_shape_or_override(self.tile, self.d_type,
                                                             is_cooperative=self.warpgroups == 2)
         self.epi_stages = 4
@@ -180,7 +183,9 @@ class Sm90Gemm:
         stage_bytes = (t.tile_m * self.a_type.width + t.tile_n * self.b_type.width) * tile_k // 8
         self.stages = t.stages or (SMEM_BYTES - BARRIER_BYTES - epi_bytes - c_bytes) // stage_bytes
         a_smem = sm90.make_smem_layout_a(a_major, self.tile, self.a_type, self.stages)
-        b_smem = sm90.make_smem_layout_b(b_major, self.tile, self.b_type, self.stages)  # gated: each of two
+        # B's tile_n rows a stage; gated, its gate rows then its up rows, each half's layout b_half's.
+        b_smem = sm90.make_smem_layout_b(b_major, (t.tile_m, t.tile_n, tile_k), self.b_type, self.stages)
+        b_half = sm90.make_smem_layout_b(b_major, self.tile, self.b_type, self.stages)
         # Each consumer group stores through epi_stages buffers of its own.
         d_smem = sm90.make_smem_layout_epi(self.d_type, d_layout, self.epi_tile, self.epi_stages * self.groups)
         # C's buffers, like D's (C has D's dtype and layout): c_stages a consumer group.
@@ -195,8 +200,8 @@ class Sm90Gemm:
         tma_a, ta = load_atom(a, a_smem, t.tile_m, self.mcast_a)
         if cutlass.const_expr(self.gated):
             gate, up = self.gate_and_up(b)
-            tma_b, tb = load_atom(gate, b_smem, self.out_n, self.mcast_b)
-            tma_u, tu = load_atom(up, b_smem, self.out_n, self.mcast_b)
+            tma_b, tb = load_atom(gate, b_half, self.out_n, self.mcast_b)
+            tma_u, tu = load_atom(up, b_half, self.out_n, self.mcast_b)
         else:
             tma_b, tb = load_atom(b, b_smem, t.tile_n, self.mcast_b)
             tma_u, tu = tma_b, tb  # not used
@@ -213,12 +218,10 @@ class Sm90Gemm:
         operands = (tma_a, ta, tma_b, tb, tma_u, tu, tma_d, td, tma_c, tc, c, bias, scale_a, scale_b, alpha, beta,
                     self.mma, a_smem, b_smem, d_smem, c_smem)
         b_elems = cute.cosize(b_smem)
-        u_elems = b_elems if self.gated else 8  # the up rows' buffers, where gated
         c_elems = cute.cosize(c_smem) if self.epi.residual else 8
         c_barrier_count = max(self.c_stages, 1) * 2 * self.groups
-        # Swizzled buffers start on 1024 bytes; the up rows' and C's, where unused, take 16 bytes
-        # at the end instead (aligned, they would pad a kilobyte the stages count on).
-        u_align = 1024 if self.gated else 16
+        # Swizzled buffers start on 1024 bytes; C's, where unused, takes 16 bytes at the end instead
+        # (aligned, it would pad a kilobyte the stages count on).
         c_align = 1024 if self.epi.residual else 16
         if cutlass.const_expr(t.persistent):
             @cute.struct
@@ -229,7 +232,6 @@ class Sm90Gemm:
                 sb: cute.struct.Align[cute.struct.MemRange[self.b_type, b_elems], 1024]
                 sd: cute.struct.Align[cute.struct.MemRange[self.d_type, cute.cosize(d_smem)], 1024]
                 sc: cute.struct.Align[cute.struct.MemRange[self.d_type, c_elems], c_align]
-                su: cute.struct.Align[cute.struct.MemRange[self.b_type, u_elems], u_align]
 
             self.shared = self.fits(SharedPersistent)
             schedule = utils.PersistentTileSchedulerParams((tiles_m, tiles_n, 1), cluster)
@@ -245,7 +247,6 @@ class Sm90Gemm:
                 sa: cute.struct.Align[cute.struct.MemRange[self.a_type, cute.cosize(a_smem)], 1024]
                 sb: cute.struct.Align[cute.struct.MemRange[self.b_type, b_elems], 1024]
                 sc: cute.struct.Align[cute.struct.MemRange[self.d_type, c_elems], c_align]
-                su: cute.struct.Align[cute.struct.MemRange[self.b_type, u_elems], u_align]
 
             self.shared = self.fits(Shared)
             # Whole clusters of tiles; the CTAs past D's edge find nothing to store (TMA clips).
@@ -274,6 +275,37 @@ class Sm90Gemm:
         up_offset = ld if interleaved else half * ld
         up = cute.make_ptr(self.b_type, (b.iterator + up_offset).toint(), cute.AddressSpace.gmem, assumed_align=16)
         return cute.make_tensor(b.iterator, rows), cute.make_tensor(up, rows)
+
+    def multiply_mma(self, mma: cute.TiledMma):
+        """The main loop's MMA: mma (the output tile's), or for a gated tile one over both its
+        halves of B's rows, gate then up, so each k-step is one wgmma tile_n wide (two of half that
+        width re-read A from shared memory)."""
+        if cutlass.const_expr(not self.gated):
+            return mma
+        return sm90.make_trivial_tiled_mma(*self.mma_kind, tiler_mn=(64, self.tiling.tile_n))
+
+    @cute.jit
+    def gate_and_up_rows(self, sb: cute.Tensor):
+        """The stages' gate rows and up rows of B: its first and second out_n rows (gated), where
+        the two descriptors load. Ungated, B's rows and a stand-in."""
+        if cutlass.const_expr(not self.gated):
+            return sb, sb
+        rows = (self.out_n, self.tile[2])
+        return cute.local_tile(sb, rows, (0, 0, None)), cute.local_tile(sb, rows, (1, 0, None))
+
+    def gate_and_up_accumulators(self, acc_all: cute.Tensor):
+        """The gate's and the up rows' accumulators within acc_all, in the output tile's
+        arrangement (mma's): a thread holds each column c of the first half and c + out_n of the
+        second, wgmma's column groups of 8 being the last of its accumulators' first mode. Ungated,
+        acc_all and a stand-in."""
+        if cutlass.const_expr(not self.gated):
+            return acc_all, acc_all
+        (pair, rows, groups), steps, cols = cute.shape(acc_all)
+        stride = acc_all.layout.stride
+        assert (pair, rows, cols) == (2, 2, 1) and stride[0] == (1, 2, 4) and (steps == 1 or stride[1] == 4 * groups), \
+            f"wgmma's accumulators, compact: {acc_all.layout}"
+        half = cute.make_layout(((2, 2, groups // 2), steps, 1), stride=((1, 2, 4), stride[1], stride[2]))
+        return cute.make_tensor(acc_all.iterator, half), cute.make_tensor(acc_all.iterator + 2 * groups, half)
 
     # -------------------------------------------------------------- device side
 
@@ -353,7 +385,7 @@ class Sm90Gemm:
 
         sa = shared.sa.get_tensor(a_smem.outer, swizzle=a_smem.inner)
         sb = shared.sb.get_tensor(b_smem.outer, swizzle=b_smem.inner)
-        su = shared.su.get_tensor(b_smem.outer, swizzle=b_smem.inner) if self.gated else sb
+        sg, su = self.gate_and_up_rows(sb)
         sd = cute.make_tensor(cute.recast_ptr(sa.iterator, d_smem.inner, dtype=self.d_type), d_smem.outer)
 
         coord = (bidx, bidy, None)
@@ -362,17 +394,18 @@ class Sm90Gemm:
         gu = cute.local_tile(tu, self.tile, coord, proj=(None, 1, 1))
         gd = cute.local_tile(td, self.tile, coord, proj=(1, 1, None))  # coordinates of D's tile
         a_s, a_g = self.tma_slices(tma_a, in_cluster[1], t.cluster_n, sa, ga)
-        b_s, b_g = self.tma_slices(tma_b, in_cluster[0], t.cluster_m, sb, gb)
+        b_s, b_g = self.tma_slices(tma_b, in_cluster[0], t.cluster_m, sg, gb)
         u_s, u_g = self.tma_slices(tma_u, in_cluster[0], t.cluster_m, su, gu)
         loads = (tma_a, a_s, a_g, mask_a, tma_b, b_s, b_g, mask_b, tma_u, u_s, u_g)
 
         warpgroup = cute.arch.make_warp_uniform(tidx // 128)
-        thr_mma = mma.get_slice(cute.make_layout(self.warpgroups, stride=128)(warpgroup))
-        frag_a = mma.make_fragment_A(thr_mma.partition_A(sa))
-        frag_b = mma.make_fragment_B(thr_mma.partition_B(sb))
-        frag_u = mma.make_fragment_B(thr_mma.partition_B(su))
-        acc = cute.make_rmem_tensor(thr_mma.partition_C(gd).shape, cutlass.Float32)
-        acc_u = cute.make_rmem_tensor(thr_mma.partition_C(gd).shape if self.gated else (1,), cutlass.Float32)
+        mma_all = self.multiply_mma(mma)
+        thr_mma = mma_all.get_slice(cute.make_layout(self.warpgroups, stride=128)(warpgroup))
+        frag_a = mma_all.make_fragment_A(thr_mma.partition_A(sa))
+        frag_b = mma_all.make_fragment_B(thr_mma.partition_B(sb))
+        acc_all = cute.make_rmem_tensor(thr_mma.partition_C(cute.make_identity_tensor(self.tile_mn)).shape,
+                                        cutlass.Float32)
+        acc, acc_u = self.gate_and_up_accumulators(acc_all)
         # Block scales: each k-block's products, in two sets (promote_ahead), promoted into acc.
         parts = self.block_parts(acc.shape)
         factor = self.scale_factor(scale_a, scale_b, alpha)
@@ -387,9 +420,7 @@ class Sm90Gemm:
             per = (k_tiles + t.split_k - 1) // t.split_k
             k_first = cutlass.min(bidz * per, k_tiles)
             k_tiles = cutlass.min(k_first + per, k_tiles) - k_first
-        acc.fill(0.0)
-        if cutlass.const_expr(self.gated):
-            acc_u.fill(0.0)
+        acc_all.fill(0.0)
         load = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
         if warp == 0:
             for _ in cutlass.range(cutlass.min(self.stages, k_tiles), unroll=1):
@@ -403,7 +434,7 @@ class Sm90Gemm:
         release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
         # Zeroed accumulators and wgmma always accumulating: an accumulate flag that turns on inside the
         # loop made ptxas serialize every wgmma of the loop (its warning C7514, 2026-12-03).
-        mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, True)
+        mma_all.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, True)
         k_blocks = cute.size(frag_a, mode=[2])
         if cutlass.const_expr(self.epi.block_scaled):
             # k-blocks in pairs, the first's products into parts[0] and the second's into parts[1]
@@ -428,10 +459,8 @@ class Sm90Gemm:
                 ring.consumer_wait(read)
                 cute.nvgpu.warpgroup.fence()
                 for kb in cutlass.range_constexpr(k_blocks):
-                    cute.gemm(mma, acc, frag_a[None, None, kb, read.index], frag_b[None, None, kb, read.index], acc)
-                    if cutlass.const_expr(self.gated):
-                        cute.gemm(mma, acc_u, frag_a[None, None, kb, read.index], frag_u[None, None, kb, read.index],
-                                  acc_u)
+                    cute.gemm(mma_all, acc_all, frag_a[None, None, kb, read.index], frag_b[None, None, kb, read.index],
+                              acc_all)
                 cute.nvgpu.warpgroup.commit_group()
                 read.advance()
                 # One wgmma batch stays in flight; the stage before it is free again, and warp 0 refills
@@ -531,13 +560,13 @@ class Sm90Gemm:
 
         sa = shared.sa.get_tensor(a_smem.outer, swizzle=a_smem.inner)
         sb = shared.sb.get_tensor(b_smem.outer, swizzle=b_smem.inner)
-        su = shared.su.get_tensor(b_smem.outer, swizzle=b_smem.inner) if self.gated else sb
+        sg, su = self.gate_and_up_rows(sb)
         sd = shared.sd.get_tensor(d_smem.outer, swizzle=d_smem.inner)
         ga = cute.local_tile(ta, (t.tile_m, self.tile[2]), (None, None))  # (tile_m, tile_k, tiles m, k tiles)
         gb = cute.local_tile(tb, (self.out_n, self.tile[2]), (None, None))
         gu = cute.local_tile(tu, (self.out_n, self.tile[2]), (None, None))
         a_s, a_g = self.tma_slices(tma_a, in_cluster[1], t.cluster_n, sa, ga)
-        b_s, b_g = self.tma_slices(tma_b, in_cluster[0], t.cluster_m, sb, gb)
+        b_s, b_g = self.tma_slices(tma_b, in_cluster[0], t.cluster_m, sg, gb)
         u_s, u_g = self.tma_slices(tma_u, in_cluster[0], t.cluster_m, su, gu)
         k_tiles = cute.size(ga, mode=[3])
         self.cluster_wait()
@@ -589,13 +618,13 @@ class Sm90Gemm:
             # thread's index among its tile's threads.
             group = warpgroup - 1 if self.groups == 2 else 0
             ctidx = tidx - 128 - group * self.tile_threads
-            thr_mma = mma.get_slice(cute.make_layout(self.warpgroups, stride=128)(warpgroup - 1 - group))
-            frag_a = mma.make_fragment_A(thr_mma.partition_A(sa))
-            frag_b = mma.make_fragment_B(thr_mma.partition_B(sb))
-            frag_u = mma.make_fragment_B(thr_mma.partition_B(su))
-            acc_shape = thr_mma.partition_C(cute.local_tile(td, self.tile, (0, 0, None), proj=(1, 1, None))).shape
-            acc = cute.make_rmem_tensor(acc_shape, cutlass.Float32)
-            acc_u = cute.make_rmem_tensor(acc_shape if self.gated else (1,), cutlass.Float32)
+            mma_all = self.multiply_mma(mma)
+            thr_mma = mma_all.get_slice(cute.make_layout(self.warpgroups, stride=128)(warpgroup - 1 - group))
+            frag_a = mma_all.make_fragment_A(thr_mma.partition_A(sa))
+            frag_b = mma_all.make_fragment_B(thr_mma.partition_B(sb))
+            acc_shape = thr_mma.partition_C(cute.make_identity_tensor(self.tile_mn)).shape
+            acc_all = cute.make_rmem_tensor(acc_shape, cutlass.Float32)
+            acc, acc_u = self.gate_and_up_accumulators(acc_all)
             parts = self.block_parts(acc_shape)
             factor = self.scale_factor(scale_a, scale_b, alpha)
             k_blocks = cute.size(frag_a, mode=[2])
@@ -620,12 +649,10 @@ class Sm90Gemm:
                 read.advance(k_tiles * group)
                 release.advance(k_tiles * group)
             work = tiles.get_current_work()
-            mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, True)
+            mma_all.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, True)
             while work.is_valid_tile:
                 tile = work.tile_idx
-                acc.fill(0.0)
-                if cutlass.const_expr(self.gated):
-                    acc_u.fill(0.0)
+                acc_all.fill(0.0)
                 if cutlass.const_expr(self.groups == 2):
                     if group + mine > 0:  # all but the CTA's first tile wait their turn
                         my_turn.arrive_and_wait()
@@ -650,11 +677,8 @@ class Sm90Gemm:
                         ring.consumer_wait(read)
                         cute.nvgpu.warpgroup.fence()
                         for kb in cutlass.range_constexpr(k_blocks):
-                            cute.gemm(mma, acc, frag_a[None, None, kb, read.index],
-                                      frag_b[None, None, kb, read.index], acc)
-                            if cutlass.const_expr(self.gated):
-                                cute.gemm(mma, acc_u, frag_a[None, None, kb, read.index],
-                                          frag_u[None, None, kb, read.index], acc_u)
+                            cute.gemm(mma_all, acc_all, frag_a[None, None, kb, read.index],
+                                      frag_b[None, None, kb, read.index], acc_all)
                         cute.nvgpu.warpgroup.commit_group()
                         read.advance()
                         # One wgmma batch stays in flight; the stage before it goes back to the producer.
@@ -702,7 +726,10 @@ class Sm90Gemm:
         for step in cutlass.range_constexpr(m_steps):
             for r in cutlass.range_constexpr(2):
                 rows[r, step] = cutlass.min(coords[(0, r, 0), step, 0][0], last_m)
-        col_block = tile[1] * self.out_n // 128 * k_tiles  # B's (nb, kb) lies at nb * k_tiles + kb
+        # B's (nb, kb) lies at nb * k_tiles + kb; a cluster's tile past N (TMA brings it zeros) reads
+        # the last block's, in bounds.
+        last_block = (cute.size(c, mode=[1]) - 1) // 128
+        col_block = cutlass.min(tile[1] * self.out_n // 128, last_block) * k_tiles
         return rows, col_block, cute.size(c, mode=[0]), scale_a, scale_b
 
     def block_parts(self, acc_shape):
@@ -748,7 +775,10 @@ class Sm90Gemm:
 
     @cute.jit
     def promote_rest(self, acc: cute.Tensor, parts):
-        """After a tile's last k-block: the set not yet promoted into acc (the other adds zero)."""
+        """After a tile's last k-block: the set not yet promoted into acc; the other adds zero, its
+        scale zeroed when it was promoted. (Branching on which one instead put ptxas's injected
+        wait in the middle of every k-block's promotion and spilled the plain 128x128 kernel;
+        the cost of this way: an e5m2 input holding Inf gives NaN where the reference has Inf.)"""
         for half in cutlass.range_constexpr(2):
             self.promote(acc, parts[half])
 
@@ -756,7 +786,7 @@ class Sm90Gemm:
     def promote(self, acc: cute.Tensor, part):
         """acc += products * (A's row scale * B's block scale): one k-block's products into the
         fp32 accumulators (the FP8 wgmma's own keep about 14 bits, too few for K in the
-        thousands); the set's scale is zeroed after, so promoting it again adds nothing."""
+        thousands)."""
         products, row_scales, col_scale = part
         groups = cute.shape(acc)[0][2]
         for step in cutlass.range_constexpr(cute.size(acc, mode=[1])):
@@ -767,7 +797,7 @@ class Sm90Gemm:
                         for j in cutlass.range_constexpr(2):
                             i = ((j, r, g), step, n)
                             acc[i] = acc[i] + products[i] * f
-        col_scale[0] = cutlass.Float32(0.0)
+        col_scale[0] = cutlass.Float32(0.0)  # promoted: promote_rest adds nothing more of it
 
     @cute.jit
     def tma_slices(self, atom: cute.CopyAtom, rank_in_mcast, mcast: cutlass.Constexpr, s: cute.Tensor,
