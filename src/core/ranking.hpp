@@ -39,6 +39,17 @@ std::vector<Config> diverse_head(std::vector<std::pair<double, Config>> scored, 
   return out;
 }
 
+// The best-ranked config of `scored` that `wanted` picks, appended to `head` unless one is there:
+// a family whose worth a model cannot price, so that the race measures it.
+template <class Config, class Wanted>
+void add_best_of(std::vector<Config>& head, const std::vector<std::pair<double, Config>>& scored, Wanted wanted) {
+  if (std::any_of(head.begin(), head.end(), wanted)) return;
+  const std::pair<double, Config>* best = nullptr;
+  for (const auto& s : scored)
+    if (wanted(s.second) && (!best || s.first < best->first)) best = &s;
+  if (best) head.push_back(best->second);
+}
+
 // Whether a candidate's name contains one of the comma-separated texts of `only` (empty: every
 // name): the --only filter of tune, compile, candidates and bench-ops, for timing a few variants
 // side by side.

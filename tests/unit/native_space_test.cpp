@@ -194,6 +194,24 @@ TEST(NativeSpace, SmallMPrefersSplitK) {
 
 // Winners of exhaustive searches on the GPU (tests/data/measured_winners.json, refreshed by
 // scripts/refresh-winners.py): the fast list, which the cost model ranks, must keep each.
+// A transcendental an element (erf GELU here) costs a cooperative kernel's tensor cores the
+// epilogue's time, which a ping-pong kernel overlaps: the best of those joins the short lists where
+// an SM has two tiles to alternate, and nowhere else.
+TEST(NativeSpace, TranscendentalEpiloguesRacePingPong) {
+  const DeviceInfo d = DeviceInfo::assumed_hopper();
+  auto has_pingpong = [&](const char* spec) {
+    const auto fast = native::ranked_configs(GemmProblem::parse(spec), d, Search::fast);
+    return std::any_of(fast.begin(), fast.end(), [](const NativeConfig& c) { return c.pingpong; });
+  };
+  EXPECT_TRUE(has_pingpong("4096x14336x4096:e4m3->bf16:scale=rowcol+bias+gelu"));
+  EXPECT_FALSE(has_pingpong("4096x14336x4096:e4m3->bf16:scale=rowcol"));
+  const auto plain = native::ranked_configs(GemmProblem::parse("4096x14336x4096:e4m3->bf16:scale=rowcol"), d,
+                                            Search::fast);
+  const auto gelu = native::ranked_configs(GemmProblem::parse("4096x14336x4096:e4m3->bf16:scale=rowcol+bias+gelu"),
+                                           d, Search::fast);
+  EXPECT_EQ(gelu.size(), plain.size() + 1);
+}
+
 TEST(NativeSpace, FastListsHoldMeasuredWinners) {
   std::ifstream in(std::string(GF_TEST_DATA_DIR) + "/measured_winners.json");
   ASSERT_TRUE(in.good()) << "tests/data/measured_winners.json";

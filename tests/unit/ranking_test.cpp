@@ -20,6 +20,18 @@ TEST(DiverseHead, CappedFirstTierThenFinerFamiliesThenModelOrder) {
   EXPECT_EQ(diverse_head<int>(scored, 3, {coarse, same}, 1), (std::vector<int>{0, 1, 2}));
 }
 
+TEST(AddBestOf, TheBestRankedOfAFamilyUnlessTheListHoldsOne) {
+  std::vector<std::pair<double, int>> scored = {{3.0, 30}, {1.0, 11}, {2.0, 21}, {0.5, 40}};
+  auto odd = [](const int& i) { return i % 2 == 1; };
+  std::vector<int> head = {40, 30};
+  add_best_of(head, scored, odd);
+  EXPECT_EQ(head, (std::vector<int>{40, 30, 11}));  // 11 ranks before 21
+  add_best_of(head, scored, odd);
+  EXPECT_EQ(head.size(), 3u);  // one is there already
+  add_best_of(head, scored, [](const int& i) { return i > 100; });
+  EXPECT_EQ(head.size(), 3u);  // none to add
+}
+
 TEST(NameMatches, AnyOfItsCommaSeparatedParts) {
   const char* name = "sm90_bf16_bf16_tn_256x192x64_co_s3_c2_k1_x2n_g8m_plain_tma1";
   EXPECT_TRUE(name_matches(name, ""));

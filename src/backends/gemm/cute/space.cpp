@@ -264,7 +264,16 @@ std::vector<CuteConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d
   const size_t keep = level == Search::exhaustive ? scored.size()
                       : level == Search::fast     ? (p.m <= Model::kSmallM ? 4 : 3)
                                                   : 8;
-  return diverse_head<CuteConfig>(std::move(scored), keep, {tier});
+  std::vector<CuteConfig> head = diverse_head<CuteConfig>(scored, keep, {tier});
+  // Ping-pong runs one warpgroup's epilogue under the other's multiplies. The model prices no
+  // epilogue, and a transcendental an element costs a cooperative kernel 14-19% at 128 and 4096
+  // tokens (erf GELU and SwiGLU, fp8 rowwise, 2026-12-04): the best ping-pong kernel is raced too,
+  // where an SM has two tiles at least to overlap.
+  if (level != Search::exhaustive && p.epilogue.has_transcendental())
+    add_best_of(head, scored, [&](const CuteConfig& c) {
+      return c.pingpong && ceil_div(p.m, c.tile_m) * ceil_div(p.n, c.tile_n) >= 2 * sms;
+    });
+  return head;
 }
 
 nlohmann::json compile_request(const CuteConfig& c, const GemmProblem& p) {

@@ -114,6 +114,22 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   // With split-K's reduction too, from 96 on (some at 96, all at 128 and swap-AB's at 128).
   if (p.epilogue.scale == ScaleKind::rowcol && c.split_k > 1 && c.acc_per_thread() > 64)
     return "per-column scales with split-K past 64 accumulators spill";
+  // fp8 rowwise scales, a bias and an activation beside the final accumulators (ptxas, CUDA 13.0,
+  // every exhaustive config of 4096^3 with tanh and with erf GELU, 2026-12-05): tiles 240 wide and
+  // more spill stored from two consumers' registers, or staged in 4 boxes by a lone consumer;
+  // erf GELU (~15 instructions an element) also spills staged at 240 wide, or from two consumers
+  // that hold 128 rows each past 96 accumulators or stage 2+ boxes of a 208-wide tile.
+  if (p.epilogue.scale == ScaleKind::rowcol && p.epilogue.bias != BiasKind::none &&
+      p.epilogue.act != Activation::none) {
+    const int out_acc = c.wg_rows() / 64 * c.bn / 2;
+    const bool erf = p.epilogue.act == Activation::gelu;
+    if (c.bn >= 240 && (c.consumers == 2 ? !c.store_tma() : c.store_boxes >= 4))
+      return "rowwise scales, a bias and an activation spill at 240 wide stored from registers or 4 boxes";
+    if (erf && c.store_tma() &&
+        (c.bn >= 240 ||
+         (c.consumers == 2 && ((c.wg_rows() == 128 && out_acc >= 96) || (c.bn >= 208 && c.store_boxes >= 2)))))
+      return "rowwise scales, a bias and erf GELU spill staged at 240 wide, 128 rows a consumer or 2 boxes at 208";
+  }
   if (p.epilogue.scale == ScaleKind::block128 && (!c.promote || (128 % c.bn != 0 && c.bn != 192)))
     return "block scales need promotion and BN dividing 128 or of 192 (one or two blocks of B per tile)";
   // Past 128 accumulators a consumer keeps ~40 of its 232 registers for the rest: the split-K
@@ -255,7 +271,15 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
       [](const NativeConfig& c) {
         return fmt::format("{}x{}{}/{}{}{}", c.bm, c.bn, c.pingpong, c.pair_m(), c.pair_n(), c.store_boxes);
       }};
-  std::vector<NativeConfig> head = diverse_head<NativeConfig>(std::move(scored), keep, tiers, 4);
+  std::vector<NativeConfig> head = diverse_head<NativeConfig>(scored, keep, tiers, 4);
+  // Ping-pong runs one consumer's epilogue under the other's multiplies. The model's epilogue is
+  // the store's bytes alone, and a transcendental an element costs a cooperative kernel 13-22%
+  // (fp8 rowwise erf GELU at 128 and 4096 tokens, 2026-12-04): the best ping-pong kernel is raced
+  // too, where an SM has two tiles at least to overlap.
+  if (level != Search::exhaustive && p.epilogue.has_transcendental())
+    add_best_of(head, scored, [&](const NativeConfig& c) {
+      return c.pingpong && p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, c.bn) >= 2 * sms;
+    });
   const size_t swap_keep = level == Search::fast ? 2 : level == Search::normal ? 6 : swapped.size();
   for (NativeConfig& c : diverse_head<NativeConfig>(std::move(swapped), swap_keep, tiers, 3)) head.push_back(c);
   return head;
