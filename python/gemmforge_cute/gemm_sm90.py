@@ -119,9 +119,8 @@ class Sm90Gemm:
         if tiling.tile_m == 256 and (not tiling.persistent or tiling.pingpong or tiling.tile_n > 192):
             raise ValueError("256-row tiles are cooperative persistent, at most 192 wide (two warpgroups of "
                              "two 64-row M steps each, 192 accumulators a thread)")
-        if epilogue.gate != "none" and (tiling.split_k > 1 or epilogue.residual or epilogue.act != "none"
-                                        or epilogue.bias == "row"):
-            raise ValueError("SwiGLU takes no split-K, residual, activation or per-row bias")
+        if epilogue.gate != "none" and (epilogue.residual or epilogue.act != "none" or epilogue.bias == "row"):
+            raise ValueError("SwiGLU takes no residual, activation or per-row bias")
         if epilogue.block_scaled and (epilogue.gate != "none" or tiling.tile_m > 128 or tiling.tile_n not in (64, 128)
                                       or (tiling.pingpong and tiling.tile_m != 64)):
             raise ValueError("block scales: no gate, tiles of 64 or 128 rows (ping-pong: 64) and 64 or 128 columns "
@@ -479,7 +478,7 @@ class Sm90Gemm:
         tile = (bidx, bidy)
         if cutlass.const_expr(t.split_k > 1):
             last = cute.make_tensor(shared.last.data_ptr(), cute.make_layout(1))
-            if self.reduce_split(acc, mma, tidx, c, partials, counters, last, tile):
+            if self.reduce_split(acc_all, mma_all, tidx, c, partials, counters, last, tile):
                 if cutlass.const_expr(self.epi.residual):
                     if warp == 0:
                         self.load_c(c_src, tile, 0, 0, 0, self.c_stages)
@@ -518,11 +517,13 @@ class Sm90Gemm:
         """Split-K: adds this slice's products into the fp32 partials (whole tiles, row-major, zero
         between launches) at each accumulator's coordinates, then counts the slice in on the tile's
         counter. The last slice to arrive reads the sum back into acc, leaves the partials and the
-        counter zero again, and returns True: it runs the epilogue."""
+        counter zero again, and returns True: it runs the epilogue. acc and mma are the main loop's
+        (a gated tile's: its gate and up columns together, tile_n of B's rows)."""
         t = self.tiling
         tiles_n = (cute.size(c, mode=[1]) + t.tile_n - 1) // t.tile_n
         pitch = tiles_n * t.tile_n
-        coords = self.coordinates(mma, tidx, c, tile)
+        ident = cute.make_identity_tensor((cute.size(c, mode=[0]), pitch))
+        coords = mma.get_slice(tidx).partition_C(cute.local_tile(ident, self.tile_mn, tile))
         for i in cutlass.range_constexpr(cute.size(acc)):
             m, n = coords[i]
             cute.arch.red(partials.iterator + (m * pitch + n), acc[i], op="add", dtype="f32", sem="relaxed",

@@ -66,7 +66,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CuteGpuTest,
                                            "4097x1000x4112:e4m3->bf16:scale=block128+bias+gelu",
                                            "1000x384x4096:e4m3xe5m2->f16:scale=block128+residual",
                                            "16x4096x4096:e4m3->bf16:scale=block128",
-                                           "1x136x128:e4m3->bf16:scale=block128+rowbias+silu"));
+                                           "1x136x128:e4m3->bf16:scale=block128+rowbias+silu",
+                                           // SwiGLU split along K (the default list's split-K kernels).
+                                           "33x2064x4096:e4m3->bf16:scale=rowcol+swiglu_split"));
 
 // Kernels held at once run their own code, as a tuner's race holds its candidates: each is
 // verified after all are loaded. (They were not: a later kernel's shared object could come back

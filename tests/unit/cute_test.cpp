@@ -113,10 +113,15 @@ TEST(CuteSpace, DeclinesWhatTheTemplateLacks) {
             cute_backend::compile_request(c, GemmProblem::parse("64x64x64:e4m3->bf16:scale=rowcol")));
   EXPECT_NE(cute_backend::compile_request(c, GemmProblem::parse("64x128x64:bf16:swiglu")),
             cute_backend::compile_request(c, GemmProblem::parse("64x128x64:bf16:swiglu_split")));
-  // SwiGLU's two accumulators take no split-K (its sums are of one accumulator), even at decode.
-  for (const auto& g : cute_backend::ranked_configs(GemmProblem::parse("16x28672x4096:bf16:swiglu"),
-                                                    DeviceInfo::assumed_hopper(), Search::exhaustive))
-    EXPECT_EQ(g.split_k, 1) << g.name();
+  // SwiGLU splits K too where its tiles are few (its gate and up columns are one accumulator, summed
+  // whole): 16x4096x4096 is 32 tiles of 64x128.
+  const GemmProblem gated = GemmProblem::parse("16x4096x4096:bf16:swiglu");
+  const auto gated_list = cute_backend::ranked_configs(gated, DeviceInfo::assumed_hopper(), Search::normal);
+  const auto gated_split =
+      std::find_if(gated_list.begin(), gated_list.end(), [](const CuteConfig& g) { return g.split_k > 1; });
+  ASSERT_NE(gated_split, gated_list.end());
+  EXPECT_EQ(cute_backend::split_workspace(*gated_split, gated).partials_bytes,
+            size_t(gated_split->tile_m) * 4096 * 4);  // one tile row: 4096 of B's rows, gate and up
   // 256-row tiles: two warpgroups, 128 rows each, cooperative and persistent, at most 192 wide, with
   // no gate or erf GELU beside their accumulators.
   const GemmProblem big = GemmProblem::parse("4096x4096x4096:bf16");

@@ -173,7 +173,6 @@ std::string illegal_reason(const CuteConfig& c, const GemmProblem& p) {
   if (c.split_k < 1) return "split_k must be >= 1";
   if (c.split_k > 1 && (c.persistent || c.cluster_m * c.cluster_n > 1))
     return "split-K is for the one-CTA-a-tile schedule without clusters";
-  if (c.split_k > 1 && e.gate != GateKind::none) return "split-K sums one accumulator; SwiGLU has two";
   if (c.swap_ab) {
     if (p.layout != Layout::tn || e.gate != GateKind::none) return "swap-AB takes K-major operands and no gate";
     if (c.persistent || c.cluster_m * c.cluster_n > 1) return "swap-AB is for the one-CTA-a-tile schedule";
