@@ -7,8 +7,8 @@ D^T = B A^T, whose D^T read M-major is D); A and B are 16-bit or fp8 (then with 
 per-row/column fp32 scales). TMA brings A and B tiles into a ring of shared-memory stages
 (multicast across a cluster of CTAs that share a row or a column of tiles), one or two warpgroups
 multiply them with wgmma into fp32 registers, and the epilogue is applied to the registers a store
-piece at a time, as they go out through shared memory and a TMA store (the gate's, which pairs two
-accumulators, to the whole tile before); C comes in by TMA ahead of it, a piece at a time, into
+piece at a time, as they go out through shared memory and a TMA store (the gate's, which pairs
+the gate's and the up rows' halves of the accumulators, to the whole tile before); C comes in by TMA ahead of it, a piece at a time, into
 buffers of its own. Two schedules:
 - plain: one CTA a tile; warp 0 keeps the ring full between its own wgmma.
 - persistent: one CTA an SM (a cluster per cluster slot), tiles handed out in a static order; a

@@ -39,11 +39,13 @@ std::vector<Config> diverse_head(std::vector<std::pair<double, Config>> scored, 
   return out;
 }
 
-// The best-ranked config of `scored` that `wanted` picks, appended to `head` unless one is there:
-// a family whose worth a model cannot price, so that the race measures it.
-template <class Config, class Wanted>
-void add_best_of(std::vector<Config>& head, const std::vector<std::pair<double, Config>>& scored, Wanted wanted) {
-  if (std::any_of(head.begin(), head.end(), wanted)) return;
+// Unless `head` holds a config of `family` already, the best-ranked one of `scored` that `wanted`
+// picks (of the family, and where it can pay), appended: a family whose worth a model cannot
+// price, so that the race measures it.
+template <class Config, class Family, class Wanted>
+void add_best_of(std::vector<Config>& head, const std::vector<std::pair<double, Config>>& scored, Family family,
+                 Wanted wanted) {
+  if (std::any_of(head.begin(), head.end(), family)) return;
   const std::pair<double, Config>* best = nullptr;
   for (const auto& s : scored)
     if (wanted(s.second) && (!best || s.first < best->first)) best = &s;

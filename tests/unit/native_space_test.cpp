@@ -192,11 +192,9 @@ TEST(NativeSpace, SmallMPrefersSplitK) {
   EXPECT_EQ(best.bm, 64);
 }
 
-// Winners of exhaustive searches on the GPU (tests/data/measured_winners.json, refreshed by
-// scripts/refresh-winners.py): the fast list, which the cost model ranks, must keep each.
 // A transcendental an element (erf GELU here) costs a cooperative kernel's tensor cores the
 // epilogue's time, which a ping-pong kernel overlaps: the best of those joins the short lists where
-// an SM has two tiles to alternate, and nowhere else.
+// an SM has two tiles to alternate, and nowhere else; none where they hold one already.
 TEST(NativeSpace, TranscendentalEpiloguesRacePingPong) {
   const DeviceInfo d = DeviceInfo::assumed_hopper();
   auto has_pingpong = [&](const char* spec) {
@@ -210,8 +208,12 @@ TEST(NativeSpace, TranscendentalEpiloguesRacePingPong) {
   const auto gelu = native::ranked_configs(GemmProblem::parse("4096x14336x4096:e4m3->bf16:scale=rowcol+bias+gelu"),
                                            d, Search::fast);
   EXPECT_EQ(gelu.size(), plain.size() + 1);
+  // 128 tokens: the model ranks ping-pong kernels in already (224 tiles, short of two an SM).
+  EXPECT_EQ(native::ranked_configs(GemmProblem::parse("128x28672x4096:bf16:swiglu"), d, Search::fast).size(), 8u);
 }
 
+// Winners of exhaustive searches on the GPU (tests/data/measured_winners.json, refreshed by
+// scripts/refresh-winners.py): the fast list, which the cost model ranks, must keep each.
 TEST(NativeSpace, FastListsHoldMeasuredWinners) {
   std::ifstream in(std::string(GF_TEST_DATA_DIR) + "/measured_winners.json");
   ASSERT_TRUE(in.good()) << "tests/data/measured_winners.json";

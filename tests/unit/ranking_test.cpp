@@ -20,16 +20,21 @@ TEST(DiverseHead, CappedFirstTierThenFinerFamiliesThenModelOrder) {
   EXPECT_EQ(diverse_head<int>(scored, 3, {coarse, same}, 1), (std::vector<int>{0, 1, 2}));
 }
 
-TEST(AddBestOf, TheBestRankedOfAFamilyUnlessTheListHoldsOne) {
-  std::vector<std::pair<double, int>> scored = {{3.0, 30}, {1.0, 11}, {2.0, 21}, {0.5, 40}};
+TEST(AddBestOf, TheBestWantedOfAFamilyUnlessTheListHoldsOneOfIt) {
+  std::vector<std::pair<double, int>> scored = {{3.0, 30}, {1.0, 11}, {2.0, 21}, {0.5, 40}, {0.7, 13}};
   auto odd = [](const int& i) { return i % 2 == 1; };
+  auto odd_past_12 = [](const int& i) { return i % 2 == 1 && i > 12; };
   std::vector<int> head = {40, 30};
-  add_best_of(head, scored, odd);
-  EXPECT_EQ(head, (std::vector<int>{40, 30, 11}));  // 11 ranks before 21
-  add_best_of(head, scored, odd);
-  EXPECT_EQ(head.size(), 3u);  // one is there already
-  add_best_of(head, scored, [](const int& i) { return i > 100; });
-  EXPECT_EQ(head.size(), 3u);  // none to add
+  add_best_of(head, scored, odd, odd);
+  EXPECT_EQ(head, (std::vector<int>{40, 30, 13}));  // 13 ranks before 11 and 21
+  add_best_of(head, scored, odd, odd);
+  EXPECT_EQ(head.size(), 3u);  // one of the family is there already
+  head = {40, 11};             // one of the family, though not a wanted one: nothing added
+  add_best_of(head, scored, odd, odd_past_12);
+  EXPECT_EQ(head, (std::vector<int>{40, 11}));
+  head = {40};
+  add_best_of(head, scored, odd, [](const int& i) { return i > 100; });
+  EXPECT_EQ(head.size(), 1u);  // none wanted
 }
 
 TEST(NameMatches, AnyOfItsCommaSeparatedParts) {

@@ -181,8 +181,8 @@ std::string illegal_reason(const CuteConfig& c, const GemmProblem& p) {
     return "tiles narrower than 64 are swap-AB's";
   }
   if (c.pingpong && !c.persistent) return "ping-pong is a persistent schedule";
-  // Two warpgroups, 128 rows each: erf GELU or a gate's second accumulator beside theirs spill
-  // (ptxas -v, CUDA 13.0, 2026-12-04).
+  // Two warpgroups, 128 rows each: erf GELU or a gate beside their accumulators spill (ptxas -v,
+  // CUDA 13.0, 2026-12-04).
   if (c.tile_m == 256) {
     if (!c.persistent || c.pingpong || c.swap_ab) return "256-row tiles are for the cooperative persistent schedule";
     // 192 accumulators a thread at most; at 64 wide ptxas ignores the register reallocation (C7508).
@@ -269,9 +269,9 @@ std::vector<CuteConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d
   // tokens (erf GELU and SwiGLU, fp8 rowwise, 2026-12-04): the best ping-pong kernel is raced too,
   // where an SM has two tiles at least to overlap.
   if (level != Search::exhaustive && p.epilogue.has_transcendental())
-    add_best_of(head, scored, [&](const CuteConfig& c) {
-      return c.pingpong && ceil_div(p.m, c.tile_m) * ceil_div(p.n, c.tile_n) >= 2 * sms;
-    });
+    add_best_of(
+        head, scored, [](const CuteConfig& c) { return c.pingpong; },
+        [&](const CuteConfig& c) { return c.pingpong && ceil_div(p.m, c.tile_m) * ceil_div(p.n, c.tile_n) >= 2 * sms; });
   return head;
 }
 

@@ -114,13 +114,13 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   // With split-K's reduction too, from 96 on (some at 96, all at 128 and swap-AB's at 128).
   if (p.epilogue.scale == ScaleKind::rowcol && c.split_k > 1 && c.acc_per_thread() > 64)
     return "per-column scales with split-K past 64 accumulators spill";
-  // fp8 rowwise scales, a bias and an activation beside the final accumulators (ptxas, CUDA 13.0,
-  // every exhaustive config of 4096^3 with tanh and with erf GELU, 2026-12-05): tiles 240 wide and
-  // more spill stored from two consumers' registers, or staged in 4 boxes by a lone consumer;
-  // erf GELU (~15 instructions an element) also spills staged at 240 wide, or from two consumers
-  // that hold 128 rows each past 96 accumulators or stage 2+ boxes of a 208-wide tile.
+  // fp8 rowwise scales, a bias and GELU beside the final accumulators (ptxas, CUDA 13.0, every
+  // exhaustive config of 4096^3 with tanh and with erf GELU, 2026-12-05): tiles 240 wide and more
+  // spill stored from two consumers' registers, or staged in 4 boxes by a lone consumer; erf GELU
+  // (~15 instructions an element) also spills staged at 240 wide, or from two consumers that
+  // hold 128 rows each from 96 accumulators on or stage 2+ boxes of a 208-wide tile.
   if (p.epilogue.scale == ScaleKind::rowcol && p.epilogue.bias != BiasKind::none &&
-      p.epilogue.act != Activation::none) {
+      (p.epilogue.act == Activation::gelu || p.epilogue.act == Activation::gelu_tanh)) {
     const int out_acc = c.wg_rows() / 64 * c.bn / 2;
     const bool erf = p.epilogue.act == Activation::gelu;
     if (c.bn >= 240 && (c.consumers == 2 ? !c.store_tma() : c.store_boxes >= 4))
@@ -130,6 +130,11 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
          (c.consumers == 2 && ((c.wg_rows() == 128 && out_acc >= 96) || (c.bn >= 208 && c.store_boxes >= 2)))))
       return "rowwise scales, a bias and erf GELU spill staged at 240 wide, 128 rows a consumer or 2 boxes at 208";
   }
+  // fp8 rowwise scales and a SwiGLU gate: two consumers of 128 rows each spill stored from
+  // registers at 112 wide and more (8-20 bytes; every exhaustive config of 4096x28672x4096).
+  if (p.epilogue.scale == ScaleKind::rowcol && p.epilogue.gate != GateKind::none && c.consumers == 2 &&
+      c.wg_rows() == 128 && !c.store_tma() && c.bn >= 112)
+    return "rowwise scales and a gate spill from two consumers of 128 rows stored from registers";
   if (p.epilogue.scale == ScaleKind::block128 && (!c.promote || (128 % c.bn != 0 && c.bn != 192)))
     return "block scales need promotion and BN dividing 128 or of 192 (one or two blocks of B per tile)";
   // Past 128 accumulators a consumer keeps ~40 of its 232 registers for the rest: the split-K
@@ -277,9 +282,9 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   // (fp8 rowwise erf GELU at 128 and 4096 tokens, 2026-12-04): the best ping-pong kernel is raced
   // too, where an SM has two tiles at least to overlap.
   if (level != Search::exhaustive && p.epilogue.has_transcendental())
-    add_best_of(head, scored, [&](const NativeConfig& c) {
-      return c.pingpong && p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, c.bn) >= 2 * sms;
-    });
+    add_best_of(
+        head, scored, [](const NativeConfig& c) { return c.pingpong; },
+        [&](const NativeConfig& c) { return c.pingpong && p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, c.bn) >= 2 * sms; });
   const size_t swap_keep = level == Search::fast ? 2 : level == Search::normal ? 6 : swapped.size();
   for (NativeConfig& c : diverse_head<NativeConfig>(std::move(swapped), swap_keep, tiers, 3)) head.push_back(c);
   return head;
