@@ -2,7 +2,7 @@
 # Runs on the GPU machine: the GPU tests, tuning of the llama3-8b set (twice: the second run must
 # hit the DB for all 15 GEMMs), and the side-by-side benchmarks. Every step has a time limit;
 # full logs go to $OUT; a short table comes last. Uses build/ as carried (or builds it).
-#   scripts/gpu-check.sh [tests|tune|bench|heldout|runtime|python|cute|ab|rowops|faults|sass|epilogue|ops|triton|search|cutlass|fp8|chain|fleet|all]
+#   scripts/gpu-check.sh [tests|tune|bench|heldout|runtime|python|cute|ab|rowops|faults|sass|epilogue|ops|triton|search|cutlass|fused|fp8|chain|fleet|all]
 #   (default: all)
 #   tests: GPU tests; tune: llama3-8b tuned twice; bench: backends side by side (llama3-8b, BENCH_EXTRA);
 #   heldout: the same for shapes no cost-model constant was fitted on (qwen2.5-7b, phi3-mini at odd
@@ -25,6 +25,9 @@
 #   headers for the rest from a carried .carry/nvidia_cutlass-4.2.0.0-*.whl where pip has none), its
 #   GPU tests, then the llama3-8b bench with -b cutlass,cublaslt,native (CUTLASS_BF16=0 skips it), and
 #   e4m3 benches at M = 128, 4096 for each scale kind of CUTLASS_FP8_SCALES (e.g. "rowcol block128").
+#   fused: fp8 fused epilogues (o + residual, gate_up + SwiGLU, up + bias + GELU) beside their plain
+#   GEMMs, -b cublaslt,native,cute, for each scale kind of FUSED_SCALES (default rowcol) at FUSED_TOKENS
+#   (default "128 4096"); the CuTe DSL kernels from the carried cache as for "cute".
 #   fp8: the fp8 GPU tests (native, cuBLASLt), then llama3-8b in e4m3 with each scale kind of
 #   FP8_SCALES (default "rowcol block128 tensor") at FP8_TOKENS (default 128,4096), -b cublaslt,native.
 #   chain: bench-chain (a layer's GEMMs back to back, with and without programmatic dependent
@@ -112,13 +115,17 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   step "summary (us; native and cuBLASLt best, ratio = cuBLASLt / native)"
   python3 scripts/summarize.py "$out"/bench-*.json
 fi
-if [ "$what" = cute ]; then
-  # The CuTe DSL kernels come compiled (this machine has no DSL): the home scripts/precompile-cute.sh
-  # filled, carried as .carry/cute-home.txz and unpacked here as GEMMFORGE_HOME.
+# The CuTe DSL kernels come compiled (this machine has no DSL): the home scripts/precompile-cute.sh
+# filled, carried as .carry/cute-home.txz and unpacked here as GEMMFORGE_HOME.
+use_carried_cute_kernels() {
   if [ -f .carry/cute-home.txz ]; then
     python3 -c "import tarfile; tarfile.open('.carry/cute-home.txz').extractall('/tmp/gf-cute')" || status=1
     export GEMMFORGE_HOME=/tmp/gf-cute/gf-home
   fi
+}
+
+if [ "$what" = cute ]; then
+  use_carried_cute_kernels
   step "CuTe DSL: GPU tests (GEMMs; Triton and CuTe DSL row ops) from the carried kernel cache"
   GF_TEST_TIMEOUT=90 timeout "${T_CUTE_TESTS:-300}" build/tests/gf_gpu_tests --gtest_brief=1 \
     --gtest_filter='*Cute*:*RowOpBackend*' > "$out/cute-tests.log" 2>&1 || status=1
@@ -163,6 +170,26 @@ if [ "$what" = cute ]; then
     tail -14 "$out/rowops-backends.txt"
   fi
 fi
+if [ "$what" = fused ]; then
+  # fp8 fused epilogues beside their plain GEMMs in one call (llama3-8b's o + residual, gate_up +
+  # SwiGLU, up + bias + erf GELU; each scale kind of FUSED_SCALES at FUSED_TOKENS): what each costs
+  # native and cute over its plain kernel, the issues' 3%.
+  use_carried_cute_kernels
+  for scale in ${FUSED_SCALES:-rowcol}; do
+    probs=()
+    for m in ${FUSED_TOKENS:-128 4096}; do
+      for pe in 4096x4096:+residual 28672x4096:+swiglu 14336x4096:+bias+gelu; do  # N x K: the fused epilogue
+        shape=${pe%%:*} epi=${pe#*:}
+        probs+=(-p "${m}x$shape:e4m3->bf16:scale=$scale" -p "${m}x$shape:e4m3->bf16:scale=$scale$epi")
+      done
+    done
+    step "fp8 fused epilogues beside their plain GEMMs, scale=$scale at M = ${FUSED_TOKENS:-128 4096}"
+    timeout "${T_FUSED:-300}" "$gf" bench -b cublaslt,native,cute -s fast --rounds "${BENCH_ROUNDS:-3}" "${probs[@]}" \
+      --json "$out/bench-fused-$scale.json" > "$out/bench-fused-$scale.txt" 2>&1 || status=1
+    python3 scripts/summarize.py "$out/bench-fused-$scale.json"
+  done
+fi
+
 if [ "$what" = fp8 ]; then
   if [ -z "${FP8_SKIP_TESTS:-}" ]; then
     step "fp8 GPU tests: native (each scale kind, promoted and not) and cuBLASLt"

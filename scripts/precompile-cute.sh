@@ -20,6 +20,11 @@ cmake --build build >/dev/null
 "$gf" compile -b cute --model llama3-8b --tokens 16,128,4096 --dtype e4m3 --epilogue scale=rowcol -s fast
 "$gf" compile -b cute --model llama3-8b --tokens 16,128,4096 --dtype e4m3 --epilogue scale=block128 -s fast
 "$gf" compile -b cute --model llama3-8b --tokens 16,128,4096 --fuse natural -s fast  # gate_up+swiglu, qkv+bias, ...
+# gpu-check.sh fused: e4m3 rowwise o + residual, gate_up + SwiGLU, up + bias + GELU at 128 and 4096 tokens.
+for m in 128 4096; do
+  "$gf" compile -b cute -s fast -p "${m}x4096x4096:e4m3->bf16:scale=rowcol+residual" \
+    -p "${m}x28672x4096:e4m3->bf16:scale=rowcol+swiglu" -p "${m}x14336x4096:e4m3->bf16:scale=rowcol+bias+gelu"
+done
 # Every bf16 kernel of the decode sizes (gpu-check.sh cute with CUTE_EXHAUSTIVE_TOKENS), and 70b's fast lists.
 "$gf" compile -b cute --model llama3-8b --tokens 16,128 -s exhaustive
 "$gf" compile -b cute --model llama3-70b --tokens 16,128 -s exhaustive
