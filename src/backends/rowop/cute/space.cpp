@@ -80,6 +80,11 @@ std::string illegal_reason(const CuteRowConfig& c, const RowOpSpec& s) {
   // The row as loaded (and the residual, loaded beside it before they are added), in registers.
   const int words = c.values_per_thread() * dtype_bytes(s.in) / 4 * (s.residual ? 2 : 1);
   if (words + kRegisterOverhead > register_cap(c.threads)) return "the row's values exceed a thread's registers";
+  // A valid length's mask keeps about as many again beside them: softmax+valid spilled 8 bytes
+  // with 64 words under 512 threads' 128 registers, where plain softmax fits, and fitted with 32
+  // words under 1024 threads' 64 (ptxas, CUDA 13.0, 2026-12-05).
+  if (s.valid_len && 2 * words >= register_cap(c.threads) && words > 32)
+    return "the row's values and their mask exceed a thread's registers";
   if (c.capacity() < s.cols) return "the row does not fit";
   return "";
 }
