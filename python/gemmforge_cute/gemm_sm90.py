@@ -436,23 +436,8 @@ class Sm90Gemm:
         mma_all.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, True)
         k_blocks = cute.size(frag_a, mode=[2])
         if cutlass.const_expr(self.epi.block_scaled):
-            # k-blocks in pairs, the first's products into parts[0] and the second's into parts[1]
-            # (an odd count ends on a lone first): each set keeps its registers. ptxas notes a wait
-            # it injects (C7517) for the set promoted under the other's wgmma; in the SASS it lands
-            # beside the k-block's own, after the promotion (ARRIVE, 4 QGMMA, 64 FFMA, DEPBAR).
-            for pair in cutlass.range((k_tiles + 1) // 2, unroll=1):
-                for half in cutlass.range_constexpr(2):
-                    if half == 0 or pair * 2 + half < k_tiles:
-                        ring.consumer_wait(read)
-                        self.promote_ahead(mma, acc, parts, half, frag_a, frag_b, read.index, scales,
-                                           k_first + pair * 2 + half)
-                        read.advance()
-                        ring.consumer_release(release)
-                        release.advance()
-                        if warp == 0 and load.count < k_tiles:
-                            self.load_stage(ring, load, *loads, k_first)
-                            load.advance()
-            self.promote_rest(acc, parts)
+            read, release, load = self.multiply_block_scaled(mma, acc, parts, frag_a, frag_b, ring, read, release,
+                                                             scales, k_tiles, k_first, (warp, load, loads))
         else:
             for k_tile in cutlass.range(k_tiles, unroll=1):
                 ring.consumer_wait(read)
@@ -663,16 +648,8 @@ class Sm90Gemm:
                     # Zero again: else the sets live on through the epilogue (the wgmma read them).
                     for half in cutlass.range_constexpr(2):
                         parts[half][0].fill(0.0)
-                    for pair in cutlass.range((k_tiles + 1) // 2, unroll=1):
-                        for half in cutlass.range_constexpr(2):
-                            if half == 0 or pair * 2 + half < k_tiles:
-                                ring.consumer_wait(read)
-                                self.promote_ahead(mma, acc, parts, half, frag_a, frag_b, read.index, scales,
-                                                   pair * 2 + half)
-                                read.advance()
-                                ring.consumer_release(release)
-                                release.advance()
-                    self.promote_rest(acc, parts)
+                    read, release, _ = self.multiply_block_scaled(mma, acc, parts, frag_a, frag_b, ring, read,
+                                                                  release, scales, k_tiles, 0, None)
                 else:
                     for k_tile in cutlass.range(k_tiles, unroll=1):
                         ring.consumer_wait(read)
@@ -752,6 +729,36 @@ class Sm90Gemm:
             col_scale.fill(0.0)
             parts.append((products, row_scales, col_scale))
         return (*parts, fresh)
+
+    @cute.jit
+    def multiply_block_scaled(self, mma: cute.TiledMma, acc: cute.Tensor, parts, frag_a: cute.Tensor,
+                              frag_b: cute.Tensor, ring, read, release, source, k_tiles, k_first,
+                              refill: cutlass.Constexpr):
+        """A tile's main loop with block scales, k-blocks k_first .. k_first + k_tiles - 1, both
+        schedules': in pairs, the first's products into parts[0] and the second's into parts[1]
+        (an odd count ends on a lone first), so each set keeps its registers. ptxas notes a wait it
+        injects (C7517) for the set promoted under the other's wgmma; in the SASS it lands beside
+        the k-block's own, after the promotion (ARRIVE, 4 QGMMA, 64 FFMA, DEPBAR). refill: the
+        one-CTA-a-tile kernel's (warp, load state, loads), whose warp 0 refills each stage it
+        releases; None for the persistent one's producer. Returns the states advanced (read,
+        release, load), which the DSL's tracer does not carry out of a helper through their
+        attributes."""
+        load = refill[1] if cutlass.const_expr(refill is not None) else read
+        for pair in cutlass.range((k_tiles + 1) // 2, unroll=1):
+            for half in cutlass.range_constexpr(2):
+                if half == 0 or pair * 2 + half < k_tiles:
+                    ring.consumer_wait(read)
+                    self.promote_ahead(mma, acc, parts, half, frag_a, frag_b, read.index, source,
+                                       k_first + pair * 2 + half)
+                    read.advance()
+                    ring.consumer_release(release)
+                    release.advance()
+                    if cutlass.const_expr(refill is not None):
+                        if refill[0] == 0 and load.count < k_tiles:
+                            self.load_stage(ring, load, *refill[2], k_first)
+                            load.advance()
+        self.promote_rest(acc, parts)
+        return read, release, load
 
     @cute.jit
     def promote_ahead(self, mma: cute.TiledMma, acc: cute.Tensor, parts, half: cutlass.Constexpr,
