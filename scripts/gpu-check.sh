@@ -16,8 +16,8 @@
 #   scripts/stage-python.sh in .carry/py);
 #   cute: the CuTe DSL GPU tests (GEMMs, and the Triton and CuTe DSL row ops) and benches from kernels
 #   compiled by scripts/precompile-cute.sh: llama3-8b at CUTE_TOKENS (in e4m3 with each scale kind of
-#   CUTE_FP8_SCALES, default "rowcol block128"; CUTE_FP8=0 skips e4m3, CUTE_FUSE=0 the decoder layer's
-#   fused GEMMs), then
+#   CUTE_FP8_SCALES, default "rowcol block128"; CUTE_TESTS=0 skips the tests, CUTE_BF16=0 bf16,
+#   CUTE_FP8=0 e4m3, CUTE_FUSE=0 the decoder layer's fused GEMMs), then
 #   bench-ops with native, triton and cute side by side (CUTE_ROWOPS=0 skips it); with
 #   CUTE_EXHAUSTIVE_TOKENS=16,128, every bf16 kernel against cuBLASLt's in a race per GEMM (llama3-8b, 70b).
 #   cutlass: the CUTLASS backend's units compiled (nothing, where the carried kernel cache holds them:
@@ -126,15 +126,19 @@ use_carried_cute_kernels() {
 
 if [ "$what" = cute ]; then
   use_carried_cute_kernels
-  step "CuTe DSL: GPU tests (GEMMs; Triton and CuTe DSL row ops) from the carried kernel cache"
-  GF_TEST_TIMEOUT=90 timeout "${T_CUTE_TESTS:-300}" build/tests/gf_gpu_tests --gtest_brief=1 \
-    --gtest_filter='*Cute*:*RowOpBackend*' > "$out/cute-tests.log" 2>&1 || status=1
-  grep -E "FAILED|PASSED|tests ran" "$out/cute-tests.log" | tail -30
-  step "CuTe DSL: llama3-8b at M = ${CUTE_TOKENS:-16,128,4096} (bf16; e4m3 rowwise) beside cuBLASLt and native"
-  timeout "${T_CUTE_BENCH:-240}" "$gf" bench --model llama3-8b --tokens "${CUTE_TOKENS:-16,128,4096}" \
-    -b cublaslt,native,cute -s fast --rounds "${BENCH_ROUNDS:-5}" --json "$out/bench-cute.json" \
-    > "$out/bench-cute.txt" 2>&1 || status=1
-  python3 scripts/summarize.py "$out/bench-cute.json"
+  if [ "${CUTE_TESTS:-1}" = 1 ]; then
+    step "CuTe DSL: GPU tests (GEMMs; Triton and CuTe DSL row ops) from the carried kernel cache"
+    GF_TEST_TIMEOUT=90 timeout "${T_CUTE_TESTS:-300}" build/tests/gf_gpu_tests --gtest_brief=1 \
+      --gtest_filter='*Cute*:*RowOpBackend*' > "$out/cute-tests.log" 2>&1 || status=1
+    grep -E "FAILED|PASSED|tests ran" "$out/cute-tests.log" | tail -30
+  fi
+  if [ "${CUTE_BF16:-1}" = 1 ]; then
+    step "CuTe DSL: llama3-8b at M = ${CUTE_TOKENS:-16,128,4096} (bf16) beside cuBLASLt and native"
+    timeout "${T_CUTE_BENCH:-240}" "$gf" bench --model llama3-8b --tokens "${CUTE_TOKENS:-16,128,4096}" \
+      -b cublaslt,native,cute -s fast --rounds "${BENCH_ROUNDS:-5}" --json "$out/bench-cute.json" \
+      > "$out/bench-cute.txt" 2>&1 || status=1
+    python3 scripts/summarize.py "$out/bench-cute.json"
+  fi
   if [ "${CUTE_FP8:-1}" = 1 ]; then
     for scale in ${CUTE_FP8_SCALES:-rowcol block128}; do
       step "CuTe DSL: llama3-8b e4m3 scale=$scale at M = ${CUTE_TOKENS:-16,128,4096} beside cuBLASLt and native"

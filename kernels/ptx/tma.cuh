@@ -17,6 +17,15 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const TmaDesc* desc, u64*
       : "memory");
 }
 
+// A 1-D box of the elements from c0 on into shared memory; those past the end arrive as zeros.
+__device__ __forceinline__ void tma_load_1d(void* dst, const TmaDesc* desc, u64* bar, int c0) {
+  asm volatile(
+      "cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3}], [%2];" ::"r"(smem_addr(dst)),
+      "l"(desc), "r"(smem_addr(bar)), "r"(c0)
+      : "memory");
+}
+
 // The same box into L2 only, completing on nothing.
 __device__ __forceinline__ void tma_prefetch_l2(const TmaDesc* desc, int c0, int c1, int c2) {
   asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];" ::"l"(desc), "r"(c0), "r"(c1),

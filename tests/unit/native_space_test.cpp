@@ -175,6 +175,11 @@ TEST(NativeSpace, Fp8PromotesWhereBlockScalesNeedIt) {
   EXPECT_EQ(native::illegal_reason({.bm = 128, .bn = 128, .stages = 4, .consumers = 2, .promote = true}, block, d), "");
   EXPECT_NE(native::illegal_reason({.bm = 128, .bn = 128, .stages = 4, .consumers = 2}, block, d), "");
   EXPECT_NE(native::illegal_reason({.bm = 128, .bn = 256, .stages = 4, .consumers = 2, .promote = true}, block, d), "");
+  // Each stage holds A's block scales of the tile's rows (TMA) beside its A and B tiles.
+  const NativeConfig c128{.bm = 128, .bn = 128, .stages = 6, .consumers = 2, .promote = true};
+  EXPECT_EQ(c128.smem_bytes(block), c128.smem_bytes(tensor) + 6 * (128 + 32) * 4);  // BM + 3 from a 16-byte boundary
+  EXPECT_NE(native::unsupported_reason(GemmProblem::parse("1048576x128x1048576:e4m3:scale=block128")), "")
+      << "A's block scales past TMA's 32-bit coordinates";
   // An fp8 D: stored from registers.
   const GemmProblem fp8_out = GemmProblem::parse("4096x4096x4096:e4m3->e4m3:scale=tensor");
   EXPECT_EQ(native::unsupported_reason(fp8_out), "");

@@ -43,7 +43,8 @@ template <class Cfg>
 struct Gemm : Traits<Cfg> {
   using T = Traits<Cfg>;
   using T::kAcc, T::kCluster, T::kConsumers, T::kMmaM, T::kPingpong, T::kPrefetchC, T::kPromote, T::kPromoteAhead,
-      T::kSplitK, T::kStageA, T::kStageB, T::kStageReaders, T::kStages, T::kStaging, T::kStoreTma;
+      T::kReleasesPerReader, T::kSplitK, T::kStageA, T::kStageB, T::kStageReaders, T::kStages, T::kStageScales,
+      T::kStaging, T::kStoreTma;
   using Unit = typename Scheduler<Cfg>::Unit;
 
   template <int kRows, int kCols>
@@ -62,9 +63,20 @@ struct Gemm : Traits<Cfg> {
 #pragma unroll
       for (int r = 0; r < kCluster; ++r) ptx::mbar_arrive_cluster(empty, r);
   }
+  // A consumer is done with a stage once its wgmma are (waited for): its leader says so. With
+  // block scales each warp has read its rows' scales there too, so each warp says so.
+  static __device__ __forceinline__ void release_stage(u64* empty, bool leader) {
+    if constexpr (kReleasesPerReader > 1) {
+      __syncwarp();
+      if (threadIdx.x % 32 == 0) release(empty);
+    } else if (leader) {
+      release(empty);
+    }
+  }
 
-  static __device__ __forceinline__ void consume(const GemmParams& p, const u8* sa, const u8* sb, u64* full, u64* empty,
-                                                 int units, volatile int* last_flags, u8* staging, u64* c_full) {
+  static __device__ __forceinline__ void consume(const GemmParams& p, const u8* sa, const u8* sb, const float* sfa,
+                                                 u64* full, u64* empty, int units, volatile int* last_flags,
+                                                 u8* staging, u64* c_full) {
     // Read through a shuffle from lane 0 the compiler knows it is warp-uniform and keeps it, and the
     // descriptors built from it, in uniform registers.
     const int consumer = __shfl_sync(0xffffffffu, int(threadIdx.x / 128) - 1, 0);
@@ -99,7 +111,7 @@ struct Gemm : Traits<Cfg> {
         // previous k-block's products, in the other, are promoted. Each k-block ends with its
         // wgmma done (wait 0), so the set promoted under them is never one a wgmma in flight
         // writes: ptxas serializes every wgmma otherwise (C7514). Each set's factors load when
-        // its wgmma are issued.
+        // its stage has landed.
         using Factors = typename Scales<Cfg>::BlockFactors;
         Factors f, f2;
         auto k_block = [&](int kb, float(&into)[kMmaM][kAcc], Factors& into_factors, float(&done)[kMmaM][kAcc],
@@ -107,14 +119,14 @@ struct Gemm : Traits<Cfg> {
           prefetch_c(kb);
           const int s = it % kStages, phase = (it / kStages) & 1;
           ++it;
-          into_factors = Scales<Cfg>::block_factors(p, u, consumer, kb);
           ptx::mbar_wait(&full[s], phase);
+          into_factors = Scales<Cfg>::block_factors(p, u, consumer, kb, Scales<Cfg>::stage_scales(p, u, sfa, s, kb));
           ptx::wgmma_fence();
           Mma<Cfg>::mma_stage(into, ptx::desc_advance(da, s * kStageA), ptx::desc_advance(db, s * kStageB), false);
           ptx::wgmma_commit();
           if (promote_done) Scales<Cfg>::promote(acc, done, done_factors, u);
           ptx::wgmma_wait<0>();
-          if (leader) release(&empty[s]);
+          release_stage(&empty[s], leader);
         };
         zero(acc);
         k_block(u.kb_begin, part, f, part2, f2, false);
@@ -128,28 +140,27 @@ struct Gemm : Traits<Cfg> {
         else
           Scales<Cfg>::promote(acc, part, f, u);
       } else if constexpr (kPromote) {
-        // Each k-block's products land in their own accumulators and are added to acc once done.
-        // Its factors load a k-block ahead, into one of two sets taken in turn: a copy from the
-        // set just loaded would wait for the loads there and then.
-        auto k_block = [&](int kb, const typename Scales<Cfg>::BlockFactors& use,
-                           typename Scales<Cfg>::BlockFactors& load) {
+        // Each k-block's products land in their own accumulators and are added to acc once done,
+        // times its factors: A's read while its wgmma run, B's loaded a k-block ahead (from L2, as
+        // long as the wgmma take).
+        typename Scales<Cfg>::BlockFactors f;
+        float b_next[Scales<Cfg>::kBBlocks];
+        Scales<Cfg>::load_b_factors(p, u, u.kb_begin, b_next);
+        zero(acc);
+        for (int kb = u.kb_begin; kb < u.kb_end; ++kb, ++it) {
           prefetch_c(kb);
-          const int s = it % kStages, phase = (it / kStages) & 1;
-          ++it;
-          load = Scales<Cfg>::block_factors(p, u, consumer, min(kb + 1, u.kb_end - 1));
-          ptx::mbar_wait(&full[s], phase);
+          const int s = it % kStages;
+          ptx::mbar_wait(&full[s], (it / kStages) & 1);
+          Scales<Cfg>::load_a_factors(u, consumer, Scales<Cfg>::stage_scales(p, u, sfa, s, kb), f.a);
+#pragma unroll
+          for (int j = 0; j < Scales<Cfg>::kBBlocks; ++j) f.b[j] = b_next[j];
+          Scales<Cfg>::load_b_factors(p, u, min(kb + 1, u.kb_end - 1), b_next);
           ptx::wgmma_fence();
           Mma<Cfg>::mma_stage(part, ptx::desc_advance(da, s * kStageA), ptx::desc_advance(db, s * kStageB), false);
           ptx::wgmma_commit();
           ptx::wgmma_wait<0>();
-          if (leader) release(&empty[s]);
-          Scales<Cfg>::promote(acc, part, use, u);
-        };
-        typename Scales<Cfg>::BlockFactors even = Scales<Cfg>::block_factors(p, u, consumer, u.kb_begin), odd;
-        zero(acc);
-        for (int kb = u.kb_begin; kb < u.kb_end; kb += 2) {
-          k_block(kb, even, odd);
-          if (kb + 1 < u.kb_end) k_block(kb + 1, odd, even);
+          release_stage(&empty[s], leader);
+          Scales<Cfg>::promote(acc, part, f, u);
         }
       } else {
         int prev = -1;
@@ -190,14 +201,15 @@ struct Gemm : Traits<Cfg> {
     u8* sa = smem;
     u8* sb = sa + kStages * kStageA;
     u8* staging = sb + kStages * kStageB;  // 1024-aligned: whole stages before it
-    u64* full = reinterpret_cast<u64*>(staging + kStaging);
+    float* sfa = reinterpret_cast<float*>(staging + kStaging);  // 1024-aligned: whole boxes before it
+    u64* full = reinterpret_cast<u64*>(staging + kStaging + kStages * kStageScales);
     u64* empty = full + kStages;
     u64* c_full = empty + kStages;  // per consumer: its C boxes have landed
     volatile int* last_flags = reinterpret_cast<volatile int*>(c_full + 2);
     if (threadIdx.x == 0) {
       for (int s = 0; s < kStages; ++s) {
         ptx::mbar_init(&full[s], 1);
-        ptx::mbar_init(&empty[s], kStageReaders * kCluster);
+        ptx::mbar_init(&empty[s], kStageReaders * kReleasesPerReader * kCluster);
       }
       for (int c = 0; c < 2; ++c) ptx::mbar_init(&c_full[c], 1);
       ptx::mbar_fence_init();
@@ -218,10 +230,10 @@ struct Gemm : Traits<Cfg> {
     if (threadIdx.x < 128) {
       if (kConsumers > 1) ptx::regs_dealloc<40>();
       if (threadIdx.x == 0)
-        Producer<Cfg>::produce(p, sa, sb, full, empty, units, kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0);
+        Producer<Cfg>::produce(p, sa, sb, sfa, full, empty, units, kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0);
     } else {
       if (kConsumers > 1) ptx::regs_alloc<232>();
-      consume(p, sa, sb, full, empty, units, last_flags, staging, c_full);
+      consume(p, sa, sb, sfa, full, empty, units, last_flags, staging, c_full);
     }
     // Neither CTA of a pair may exit while the other can still arrive on its barriers.
     if (kCluster > 1) ptx::cluster_sync();

@@ -13,6 +13,7 @@ struct GemmParams {
   TmaDesc b;       // TN: {K, N, batch}, box {BK, BN (BN/2 when gated split), 1}; NN: {N, K, batch}, box {64, 64, 1}
   TmaDesc d;       // TMA-store epilogue: {out_cols, M, batch}, box {64, rows per consumer, 1}
   TmaDesc c_tile;  // TMA-store epilogue with C: as d
+  TmaDesc sfa;     // block scales: A's as one run of fp32 {k_blocks * M}, box {gemm_scale_box(BM)}
   void* out;
   const void* c;
   const void* bias;
@@ -41,11 +42,23 @@ constexpr unsigned gemm_staging_bytes(int consumers, int rows_per_consumer, int 
   return unsigned(consumers * store_boxes * rows_per_consumer * 128);
 }
 
+// A stage's block scales of A (scale_rows = BM; 0: none): the tile's rows of the k-block, from
+// the 16-byte boundary at or below the first row's (a TMA box must start on one: M need not be a
+// multiple of 4), in gemm_scale_loads boxes of gemm_scale_box fp32 (at most 256, 128-byte multiples
+// in shared memory) that cover BM + 3.
+constexpr int gemm_scale_loads(int scale_rows) { return scale_rows > 128 ? 2 : 1; }
+constexpr int gemm_scale_box(int scale_rows) { return scale_rows / gemm_scale_loads(scale_rows) + 32; }
+constexpr unsigned gemm_stage_scale_bytes(int scale_rows) {
+  return scale_rows ? unsigned(gemm_scale_loads(scale_rows) * gemm_scale_box(scale_rows) * 4) : 0;
+}
+
 // Dynamic shared memory of one CTA, in this order: up to 1 KiB to align the stages to 1024 bytes
-// (128-byte swizzled tiles need it), the stages of A and of B (16-bit elements), the staging
-// boxes, the full and empty barriers of each stage, two C barriers, and the split-K flags.
-constexpr unsigned gemm_smem_bytes(int bm, int bn, int stages, unsigned staging_bytes) {
-  return 1024 + unsigned(stages * (bm + bn) * kGemmRowBytes) + staging_bytes + 2 * stages * 8 + 2 * 8 + 16;
+// (128-byte swizzled tiles need it), the stages of A and of B, the staging boxes, each stage's
+// block scales of A (scale_rows fp32), the full and empty barriers of each stage, two C barriers,
+// and the split-K flags.
+constexpr unsigned gemm_smem_bytes(int bm, int bn, int stages, unsigned staging_bytes, int scale_rows) {
+  return 1024 + unsigned(stages * (bm + bn) * kGemmRowBytes) + staging_bytes +
+         unsigned(stages) * gemm_stage_scale_bytes(scale_rows) + 2 * stages * 8 + 2 * 8 + 16;
 }
 
 }  // namespace gf

@@ -1,9 +1,9 @@
 #pragma once
-// The producer of the pipeline: one thread streams the A and B tiles of every k-block of its
-// units through the ring of kStages shared-memory stages with TMA. A stage is refilled once its
-// consumers (of both CTAs of a pair) have released it on its empty barrier; it is ready for them
-// once its bytes have landed on its full barrier. In a pair each CTA loads half of the shared
-// operand for both (multicast).
+// The producer of the pipeline: one thread streams the A and B tiles (and A's block scales) of
+// every k-block of its units through the ring of kStages shared-memory stages with TMA. A stage is
+// refilled once its consumers (of both CTAs of a pair) have released it on its empty barrier; it
+// is ready for them once its bytes have landed on its full barrier. In a pair each CTA loads half
+// of the shared operand for both (multicast).
 #include "gemm/sm90/scheduler.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/sync.cuh"
@@ -14,20 +14,21 @@ namespace gf {
 template <class Cfg>
 struct Producer : Traits<Cfg> {
   using T = Traits<Cfg>;
-  using T::BK, T::BM, T::BN, T::kCluster, T::kPairM, T::kPairN, T::kStageA, T::kStageB, T::kStages;
+  using T::BK, T::BM, T::BN, T::kCluster, T::kPairM, T::kPairN, T::kStageA, T::kStageB, T::kStages, T::kStageScales;
   using Unit = typename Scheduler<Cfg>::Unit;
 
-  static __device__ __forceinline__ void produce(const GemmParams& p, u8* sa, u8* sb, u64* full, u64* empty, int units,
-                                                 int rank) {
+  static __device__ __forceinline__ void produce(const GemmParams& p, u8* sa, u8* sb, float* sfa, u64* full, u64* empty,
+                                                 int units, int rank) {
     ptx::tma_prefetch_desc(&p.a);
     ptx::tma_prefetch_desc(&p.b);
+    if (kStageScales) ptx::tma_prefetch_desc(&p.sfa);
     int it = 0;
     for (int unit = blockIdx.x / kCluster; unit < units; unit += gridDim.x / kCluster) {
       const Unit u = Scheduler<Cfg>::unit_at(p, unit, rank);
       for (int kb = u.kb_begin; kb < u.kb_end; ++kb, ++it) {
         const int s = it % kStages;
         ptx::mbar_wait(&empty[s], ((it / kStages) & 1) ^ 1);
-        ptx::mbar_arrive_expect_tx(&full[s], kStageA + kStageB);
+        ptx::mbar_arrive_expect_tx(&full[s], kStageA + kStageB + kStageScales);
         u8* a = sa + s * kStageA;
         u8* b = sb + s * kStageB;
         if (kPairN) {
@@ -37,6 +38,15 @@ struct Producer : Traits<Cfg> {
           ptx::tma_load_3d(a, &p.a, &full[s], kb * BK, u.m0, u.b);
         }
         load_b(p, b, &full[s], kb, u, rank);
+        // A's block scales of the tile's rows (k-block-major, from the 16-byte boundary below the
+        // first): each CTA of a pair loads its own.
+        if constexpr (kStageScales > 0) {
+          constexpr int kBox = gemm_scale_box(BM);
+          const int start = (kb * p.m + u.m0) & ~3;
+#pragma unroll
+          for (int j = 0; j < gemm_scale_loads(BM); ++j)
+            ptx::tma_load_1d(sfa + s * (kStageScales / 4) + j * kBox, &p.sfa, &full[s], start + j * kBox);
+        }
       }
     }
     // Every load issued: the stream's next kernel may start launching (programmatic dependent

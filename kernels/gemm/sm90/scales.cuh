@@ -29,28 +29,42 @@ struct Scales : Traits<Cfg> {
   // spans two, the first for its first 128 - n0 % 128 columns.
   static constexpr int kBBlocks = BN > 128 ? 2 : 1;
 
-  // This thread's factors for k-block kb (block scales): A's scale of each row it holds and B's
-  // block scales, loaded a k-block before their use and multiplied only there, so no instruction
-  // waits for the loads before that.
+  // This thread's factors for k-block kb (block scales): A's scale of each row it holds, from the
+  // k-block's stage (stage_scales: the tile's BM rows) once it has landed, and B's block scales,
+  // from global memory. Multiplied only on promotion, after the k-block's wgmma, so nothing waits
+  // for the loads before that.
+  // Stage s's scale of the tile's first row for k-block kb: its boxes start at the 16-byte
+  // boundary at or below it (params.h).
+  static __device__ __forceinline__ const float* stage_scales(const GemmParams& p, const Unit& u, const float* sfa,
+                                                              int s, int kb) {
+    return sfa + s * int(T::kStageScales / 4) + ((kb * p.m + u.m0) & 3);
+  }
   struct BlockFactors {
     float a[kMmaM][2], b[kBBlocks];
   };
-  static __device__ __forceinline__ BlockFactors block_factors(const GemmParams& p, const Unit& u, int consumer,
-                                                               int kb) {
-    BlockFactors f;
+  static __device__ __forceinline__ void load_b_factors(const GemmParams& p, const Unit& u, int kb,
+                                                        float (&b)[kBBlocks]) {
     if constexpr (kScale == ScaleKind::block128) {
       const int k_blocks = (p.k + 127) / 128, n_blocks = (p.n + 127) / 128;
 #pragma unroll
       for (int j = 0; j < kBBlocks; ++j)  // past N, any block: those columns are never stored
-        f.b[j] = __ldg(p.scale_b + min(u.n0 / 128 + j, n_blocks - 1) * k_blocks + kb);
+        b[j] = __ldg(p.scale_b + min(u.n0 / 128 + j, n_blocks - 1) * k_blocks + kb);
+    }
+  }
+  static __device__ __forceinline__ void load_a_factors(const Unit& u, int consumer, const float* stage_scales,
+                                                        float (&a)[kMmaM][2]) {
+    if constexpr (kScale == ScaleKind::block128)
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm)
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int row = min(row_of(u, consumer, mm, half), p.m - 1);  // rows past M are never stored
-          f.a[mm][half] = __ldg(p.scale_a + (long long)kb * p.m + row);
-        }
-    }
+        for (int half = 0; half < 2; ++half)  // rows past M hold zeros or another k-block's: never stored
+          a[mm][half] = stage_scales[row_of(u, consumer, mm, half) - u.m0];
+  }
+  static __device__ __forceinline__ BlockFactors block_factors(const GemmParams& p, const Unit& u, int consumer, int kb,
+                                                               const float* stage_scales) {
+    BlockFactors f;
+    load_b_factors(p, u, kb, f.b);
+    load_a_factors(u, consumer, stage_scales, f.a);
     return f;
   }
 

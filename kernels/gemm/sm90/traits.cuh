@@ -41,6 +41,11 @@ struct Traits {
   static constexpr int kMmaM = kWgRows / 64;                            // m64 wgmma tiles per consumer
   static constexpr int kAcc = BN / 2;                                   // f32 accumulators per thread per m64 tile
   static constexpr u32 kStageA = BM * kGemmRowBytes, kStageB = BN * kGemmRowBytes;
+  // Block scales: each stage also holds A's scales of the tile's rows for its k-block (TMA; the
+  // layout in params.h), read by every warp; so each warp, not its warpgroup's leader, releases a
+  // stage.
+  static constexpr u32 kStageScales = gemm_stage_scale_bytes(kScale == ScaleKind::block128 ? BM : 0);
+  static constexpr int kReleasesPerReader = kStageScales ? 4 : 1;
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static_assert(kWgRows == 64 || kWgRows == 128, "Each consumer warpgroup owns 64 or 128 rows.");
   static_assert(!kPingpong || kConsumers == 2, "Ping-pong alternates two consumers.");

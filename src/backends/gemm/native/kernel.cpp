@@ -59,6 +59,24 @@ TmaDesc tensor_map(const void* ptr, DType t, int64_t inner, int64_t outer, int64
   return desc;
 }
 
+// A 1-D tensor map over `count` fp32 (block scales), unswizzled boxes of `box`; past the end, zeros.
+TmaDesc scale_map(const float* ptr, int64_t count, uint32_t box) {
+  GF_CHECK(reinterpret_cast<uintptr_t>(ptr) % 16 == 0, "TMA needs 16-byte aligned block scales of A; got {}",
+           static_cast<const void*>(ptr));
+  CUtensorMap map;
+  // A rank-1 map has no strides, but the driver wants the array (CUDA 13.0 answers nullptr with
+  // "invalid argument").
+  cuuint64_t dims[1] = {cuuint64_t(count)}, strides[1] = {cuuint64_t(count) * 4};
+  cuuint32_t box_dims[1] = {box}, elem_strides[1] = {1};
+  GF_CU_CHECK(cuda::driver().cuTensorMapEncodeTiled(
+      &map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 1, const_cast<float*>(ptr), dims, strides, box_dims, elem_strides,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+  TmaDesc desc;
+  std::memcpy(&desc, &map, sizeof desc);
+  return desc;
+}
+
 class NativeKernel final : public Kernel {
  public:
   // p: the problem; the kernel runs kernel_problem(c, p) (its transpose, with swap-AB).
@@ -69,7 +87,7 @@ class NativeKernel final : public Kernel {
         module_(cubin),
         fn_(module_.function(kernel_symbol(c, problem).c_str())) {
     const GemmProblem& p = kernel_problem_;
-    cuda::set_max_dynamic_smem(fn_, unsigned(c.smem_bytes()));
+    cuda::set_max_dynamic_smem(fn_, unsigned(c.smem_bytes(p)));
     int device = 0, sms = 0;
     GF_CUDA_CHECK(cudaGetDevice(&device));
     GF_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -141,6 +159,10 @@ class NativeKernel final : public Kernel {
         maps_.c_tile = tensor_map(args.c, p.out, p.out_cols(), p.m, p.batch, 64, uint32_t(cfg_.wg_rows()));
         last_c_ = args.c;
       }
+      if (e.scale == ScaleKind::block128 && args.scale_a != last_sfa_) {
+        maps_.sfa = scale_map(args.scale_a, p.scale_a_count(), uint32_t(gemm_scale_box(cfg_.bm)));
+        last_sfa_ = args.scale_a;
+      }
       params = maps_;
     }
     params.out = args.d;
@@ -168,7 +190,7 @@ class NativeKernel final : public Kernel {
   cuda::LaunchConfig launch_config(unsigned grid) const {
     return {.grid = {grid, 1, 1},
             .block = {unsigned(cfg_.threads()), 1, 1},
-            .smem_bytes = unsigned(cfg_.smem_bytes()),
+            .smem_bytes = unsigned(cfg_.smem_bytes(kernel_problem_)),
             .cluster = {unsigned(cfg_.cluster), 1, 1}};
   }
 
@@ -186,6 +208,7 @@ class NativeKernel final : public Kernel {
   const void* last_b_ = nullptr;
   const void* last_d_ = nullptr;
   const void* last_c_ = nullptr;
+  const float* last_sfa_ = nullptr;
 };
 
 }  // namespace

@@ -78,6 +78,9 @@ std::string unsupported_reason(const GemmProblem& p) {
                        16 / es);
   if (p.epilogue.scale == ScaleKind::block128 && p.epilogue.gate == GateKind::split)
     return "block scales with a split SwiGLU gate are not in the native templates (use the interleaved gate)";
+  // A's block scales come by TMA, whose coordinates are 32-bit (a box may reach 288 past the end).
+  if (p.epilogue.scale == ScaleKind::block128 && p.scale_a_count() > INT32_MAX - 512)
+    return fmt::format("A's block scales ({} fp32) exceed TMA's 2^31-element reach", p.scale_a_count());
   if (p.layout == Layout::nn && p.n % 8 != 0)
     return fmt::format("rows of B (K x N) are N*2 = {} bytes; TMA needs a multiple of 16 (N % 8 == 0)", p.n * 2);
   if (p.layout == Layout::nn && p.epilogue.gate != GateKind::none) return "SwiGLU needs layout tn (W row-major N x K)";
@@ -151,8 +154,9 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   if (p.layout == Layout::nn && c.bn % 64 != 0) return "N-major B needs BN % 64 == 0";
   if (p.epilogue.gate == GateKind::split && c.bn % 32 != 0) return "a split gate needs BN % 32 == 0";
   if (c.stages < 2) return "at least two pipeline stages";
-  if (c.smem_bytes() > d.smem_per_block_optin)
-    return fmt::format("needs {} bytes of shared memory, the device allows {}", c.smem_bytes(), d.smem_per_block_optin);
+  if (c.smem_bytes(p) > d.smem_per_block_optin)
+    return fmt::format("needs {} bytes of shared memory, the device allows {}", c.smem_bytes(p),
+                       d.smem_per_block_optin);
   int k_blocks = ceil_div(p.k, block_k(p));
   if (c.split_k < 1 || c.split_k > k_blocks) return "split-K needs at least one K-block per slice";
   if (c.group < 1) return "group must be >= 1";
@@ -182,7 +186,7 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   const int sms = std::max(d.sm_count, 1);
   // Drops stages (down to 2) until the config fits the device's shared memory.
   auto deepest_pipeline = [&](NativeConfig& c) {
-    while (c.stages > 2 && c.smem_bytes() > d.smem_per_block_optin) --c.stages;
+    while (c.stages > 2 && c.smem_bytes(p) > d.smem_per_block_optin) --c.stages;
   };
   // At large M, widths between these let a grid of many tiles fill its last wave: at
   // 8192x6144x4096 128x176 tiles make 16.97 waves where 256x128 make 11.6 (cuBLASLt's pick there is
@@ -241,7 +245,7 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                       for (int boxes = out_boxes; boxes > 1; --boxes) {
                         NativeConfig wider = c;
                         wider.store_boxes = boxes;
-                        if (out_boxes % boxes == 0 && wider.smem_bytes() <= d.smem_per_block_optin) {
+                        if (out_boxes % boxes == 0 && wider.smem_bytes(p) <= d.smem_per_block_optin) {
                           c = wider;
                           break;
                         }

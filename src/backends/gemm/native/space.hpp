@@ -45,7 +45,11 @@ struct NativeConfig {
   bool store_tma() const { return store_boxes > 0; }
   // The kernel's own layout (kernels/gemm/sm90/params.h).
   int staging_bytes() const { return int(gemm_staging_bytes(consumers, wg_rows(), store_boxes)); }
-  int smem_bytes() const { return int(gemm_smem_bytes(bm, bn, stages, unsigned(staging_bytes()))); }
+  // Block scales add a stage's scales of A's rows to each stage.
+  int smem_bytes(const GemmProblem& p) const {
+    const int scale_rows = p.epilogue.scale == ScaleKind::block128 ? bm : 0;
+    return int(gemm_smem_bytes(bm, bn, stages, unsigned(staging_bytes()), scale_rows));
+  }
   // Every parameter in a fixed order: the candidate's name and identity.
   std::string name(const GemmProblem& p) const;
   nlohmann::json to_json() const;
