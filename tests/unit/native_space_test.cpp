@@ -244,6 +244,8 @@ TEST(NativeSpace, DefaultSpaceCompilesWithoutSpillsOrSerializedWgmma) {
                            "4096x6144x4096:e4m3:scale=rowcol+bias+gelu_tanh", "16x6144x4096:e4m3:scale=block128",
                            "4096x4096x4096:e5m2xe4m3:scale=tensor", "300x640x1040:e4m3->e4m3:scale=block128+bias",
                            "4096x4096x4096:e4m3:scale=block128",  // 128x192 tiles, two blocks of B
+                           // a bias and erf GELU (its erfc form), the spill rules fitted on it
+                           "4096x14336x4096:e4m3:scale=rowcol+bias+gelu", "4096x14336x4096:bf16:bias+gelu",
                            // split-K, in pairs too, beside C and per-column scales
                            "128x4096x14336:e4m3:scale=rowcol+residual", "128x4096x4096:bf16:residual",
                            // swap-AB at small M: the transposed store with C, a row bias and GELU;
