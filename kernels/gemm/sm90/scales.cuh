@@ -29,16 +29,17 @@ struct Scales : Traits<Cfg> {
   // spans two, the first for its first 128 - n0 % 128 columns.
   static constexpr int kBBlocks = BN > 128 ? 2 : 1;
 
-  // This thread's factors for k-block kb (block scales): A's scale of each row it holds, from the
-  // k-block's stage (stage_scales: the tile's BM rows) once it has landed, and B's block scales,
-  // from global memory. Multiplied only on promotion, after the k-block's wgmma, so nothing waits
-  // for the loads before that.
   // Stage s's scale of the tile's first row for k-block kb: its boxes start at the 16-byte
   // boundary at or below it (params.h).
   static __device__ __forceinline__ const float* stage_scales(const GemmParams& p, const Unit& u, const float* sfa,
                                                               int s, int kb) {
     return sfa + s * int(T::kStageScales / 4) + ((kb * p.m + u.m0) & 3);
   }
+
+  // This thread's factors for k-block kb (block scales): A's scale of each row it holds, from the
+  // k-block's stage (stage_scales: the tile's BM rows) once it has landed, and B's block scales,
+  // from global memory. Multiplied only on promotion, after the k-block's wgmma, so nothing waits
+  // for the loads before that.
   struct BlockFactors {
     float a[kMmaM][2], b[kBBlocks];
   };

@@ -40,41 +40,39 @@ CUtensorMapDataType map_type(DType t) {
   GF_FAIL("no tensor map for {} elements in the native kernels", to_string(t));
 }
 
-// A 3-D tensor map {inner, outer, batch}, 128-byte swizzled boxes (box_inner elements of 128 bytes).
-TmaDesc tensor_map(const void* ptr, DType t, int64_t inner, int64_t outer, int64_t batch, uint32_t box_inner,
-                   uint32_t box_outer) {
-  GF_CHECK(reinterpret_cast<uintptr_t>(ptr) % 16 == 0,
-           "TMA needs 16-byte aligned operands (A, B, and D and C with a TMA-store epilogue); got {}", ptr);
+// A tensor map of `rank` (1 to 3) dimensions, its elements each a step of one, zeros past the
+// edges; `what` names the operand for the alignment error.
+TmaDesc encode_map(CUtensorMapDataType type, cuuint32_t rank, const void* ptr, const cuuint64_t* dims,
+                   const cuuint64_t* strides, const cuuint32_t* box, CUtensorMapSwizzle swizzle,
+                   CUtensorMapL2promotion promotion, const char* what) {
+  GF_CHECK(reinterpret_cast<uintptr_t>(ptr) % 16 == 0, "TMA needs 16-byte aligned {}; got {}", what, ptr);
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
   CUtensorMap map;
-  const uint64_t es = uint64_t(dtype_bytes(t));
-  cuuint64_t dims[3] = {cuuint64_t(inner), cuuint64_t(outer), cuuint64_t(batch)};
-  cuuint64_t strides[2] = {cuuint64_t(inner) * es, cuuint64_t(inner * outer) * es};
-  cuuint32_t box[3] = {box_inner, box_outer, 1};
-  cuuint32_t elem_strides[3] = {1, 1, 1};
-  GF_CU_CHECK(cuda::driver().cuTensorMapEncodeTiled(
-      &map, map_type(t), 3, const_cast<void*>(ptr), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+  GF_CU_CHECK(cuda::driver().cuTensorMapEncodeTiled(&map, type, rank, const_cast<void*>(ptr), dims, strides, box,
+                                                    elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, promotion,
+                                                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
   TmaDesc desc;
   std::memcpy(&desc, &map, sizeof desc);
   return desc;
 }
 
-// A 1-D tensor map over `count` fp32 (block scales), unswizzled boxes of `box`; past the end, zeros.
+// A 3-D tensor map {inner, outer, batch}, 128-byte swizzled boxes (box_inner elements of 128 bytes).
+TmaDesc tensor_map(const void* ptr, DType t, int64_t inner, int64_t outer, int64_t batch, uint32_t box_inner,
+                   uint32_t box_outer) {
+  const uint64_t es = uint64_t(dtype_bytes(t));
+  const cuuint64_t dims[3] = {cuuint64_t(inner), cuuint64_t(outer), cuuint64_t(batch)};
+  const cuuint64_t strides[2] = {cuuint64_t(inner) * es, cuuint64_t(inner * outer) * es};
+  const cuuint32_t box[3] = {box_inner, box_outer, 1};
+  return encode_map(map_type(t), 3, ptr, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B,
+                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, "operands (A, B, and D and C with a TMA-store epilogue)");
+}
+
+// A 1-D tensor map over `count` fp32 (block scales), unswizzled boxes of `box`. A rank-1 map has
+// no strides, but the driver wants the array (CUDA 13.0 answers nullptr with "invalid argument").
 TmaDesc scale_map(const float* ptr, int64_t count, uint32_t box) {
-  GF_CHECK(reinterpret_cast<uintptr_t>(ptr) % 16 == 0, "TMA needs 16-byte aligned block scales of A; got {}",
-           static_cast<const void*>(ptr));
-  CUtensorMap map;
-  // A rank-1 map has no strides, but the driver wants the array (CUDA 13.0 answers nullptr with
-  // "invalid argument").
-  cuuint64_t dims[1] = {cuuint64_t(count)}, strides[1] = {cuuint64_t(count) * 4};
-  cuuint32_t box_dims[1] = {box}, elem_strides[1] = {1};
-  GF_CU_CHECK(cuda::driver().cuTensorMapEncodeTiled(
-      &map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 1, const_cast<float*>(ptr), dims, strides, box_dims, elem_strides,
-      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
-      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
-  TmaDesc desc;
-  std::memcpy(&desc, &map, sizeof desc);
-  return desc;
+  const cuuint64_t dims[1] = {cuuint64_t(count)}, strides[1] = {cuuint64_t(count) * 4};
+  return encode_map(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 1, ptr, dims, strides, &box, CU_TENSOR_MAP_SWIZZLE_NONE,
+                    CU_TENSOR_MAP_L2_PROMOTION_NONE, "block scales of A");
 }
 
 class NativeKernel final : public Kernel {
