@@ -14,6 +14,10 @@ needs no GPU. `cute.compile` is not thread-safe: parallel compiles are parallel 
 import os
 import sys
 
+# ptxas's report (registers, spills, notes) from the DSL's own ptxas run, in a remark file
+# (export.compile_and_link); read when the DSL is imported, so set before.
+os.environ["CUTE_DSL_COMPILER_OPT"] = (os.environ.get("CUTE_DSL_COMPILER_OPT", "") + " diagnostic=ptx").strip()
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from export import dsl_version  # noqa: E402
