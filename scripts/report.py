@@ -282,11 +282,15 @@ def search_gap_section(spec):
     fast_path, exh_path = spec.split(",", 1)
     lines = ["| problem | exhaustive best us | fast best us | fast / exhaustive | exhaustive best |",
              "|---|---|---|---|---|"]
+    ratios = []
     for problem, exh, fast, name in gaps(json.load(open(fast_path)), json.load(open(exh_path))):
         if fast is None:
             lines.append(f"| `{problem}` | - | - | - | {name} |")
         else:
             lines.append(f"| `{problem}` | {exh:.1f} | {fast:.1f} | {fast / exh:.3f} | `{name}` |")
+            ratios.append(fast / exh)
+    if len(ratios) > 2:
+        lines += ["", f"fast / exhaustive: geomean {geomean(ratios):.3f}, worst {max(ratios):.3f} ({len(ratios)} problems)."]
     return lines
 
 

@@ -12,13 +12,20 @@ import sys
 
 def gaps(fast_candidates, exhaustive_tune):
     """(problem, exhaustive best us, fast best us, best name) per problem; the times are None (and
-    the name why) where a side has nothing timed."""
-    fast = {}
+    the name why) where a side has nothing timed. The exhaustive side counts the fast list's
+    backends alone (a race of several backends holds the others' kernels too)."""
+    fast, backends = {}, {}
     for c in fast_candidates:
         fast.setdefault(c["problem"], set()).add(c["name"])
+        if "backend" in c:
+            backends.setdefault(c["problem"], set()).add(c["backend"])
     rows = []
     for r in exhaustive_tune:
-        timed = {c["candidate"]: c["us"] for c in r.get("candidates", []) if c["verified"]}
+        if r["problem"] not in fast:  # a problem the fast list was not asked for
+            continue
+        ours = backends.get(r["problem"])
+        timed = {c["candidate"]: c["us"] for c in r.get("candidates", [])
+                 if c["verified"] and (ours is None or c.get("backend") in ours)}
         if not timed:
             rows.append((r["problem"], None, None, "no verified candidates (tuned from the DB? run with --force)"))
             continue
