@@ -21,12 +21,13 @@ __device__ __forceinline__ void named_barrier(u32 id, u32 threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
-// Not .aligned: callers reach it from warps that diverged (the producer's one busy lane).
-// Signals a named barrier without waiting; the threads that bar.sync on it wait for these.
+// Signals a named barrier without waiting; the threads that bar.sync on it wait for these. Like
+// bar.sync, the .aligned form: every thread of a warp calls it, at the same point.
 __device__ __forceinline__ void named_barrier_arrive(u32 id, u32 threads) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Not .aligned: callers reach it from warps that diverged (the producer's one busy lane).
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
 }
