@@ -190,34 +190,6 @@ TEST(NativeSpace, Fp8PromotesWhereBlockScalesNeedIt) {
   EXPECT_EQ(native::unsupported_reason(GemmProblem::parse("64x64x80:e4m3:scale=rowcol")), "");
 }
 
-// K-block turns: two cooperative consumers that promote, raced in the exhaustive list beside the
-// same configs without them (not measured yet), named and stored apart.
-TEST(NativeSpace, KBlockTurnsAreForCooperativePromotion) {
-  DeviceInfo d = DeviceInfo::assumed_hopper();
-  GemmProblem block = GemmProblem::parse("4096x4096x4096:e4m3:scale=block128");
-  const NativeConfig turns{.bm = 128, .bn = 128, .stages = 6, .consumers = 2, .promote = true, .turns = true};
-  EXPECT_EQ(native::illegal_reason(turns, block, d), "");
-  NativeConfig c = turns;
-  c.pingpong = true;
-  EXPECT_NE(native::illegal_reason(c, block, d), "");
-  c = turns;
-  c.bm = 64;
-  c.consumers = 1;
-  EXPECT_NE(native::illegal_reason(c, block, d), "");
-  c = turns;
-  c.promote = false;
-  EXPECT_NE(native::illegal_reason(c, GemmProblem::parse("4096x4096x4096:e4m3:scale=tensor"), d), "");
-  EXPECT_TRUE(turns.name(block).ends_with("_promote_turns"));
-  EXPECT_EQ(NativeConfig::from_json(turns.to_json()), turns);
-  EXPECT_FALSE(NativeConfig{}.to_json().contains("turns"));  // stored decisions of before keep their keys
-  auto has_turns = [&](Search level) {
-    auto all = native::ranked_configs(block, d, level);
-    return std::count_if(all.begin(), all.end(), [](const NativeConfig& x) { return x.turns; });
-  };
-  EXPECT_GT(has_turns(Search::exhaustive), 0);
-  EXPECT_EQ(has_turns(Search::normal), 0);
-}
-
 TEST(NativeSpace, SmallMPrefersSplitK) {
   DeviceInfo d = DeviceInfo::assumed_hopper();
   auto best = native::ranked_configs(GemmProblem::parse("16x4096x14336:bf16"), d, Search::fast).front();
@@ -281,12 +253,6 @@ TEST(NativeSpace, DefaultSpaceCompilesWithoutSpillsOrSerializedWgmma) {
                            "8x4096x4096:bf16:bias+gelu+residual", "77x3584x3584:e4m3:scale=rowcol+bias"}) {
     GemmProblem p = GemmProblem::parse(spec);
     auto configs = native::ranked_configs(p, d, Search::normal);
-    if (p.epilogue.scale == ScaleKind::block128)  // and the exhaustive list's k-block turns of them
-      for (size_t i = 0, n = configs.size(); i < n; ++i) {
-        NativeConfig turns = configs[i];
-        turns.turns = true;
-        if (native::illegal_reason(turns, p, d).empty()) configs.push_back(turns);
-      }
     std::vector<native::Compiled> out(configs.size());
     std::vector<std::thread> threads;
     std::atomic<size_t> next{0};

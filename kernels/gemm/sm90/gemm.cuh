@@ -44,7 +44,7 @@ struct Gemm : Traits<Cfg> {
   using T = Traits<Cfg>;
   using T::kAcc, T::kCluster, T::kConsumers, T::kMmaM, T::kPingpong, T::kPrefetchC, T::kPromote, T::kPromoteAhead,
       T::kReleasesPerReader, T::kSplitK, T::kStageA, T::kStageB, T::kStageReaders, T::kStages, T::kStageScales,
-      T::kStaging, T::kStoreTma, T::kTurns;
+      T::kStaging, T::kStoreTma;
   using Unit = typename Scheduler<Cfg>::Unit;
 
   template <int kRows, int kCols>
@@ -98,17 +98,6 @@ struct Gemm : Traits<Cfg> {
       }
       // Ping-pong: wait for the turn (the other consumer finished the previous unit's main loop).
       if (kPingpong && local > 0) ptx::named_barrier(kBarTurn + consumer, 256);
-      // K-block turns (kTurns): consumer 0 issues a k-block's wgmma, then hands the turn to
-      // consumer 1, which issues its own and hands it back for the next k-block. A promoting
-      // consumer waits for its k-block's wgmma; with turns the other's run meanwhile. Consumer 0
-      // goes first without a turn; consumer 1's last turn has no taker.
-      auto take_turn = [&](bool first) {
-        if (kTurns && !(consumer == 0 && first)) ptx::named_barrier(kBarTurn + consumer, 256);
-      };
-      auto pass_turn = [&](int kb) {
-        if (kTurns && !(consumer == 1 && local + 1 == local_units && kb + 1 == u.kb_end))
-          ptx::named_barrier_arrive(kBarTurn + 1 - consumer, 256);
-      };
       // C's first boxes load a few k-blocks in, when the last tile's stores have read the staging.
       const int c_kb = min(u.kb_begin + 2, u.kb_end - 1);
       auto prefetch_c = [&](int kb) {
@@ -129,14 +118,12 @@ struct Gemm : Traits<Cfg> {
                            const Factors& done_factors, bool promote_done) {
           prefetch_c(kb);
           const int s = it % kStages, phase = (it / kStages) & 1;
-          const bool first = it++ == 0;
+          ++it;
           ptx::mbar_wait(&full[s], phase);
           into_factors = Scales<Cfg>::block_factors(p, u, consumer, kb, Scales<Cfg>::stage_scales(p, u, sfa, s, kb));
-          take_turn(first);
           ptx::wgmma_fence();
           Mma<Cfg>::mma_stage(into, ptx::desc_advance(da, s * kStageA), ptx::desc_advance(db, s * kStageB), false);
           ptx::wgmma_commit();
-          pass_turn(kb);
           if (promote_done) Scales<Cfg>::promote(acc, done, done_factors, u);
           ptx::wgmma_wait<0>();
           release_stage(&empty[s], leader);
@@ -168,11 +155,9 @@ struct Gemm : Traits<Cfg> {
 #pragma unroll
           for (int j = 0; j < Scales<Cfg>::kBBlocks; ++j) f.b[j] = b_next[j];
           Scales<Cfg>::load_b_factors(p, u, min(kb + 1, u.kb_end - 1), b_next);
-          take_turn(it == 0);
           ptx::wgmma_fence();
           Mma<Cfg>::mma_stage(part, ptx::desc_advance(da, s * kStageA), ptx::desc_advance(db, s * kStageB), false);
           ptx::wgmma_commit();
-          pass_turn(kb);
           ptx::wgmma_wait<0>();
           release_stage(&empty[s], leader);
           Scales<Cfg>::promote(acc, part, f, u);

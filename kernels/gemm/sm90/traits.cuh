@@ -14,7 +14,7 @@ namespace gf {
 // consumers together, never by the producer.
 enum GemmBarrier : u32 {
   kBarTile = 1,     // the consumers sharing a tile (cooperative); in ping-pong 1 + consumer, its own
-  kBarTurn = 3,     // 3 + consumer hands the turn to that consumer: ping-pong's mainloop, or a k-block (kTurns)
+  kBarTurn = 3,     // ping-pong: 3 + consumer hands the mainloop's turn to that consumer
   kBarStaging = 5,  // 5 + consumer: a consumer's warps around its staging buffer
 };
 
@@ -31,8 +31,6 @@ struct Traits {
   // Promotion ahead: a third set of accumulators, so the next k-block's wgmma run while this one's
   // products are added up.
   static constexpr bool kPromoteAhead = Cfg::kPromoteAhead;
-  // K-block turns: two cooperative consumers issue each k-block's wgmma in turn (gemm.cuh).
-  static constexpr bool kTurns = Cfg::kTurns;
   static constexpr int kStages = Cfg::kStages, kConsumers = Cfg::kConsumers, kSplitK = Cfg::kSplitK;
   static constexpr bool kPingpong = Cfg::kPingpong;
   static constexpr int kWgRows = kPingpong ? BM : BM / kConsumers;  // rows of the tile per consumer
@@ -59,8 +57,6 @@ struct Traits {
   // Swap-AB (NativeConfig::swap_ab): the kernel's D is the problem's D transposed, stored so.
   static constexpr bool kSwapAB = Cfg::kSwapAB;
   static_assert(!kPromoteAhead || kPromote, "Promotion ahead is a way of promoting.");
-  static_assert(!kTurns || (kConsumers == 2 && !kPingpong && kPromote),
-                "Turns are for two cooperative consumers that promote.");
   static_assert(kMmaM * kAcc *
                         (kPromoteAhead ? 3
                          : kPromote    ? 2

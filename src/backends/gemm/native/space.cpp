@@ -21,7 +21,7 @@ std::string NativeConfig::name(const GemmProblem& p) const {
                      bm, bn, block_k(p), pingpong ? "pp" : "co", stages, consumers, split_k, cluster,
                      cluster > 1 ? (cluster_m ? "m" : "n") : "", group, raster_n ? "n" : "m", epi) +
          (store_tma() ? fmt::format("_tma{}", store_boxes) : "") + (promote ? "_promote" : "") +
-         (promote_ahead ? "_ahead" : "") + (turns ? "_turns" : "") + (swap_ab ? "_swap" : "");
+         (promote_ahead ? "_ahead" : "") + (swap_ab ? "_swap" : "");
 }
 
 nlohmann::json NativeConfig::to_json() const {
@@ -38,9 +38,7 @@ nlohmann::json NativeConfig::to_json() const {
                       {"store_boxes", store_boxes},
                       {"promote", promote},
                       {"swap_ab", swap_ab}};
-  // Absent when false: stored decisions of before keep their keys.
-  if (promote_ahead) j["promote_ahead"] = true;
-  if (turns) j["turns"] = true;
+  if (promote_ahead) j["promote_ahead"] = true;  // absent otherwise: stored decisions of before keep their keys
   return j;
 }
 
@@ -57,7 +55,6 @@ NativeConfig NativeConfig::from_json(const nlohmann::json& j) {
   c.store_boxes = j.value("store_boxes", 0);
   c.promote = j.value("promote", false);
   c.promote_ahead = j.value("promote_ahead", false);
-  c.turns = j.value("turns", false);
   c.swap_ab = j.value("swap_ab", false);
   c.group = j.at("group");
   c.raster_n = j.at("raster_n");
@@ -113,8 +110,6 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
                                        : "");
   if (c.promote && !is_fp8(p.a)) return "promotion is for fp8 inputs";
   if (c.promote_ahead && !c.promote) return "promotion ahead is a way of promoting";
-  if (c.turns && (c.consumers != 2 || c.pingpong || !c.promote))
-    return "k-block turns are for two cooperative consumers that promote";
   if (c.store_tma() && is_fp8(p.out)) return "an fp8 D is stored from registers";
   // The column scales (BN/4 a thread) beside more than 128 accumulators spill (ptxas, CUDA 13.0).
   if (p.epilogue.scale == ScaleKind::rowcol && c.acc_per_thread() > 128)
@@ -270,12 +265,6 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                     }
                     if (!illegal_reason(c, p, d).empty()) continue;
                     into.emplace_back(estimate_us(c, p, d), c);
-                    // Turns are not measured yet: raced in the exhaustive list alone, beside the
-                    // same config without them.
-                    NativeConfig turns = c;
-                    turns.turns = true;
-                    if (level == Search::exhaustive && illegal_reason(turns, p, d).empty())
-                      into.emplace_back(estimate_us(turns, p, d), turns);
                   }
   }
   if (scored.empty() && swapped.empty()) return {};

@@ -29,10 +29,6 @@ struct NativeConfig {
   // Promotion with a second set of partial accumulators: each k-block's wgmma are issued before
   // the previous k-block's products are promoted, so the two overlap.
   bool promote_ahead = false;
-  // Two cooperative consumers that promote issue each k-block's wgmma in turns, consumer 0 first:
-  // each waits for its own k-block's wgmma before promoting, and with turns the tensor cores run
-  // the other consumer's k-block meanwhile, where otherwise both drain together.
-  bool turns = false;
   // Swap-AB, for small M: the kernel runs D^T = B A^T, so the weights fill wgmma's 64-row M side
   // and the problem's few rows its N side (bn of 16..128), and stores D transposed from registers.
   // bm, bn and every other field describe that kernel (kernel_problem), not the problem.
