@@ -26,6 +26,15 @@ std::optional<Kind> token_of(const std::pair<const char*, Kind> (&tokens)[N], st
   return std::nullopt;
 }
 
+// Every term an epilogue spec takes, for the messages that name them.
+std::string epilogue_terms() {
+  std::vector<std::string> known = {"bias", "rowbias", "residual"};
+  for (size_t i = 1; i < std::size(kActivationNames); ++i) known.emplace_back(kActivationNames[i]);
+  for (const auto& [t, g] : kGateTokens) known.emplace_back(t);
+  for (const auto& [t, sc] : kScaleTokens) known.emplace_back(t);
+  return fmt::format("{}, alpha=X, beta=X", fmt::join(known, ", "));
+}
+
 template <class Kind, size_t N>
 const char* text_of(const std::pair<const char*, Kind> (&tokens)[N], Kind kind) {
   for (const auto& [text, k] : tokens)
@@ -98,11 +107,7 @@ Epilogue parse_epilogue(std::string_view text) {
       once("activation", tok);
       e.act = *a;
     } else {
-      std::vector<std::string> known = {"bias", "rowbias", "residual"};
-      for (size_t i = 1; i < std::size(kActivationNames); ++i) known.emplace_back(kActivationNames[i]);
-      for (const auto& [t, g] : kGateTokens) known.emplace_back(t);
-      for (const auto& [t, sc] : kScaleTokens) known.emplace_back(t);
-      GF_FAIL("unknown epilogue term {} (known: {}, alpha=X, beta=X)", quote(tok), fmt::join(known, ", "));
+      GF_FAIL("unknown epilogue term {} (known: {})", quote(tok), epilogue_terms());
     }
   }
   return e;
@@ -267,6 +272,11 @@ GemmProblem GemmProblem::parse(std::string_view spec) {
       try {
         p.epilogue = parse_epilogue(f);
       } catch (const Error& e) {
+        // One word that is no epilogue term, where no dtype came yet, may as well be a dtype nobody
+        // knows ("int8", "tf32->bf16").
+        GF_CHECK(have_dtype || f.find_first_of("+=") != std::string_view::npos,
+                 "bad problem {}: {} is neither a dtype ({}), a layout (tn, nn) nor an epilogue term ({})", q, quote(f),
+                 fmt::join(kDTypeNames, ", "), epilogue_terms());
         GF_FAIL("bad problem {}: {}", q, e.what());
       }
     }

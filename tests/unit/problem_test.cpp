@@ -86,7 +86,7 @@ TEST(Problem, RejectsBadSpecsWithOneLineMessages) {
   expect_error("-4x16x16:bf16", "is not a size");
   expect_error("16x16:bf16", "expected MxNxK");
   expect_error("16x16xabc:bf16", "is not a size");
-  expect_error("16x16x16:bf17", "unknown epilogue");
+  expect_error("16x16x16:bf17", "'bf17' is neither a dtype");
   expect_error("16x16x16:bf16:gelu_fast", "unknown epilogue");
   expect_error("16x16x16:bf16:beta=2+residual", "gives the beta (residual) twice");
   expect_error("16x16x16:bf16:f16", "two dtype");
@@ -118,7 +118,9 @@ TEST(Problem, RejectsBadSpecsWithOneLineMessages) {
   expect_error("16x16x16:bf16:bias++relu", "empty term");
   expect_error("16x16x16:", "field 2 is empty");
   expect_error("16x16x16:bf16::relu", "field 3 is empty");
-  expect_error("16x16x16:bf16>f32", "unknown epilogue term");
+  expect_error("16x16x16:bf16>f32", "is neither a dtype");
+  expect_error("16x16x16:int8", "'int8' is neither a dtype (f32, f16, bf16, e4m3, e5m2), a layout");
+  expect_error("16x16x16:tf32->bf16", "is neither a dtype");
   expect_error("16x16x16:bf16->", "unknown output dtype");
   expect_error("+16x16x16:bf16", "is not a size");
 }
