@@ -95,9 +95,10 @@ void check_problem(const std::string& spec) {
   std::vector<NativeConfig> tried = covering_configs();
   for (const NativeConfig& c : swap_configs()) tried.push_back(c);
   for (NativeConfig c : tried)
-    for (int promote : {0, 1, 2}) {  // fp8: plain, promoted and promoted ahead (block scales: promoted)
+    for (int promote : {0, 1, 2, 3}) {  // fp8: plain, promoted, promoted ahead or by halves (block scales: promoted)
       c.promote = promote > 0;
       c.promote_ahead = promote == 2;
+      c.halves = promote == 3;
       if (native::illegal_reason(c, p, dev).empty()) configs.push_back(c);
     }
   ASSERT_FALSE(configs.empty()) << spec;

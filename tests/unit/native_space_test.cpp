@@ -190,6 +190,33 @@ TEST(NativeSpace, Fp8PromotesWhereBlockScalesNeedIt) {
   EXPECT_EQ(native::unsupported_reason(GemmProblem::parse("64x64x80:e4m3:scale=rowcol")), "");
 }
 
+// Promotion by halves: promoted, not ahead, halves of a multiple of 16 columns (wgmma's shapes);
+// in the exhaustive list alone until raced, named and stored apart.
+TEST(NativeSpace, PromotionByHalves) {
+  DeviceInfo d = DeviceInfo::assumed_hopper();
+  GemmProblem block = GemmProblem::parse("4096x4096x4096:e4m3:scale=block128");
+  const NativeConfig halves{.bm = 128, .bn = 192, .stages = 5, .consumers = 2, .promote = true, .halves = true};
+  EXPECT_EQ(native::illegal_reason(halves, block, d), "");
+  NativeConfig c = halves;
+  c.promote_ahead = true;
+  EXPECT_NE(native::illegal_reason(c, block, d), "");
+  c = halves;
+  c.promote = false;
+  EXPECT_NE(native::illegal_reason(c, GemmProblem::parse("4096x4096x4096:e4m3:scale=tensor"), d), "");
+  c = halves;
+  c.bn = 112;  // halves of 56 columns: no wgmma of that shape here
+  EXPECT_NE(native::illegal_reason(c, GemmProblem::parse("4096x4096x4096:e4m3:scale=tensor"), d), "");
+  EXPECT_TRUE(halves.name(block).ends_with("_promote_halves"));
+  EXPECT_EQ(NativeConfig::from_json(halves.to_json()), halves);
+  EXPECT_FALSE(NativeConfig{}.to_json().contains("halves"));  // stored decisions of before keep their keys
+  auto count = [&](Search level) {
+    auto all = native::ranked_configs(block, d, level);
+    return std::count_if(all.begin(), all.end(), [](const NativeConfig& x) { return x.halves; });
+  };
+  EXPECT_GT(count(Search::exhaustive), 0);
+  EXPECT_EQ(count(Search::normal), 0);
+}
+
 TEST(NativeSpace, SmallMPrefersSplitK) {
   DeviceInfo d = DeviceInfo::assumed_hopper();
   auto best = native::ranked_configs(GemmProblem::parse("16x4096x14336:bf16"), d, Search::fast).front();
@@ -253,6 +280,15 @@ TEST(NativeSpace, DefaultSpaceCompilesWithoutSpillsOrSerializedWgmma) {
                            "8x4096x4096:bf16:bias+gelu+residual", "77x3584x3584:e4m3:scale=rowcol+bias"}) {
     GemmProblem p = GemmProblem::parse(spec);
     auto configs = native::ranked_configs(p, d, Search::normal);
+    if (p.epilogue.scale == ScaleKind::block128)  // and the exhaustive list's promotion by halves of them
+      for (size_t i = 0, n = configs.size(); i < n; ++i) {
+        NativeConfig halves = configs[i];
+        halves.promote_ahead = false;
+        halves.halves = true;
+        if (native::illegal_reason(halves, p, d).empty() &&
+            std::find(configs.begin(), configs.end(), halves) == configs.end())
+          configs.push_back(halves);
+      }
     std::vector<native::Compiled> out(configs.size());
     std::vector<std::thread> threads;
     std::atomic<size_t> next{0};

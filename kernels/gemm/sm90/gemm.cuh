@@ -43,8 +43,8 @@ template <class Cfg>
 struct Gemm : Traits<Cfg> {
   using T = Traits<Cfg>;
   using T::kAcc, T::kCluster, T::kConsumers, T::kMmaM, T::kPingpong, T::kPrefetchC, T::kPromote, T::kPromoteAhead,
-      T::kReleasesPerReader, T::kSplitK, T::kStageA, T::kStageB, T::kStageReaders, T::kStages, T::kStageScales,
-      T::kStaging, T::kStoreTma;
+      T::kPromoteHalves, T::kReleasesPerReader, T::kSplitK, T::kStageA, T::kStageB, T::kStageReaders, T::kStages,
+      T::kStageScales, T::kStaging, T::kStoreTma;
   using Unit = typename Scheduler<Cfg>::Unit;
 
   template <int kRows, int kCols>
@@ -86,6 +86,8 @@ struct Gemm : Traits<Cfg> {
     float acc[kMmaM][kAcc];
     float part[kPromote ? kMmaM : 1][kPromote ? kAcc : 1];             // one k-block's products, to promote
     float part2[kPromoteAhead ? kMmaM : 1][kPromoteAhead ? kAcc : 1];  // the next one's, promoting ahead
+    float left[kPromoteHalves ? kMmaM : 1][kPromoteHalves ? kAcc / 2 : 1];   // by halves: the left half's
+    float right[kPromoteHalves ? kMmaM : 1][kPromoteHalves ? kAcc / 2 : 1];  // and the right half's
     const int rank = kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0;
     const int first = blockIdx.x / kCluster, stride = gridDim.x / kCluster;
     const int local_units = first < units ? (units - first + stride - 1) / stride : 0;
@@ -139,6 +141,50 @@ struct Gemm : Traits<Cfg> {
           Scales<Cfg>::promote(acc, part2, f2, u);
         else
           Scales<Cfg>::promote(acc, part, f, u);
+      } else if constexpr (kPromoteHalves) {
+        // The k-block's wgmma in two groups, the left and the right half of the tile's columns,
+        // each into a set of its own: while the left half's run, the previous k-block's right half
+        // is promoted, and while the right half's run, this k-block's left half. Each group ends
+        // with its wait, as promotion ahead's k-blocks do (ptxas serializes the wgmma otherwise);
+        // the sets are fixed registers, two factor sets taken in turn (k-blocks in pairs), B's
+        // factors loaded a k-block ahead.
+        using Factors = typename Scales<Cfg>::BlockFactors;
+        Factors f, f2;
+        float b_next[Scales<Cfg>::kBBlocks];
+        Scales<Cfg>::load_b_factors(p, u, u.kb_begin, b_next);
+        auto k_block = [&](int kb, Factors& fac, const Factors& prev, bool promote_prev) {
+          prefetch_c(kb);
+          const int s = it % kStages, phase = (it / kStages) & 1;
+          ++it;
+          ptx::mbar_wait(&full[s], phase);
+          Scales<Cfg>::load_a_factors(u, consumer, Scales<Cfg>::stage_scales(p, u, sfa, s, kb), fac.a);
+#pragma unroll
+          for (int j = 0; j < Scales<Cfg>::kBBlocks; ++j) fac.b[j] = b_next[j];
+          Scales<Cfg>::load_b_factors(p, u, min(kb + 1, u.kb_end - 1), b_next);
+          const u64 da_s = ptx::desc_advance(da, s * kStageA), db_s = ptx::desc_advance(db, s * kStageB);
+          ptx::wgmma_fence();
+          Mma<Cfg>::template mma_half<0>(left, da_s, db_s);
+          ptx::wgmma_commit();
+          if (promote_prev) Scales<Cfg>::template promote_half<1>(acc, right, prev, u);
+          ptx::wgmma_wait<0>();
+          ptx::wgmma_fence();
+          Mma<Cfg>::template mma_half<1>(right, da_s, db_s);
+          ptx::wgmma_commit();
+          Scales<Cfg>::template promote_half<0>(acc, left, fac, u);
+          ptx::wgmma_wait<0>();
+          release_stage(&empty[s], leader);
+        };
+        zero(acc);
+        k_block(u.kb_begin, f, f2, false);
+        for (int kb = u.kb_begin + 1; kb < u.kb_end; kb += 2) {
+          k_block(kb, f2, f, true);
+          if (kb + 1 < u.kb_end) k_block(kb + 1, f, f2, true);
+        }
+        // The last k-block's right half: its factors are f2 after an even count of k-blocks, else f.
+        if ((u.kb_end - u.kb_begin) % 2 == 0)
+          Scales<Cfg>::template promote_half<1>(acc, right, f2, u);
+        else
+          Scales<Cfg>::template promote_half<1>(acc, right, f, u);
       } else if constexpr (kPromote) {
         // Each k-block's products land in their own accumulators and are added to acc once done,
         // times its factors: A's read while its wgmma run, B's loaded a k-block ahead (from L2, as

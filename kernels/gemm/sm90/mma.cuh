@@ -37,6 +37,20 @@ struct Mma : Traits<Cfg> {
       }
     }
   }
+
+  // The k-block's wgmma over the tile's left (kHalf 0) or right half of the columns, into a set of
+  // half the width: B's rows from kHalf * BN / 2 on (fp8 reads B K-major: 128 bytes a row).
+  template <int kHalf>
+  static __device__ __forceinline__ void mma_half(float (&acc)[kMmaM][T::kAcc / 2], u64 da, u64 db) {
+    static_assert(T::kFp8 && !Cfg::kNN, "Promotion by halves is for fp8, whose B is K-major.");
+#pragma unroll
+    for (int mm = 0; mm < kMmaM; ++mm)
+#pragma unroll
+      for (int step = 0; step < kGemmRowBytes / 32; ++step)
+        ptx::WgmmaF8<BN / 2, Cfg::kIn == DType::e5m2, Cfg::kInB == DType::e5m2>::mma(
+            acc[mm], ptx::desc_advance(da, mm * 64 * 128 + step * 32),
+            ptx::desc_advance(db, kHalf * BN / 2 * 128 + step * 32), step > 0);
+  }
 };
 
 }  // namespace gf

@@ -69,11 +69,12 @@ struct Scales : Traits<Cfg> {
     return f;
   }
 
-  // acc += part * the k-block's factors. The tile's 8-column groups below kFirst take B's first
-  // block scale, the rest its second; known at compile time, so no element picks at run time.
-  template <int kFirst>
-  static __device__ __forceinline__ void promote_groups(float (&acc)[kMmaM][kAcc], const float (&part_acc)[kMmaM][kAcc],
-                                                        const BlockFactors& f) {
+  // acc += part * the k-block's factors, over the kCount accumulators of each m64 tile from kFrom
+  // on (part holds just those). The tile's 8-column groups below kFirst take B's first block
+  // scale, the rest its second; known at compile time, so no element picks at run time.
+  template <int kFirst, int kFrom = 0, int kCount = kAcc>
+  static __device__ __forceinline__ void promote_groups(float (&acc)[kMmaM][kAcc],
+                                                        const float (&part_acc)[kMmaM][kCount], const BlockFactors& f) {
 #pragma unroll
     for (int mm = 0; mm < kMmaM; ++mm) {
       float v[2][2] = {{1.0f, 1.0f}, {1.0f, 1.0f}};  // [B block][half]
@@ -83,11 +84,12 @@ struct Scales : Traits<Cfg> {
 #pragma unroll
           for (int half = 0; half < 2; ++half) v[j][half] = f.a[mm][half] * f.b[j < kBBlocks ? j : 0];
 #pragma unroll
-      for (int i = 0; i < kAcc; ++i) {
+      for (int j = 0; j < kCount; ++j) {
+        const int i = kFrom + j;
         if constexpr (kScale == ScaleKind::block128)
-          acc[mm][i] = fmaf(part_acc[mm][i], v[i / 4 < kFirst ? 0 : 1][i % 4 / 2], acc[mm][i]);
+          acc[mm][i] = fmaf(part_acc[mm][j], v[i / 4 < kFirst ? 0 : 1][i % 4 / 2], acc[mm][i]);
         else
-          acc[mm][i] += part_acc[mm][i];
+          acc[mm][i] += part_acc[mm][j];
       }
     }
   }
@@ -100,6 +102,17 @@ struct Scales : Traits<Cfg> {
       promote_groups<(BN < 128 ? BN : 128) / 8>(acc, part_acc, f);
     else
       promote_groups<8>(acc, part_acc, f);  // n0 % 128 == 64: 64 columns left in the first block
+  }
+  // The same for the tile's left (kHalf 0) or right half of the columns (promotion by halves).
+  template <int kHalf>
+  static __device__ __forceinline__ void promote_half(float (&acc)[kMmaM][kAcc], float (&part_acc)[kMmaM][kAcc / 2],
+                                                      const BlockFactors& f, const Unit& u) {
+#pragma unroll
+    for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(part_acc[mm]);
+    if (kBBlocks == 1 || u.n0 % 128 == 0)
+      promote_groups<(BN < 128 ? BN : 128) / 8, kHalf * kAcc / 2, kAcc / 2>(acc, part_acc, f);
+    else
+      promote_groups<8, kHalf * kAcc / 2, kAcc / 2>(acc, part_acc, f);
   }
 
   // The scales constant along K, on the finished accumulators.

@@ -31,6 +31,9 @@ struct Traits {
   // Promotion ahead: a third set of accumulators, so the next k-block's wgmma run while this one's
   // products are added up.
   static constexpr bool kPromoteAhead = Cfg::kPromoteAhead;
+  // Promotion by column halves: each k-block's wgmma in two groups, the tile's left and right
+  // halves, each half's products promoted while the other half's wgmma run.
+  static constexpr bool kPromoteHalves = Cfg::kPromoteHalves;
   static constexpr int kStages = Cfg::kStages, kConsumers = Cfg::kConsumers, kSplitK = Cfg::kSplitK;
   static constexpr bool kPingpong = Cfg::kPingpong;
   static constexpr int kWgRows = kPingpong ? BM : BM / kConsumers;  // rows of the tile per consumer
@@ -57,6 +60,8 @@ struct Traits {
   // Swap-AB (NativeConfig::swap_ab): the kernel's D is the problem's D transposed, stored so.
   static constexpr bool kSwapAB = Cfg::kSwapAB;
   static_assert(!kPromoteAhead || kPromote, "Promotion ahead is a way of promoting.");
+  static_assert(!kPromoteHalves || (kPromote && !kPromoteAhead && BN % 32 == 0),
+                "Promotion by halves promotes, not ahead, in halves of a multiple of 16 columns.");
   static_assert(kMmaM * kAcc *
                         (kPromoteAhead ? 3
                          : kPromote    ? 2

@@ -23,7 +23,8 @@ struct Cfg {{
   static constexpr gf::BiasKind kBias = gf::BiasKind::{bias};
   static constexpr gf::GateKind kGate = gf::GateKind::{gate};
   static constexpr gf::ScaleKind kScale = gf::ScaleKind::{scale};
-  static constexpr bool kPromote = {promote}, kPromoteAhead = {promote_ahead}, kSwapAB = {swap};
+  static constexpr bool kPromote = {promote}, kPromoteAhead = {promote_ahead}, kPromoteHalves = {halves};
+  static constexpr bool kSwapAB = {swap};
 }};
 
 extern "C" __global__ void __launch_bounds__({threads}, 1) {symbol}(const __grid_constant__ gf::GemmParams p) {{
@@ -37,7 +38,8 @@ extern "C" __global__ void __launch_bounds__({threads}, 1) {symbol}(const __grid
       fmt::arg("in", to_string(p.a)), fmt::arg("in_b", to_string(p.b)), fmt::arg("out", to_string(p.out)),
       fmt::arg("act", to_string(e.act)), fmt::arg("bias", to_string(e.bias)), fmt::arg("gate", to_string(e.gate)),
       fmt::arg("scale", to_string(e.scale)), fmt::arg("promote", c.promote), fmt::arg("promote_ahead", c.promote_ahead),
-      fmt::arg("threads", c.threads()), fmt::arg("swap", c.swap_ab), fmt::arg("symbol", kernel_symbol(c, problem)));
+      fmt::arg("halves", c.halves), fmt::arg("threads", c.threads()), fmt::arg("swap", c.swap_ab),
+      fmt::arg("symbol", kernel_symbol(c, problem)));
 }
 
 std::string kernel_symbol(const NativeConfig& c, const GemmProblem& p) {

@@ -21,7 +21,7 @@ std::string NativeConfig::name(const GemmProblem& p) const {
                      bm, bn, block_k(p), pingpong ? "pp" : "co", stages, consumers, split_k, cluster,
                      cluster > 1 ? (cluster_m ? "m" : "n") : "", group, raster_n ? "n" : "m", epi) +
          (store_tma() ? fmt::format("_tma{}", store_boxes) : "") + (promote ? "_promote" : "") +
-         (promote_ahead ? "_ahead" : "") + (swap_ab ? "_swap" : "");
+         (promote_ahead ? "_ahead" : "") + (halves ? "_halves" : "") + (swap_ab ? "_swap" : "");
 }
 
 nlohmann::json NativeConfig::to_json() const {
@@ -38,7 +38,9 @@ nlohmann::json NativeConfig::to_json() const {
                       {"store_boxes", store_boxes},
                       {"promote", promote},
                       {"swap_ab", swap_ab}};
-  if (promote_ahead) j["promote_ahead"] = true;  // absent otherwise: stored decisions of before keep their keys
+  // Absent when false: stored decisions of before keep their keys.
+  if (promote_ahead) j["promote_ahead"] = true;
+  if (halves) j["halves"] = true;
   return j;
 }
 
@@ -55,6 +57,7 @@ NativeConfig NativeConfig::from_json(const nlohmann::json& j) {
   c.store_boxes = j.value("store_boxes", 0);
   c.promote = j.value("promote", false);
   c.promote_ahead = j.value("promote_ahead", false);
+  c.halves = j.value("halves", false);
   c.swap_ab = j.value("swap_ab", false);
   c.group = j.at("group");
   c.raster_n = j.at("raster_n");
@@ -110,6 +113,9 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
                                        : "");
   if (c.promote && !is_fp8(p.a)) return "promotion is for fp8 inputs";
   if (c.promote_ahead && !c.promote) return "promotion ahead is a way of promoting";
+  // Each half is one wgmma of its own shape (kernels/ptx/wgmma_ops.cuh has N in 16-steps).
+  if (c.halves && (!c.promote || c.promote_ahead || c.bn % 32 != 0))
+    return "promotion by halves promotes, not ahead, halves of a width that is a multiple of 32";
   if (c.store_tma() && is_fp8(p.out)) return "an fp8 D is stored from registers";
   // The column scales (BN/4 a thread) beside more than 128 accumulators spill (ptxas, CUDA 13.0).
   if (p.epilogue.scale == ScaleKind::rowcol && c.acc_per_thread() > 128)
@@ -199,11 +205,13 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   if (block_scaled) widths = {32, 64, 128, 192};
   // fp8: none, promoted, promoted ahead (a third set of accumulators: where they fit).
   struct Promotion {
-    bool promote, ahead;
+    bool promote, ahead, halves;
   };
-  std::vector<Promotion> promotions = {{false, false}};
-  if (is_fp8(p.a) && block_scaled) promotions = {{true, false}, {true, true}};
-  if (is_fp8(p.a) && !block_scaled) promotions = {{false, false}, {true, false}, {true, true}};
+  std::vector<Promotion> promotions = {{false, false, false}};
+  if (is_fp8(p.a) && block_scaled) promotions = {{true, false, false}, {true, true, false}};
+  if (is_fp8(p.a) && !block_scaled) promotions = {{false, false, false}, {true, false, false}, {true, true, false}};
+  // By halves: not raced yet, so in the exhaustive list alone.
+  if (is_fp8(p.a) && level == Search::exhaustive) promotions.push_back({true, false, true});
   // Swap-AB at small M: the kernel's N is the problem's M, its width the narrowest that covers it.
   const bool swappable = p.m <= kSwapMaxM && p.layout == Layout::tn && p.epilogue.gate == GateKind::none &&
                          p.epilogue.scale != ScaleKind::block128;
@@ -234,6 +242,7 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                                    .raster_n = raster_n,
                                    .promote = promotion.promote,
                                    .promote_ahead = promotion.ahead,
+                                   .halves = promotion.halves,
                                    .swap_ab = swap};
                     // The deepest pipeline that fits (capped at 8) beside one staging box, then as
                     // many staging boxes as still fit.

@@ -29,6 +29,11 @@ struct NativeConfig {
   // Promotion with a second set of partial accumulators: each k-block's wgmma are issued before
   // the previous k-block's products are promoted, so the two overlap.
   bool promote_ahead = false;
+  // Promotion by column halves: each k-block's wgmma run as two groups, the tile's left and right
+  // halves, into sets of half the width, and each half's products are promoted while the other
+  // half's wgmma run. The overlap of promotion ahead at two thirds of its registers: 192-wide tiles
+  // have room for it.
+  bool halves = false;
   // Swap-AB, for small M: the kernel runs D^T = B A^T, so the weights fill wgmma's 64-row M side
   // and the problem's few rows its N side (bn of 16..128), and stores D transposed from registers.
   // bm, bn and every other field describe that kernel (kernel_problem), not the problem.
