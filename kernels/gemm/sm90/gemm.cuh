@@ -84,7 +84,8 @@ struct Gemm : Traits<Cfg> {
     u32 c_phase = 0;
     const u64 da = Mma<Cfg>::desc_a(sa, consumer), db = Mma<Cfg>::desc_b(sb);
     float acc[kMmaM][kAcc];
-    float part[kPromote ? kMmaM : 1][kPromote ? kAcc : 1];             // one k-block's products, to promote
+    constexpr bool kWholeParts = kPromote && !kPromoteHalves;
+    float part[kWholeParts ? kMmaM : 1][kWholeParts ? kAcc : 1];       // one k-block's products, to promote
     float part2[kPromoteAhead ? kMmaM : 1][kPromoteAhead ? kAcc : 1];  // the next one's, promoting ahead
     float left[kPromoteHalves ? kMmaM : 1][kPromoteHalves ? kAcc / 2 : 1];   // by halves: the left half's
     float right[kPromoteHalves ? kMmaM : 1][kPromoteHalves ? kAcc / 2 : 1];  // and the right half's
