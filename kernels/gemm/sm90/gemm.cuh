@@ -158,10 +158,7 @@ struct Gemm : Traits<Cfg> {
           const int s = it % kStages, phase = (it / kStages) & 1;
           ++it;
           ptx::mbar_wait(&full[s], phase);
-          Scales<Cfg>::load_a_factors(u, consumer, Scales<Cfg>::stage_scales(p, u, sfa, s, kb), fac.a);
-#pragma unroll
-          for (int j = 0; j < Scales<Cfg>::kBBlocks; ++j) fac.b[j] = b_next[j];
-          Scales<Cfg>::load_b_factors(p, u, min(kb + 1, u.kb_end - 1), b_next);
+          Scales<Cfg>::take_factors(p, u, consumer, kb, Scales<Cfg>::stage_scales(p, u, sfa, s, kb), fac, b_next);
           const u64 da_s = ptx::desc_advance(da, s * kStageA), db_s = ptx::desc_advance(db, s * kStageB);
           ptx::wgmma_fence();
           Mma<Cfg>::template mma_half<0>(left, da_s, db_s);
@@ -198,10 +195,7 @@ struct Gemm : Traits<Cfg> {
           prefetch_c(kb);
           const int s = it % kStages;
           ptx::mbar_wait(&full[s], (it / kStages) & 1);
-          Scales<Cfg>::load_a_factors(u, consumer, Scales<Cfg>::stage_scales(p, u, sfa, s, kb), f.a);
-#pragma unroll
-          for (int j = 0; j < Scales<Cfg>::kBBlocks; ++j) f.b[j] = b_next[j];
-          Scales<Cfg>::load_b_factors(p, u, min(kb + 1, u.kb_end - 1), b_next);
+          Scales<Cfg>::take_factors(p, u, consumer, kb, Scales<Cfg>::stage_scales(p, u, sfa, s, kb), f, b_next);
           ptx::wgmma_fence();
           Mma<Cfg>::mma_stage(part, ptx::desc_advance(da, s * kStageA), ptx::desc_advance(db, s * kStageB), false);
           ptx::wgmma_commit();

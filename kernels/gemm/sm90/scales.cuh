@@ -61,6 +61,16 @@ struct Scales : Traits<Cfg> {
         for (int half = 0; half < 2; ++half)  // rows past M hold zeros or another k-block's: never stored
           a[mm][half] = stage_scales[row_of(u, consumer, mm, half) - u.m0];
   }
+  // Factors that load while the k-block before is promoted: A's from k-block kb's stage, B's from
+  // b_next (loaded a k-block ahead), whose load for the next k-block starts here.
+  static __device__ __forceinline__ void take_factors(const GemmParams& p, const Unit& u, int consumer, int kb,
+                                                      const float* stage_scales, BlockFactors& f,
+                                                      float (&b_next)[kBBlocks]) {
+    load_a_factors(u, consumer, stage_scales, f.a);
+#pragma unroll
+    for (int j = 0; j < kBBlocks; ++j) f.b[j] = b_next[j];
+    load_b_factors(p, u, min(kb + 1, u.kb_end - 1), b_next);
+  }
   static __device__ __forceinline__ BlockFactors block_factors(const GemmParams& p, const Unit& u, int consumer, int kb,
                                                                const float* stage_scales) {
     BlockFactors f;
@@ -93,26 +103,23 @@ struct Scales : Traits<Cfg> {
       }
     }
   }
-  // Called after the wgmma wait that finished part_acc: the fence keeps its reads after that wait.
-  static __device__ __forceinline__ void promote(float (&acc)[kMmaM][kAcc], float (&part_acc)[kMmaM][kAcc],
+  // Called after the wgmma wait that finished part_acc (the accumulators from kFrom on: all of them,
+  // or a half of the columns): the fence keeps its reads after that wait.
+  template <int kFrom = 0, int kCount = kAcc>
+  static __device__ __forceinline__ void promote(float (&acc)[kMmaM][kAcc], float (&part_acc)[kMmaM][kCount],
                                                  const BlockFactors& f, const Unit& u) {
 #pragma unroll
     for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(part_acc[mm]);
     if (kBBlocks == 1 || u.n0 % 128 == 0)
-      promote_groups<(BN < 128 ? BN : 128) / 8>(acc, part_acc, f);
+      promote_groups<(BN < 128 ? BN : 128) / 8, kFrom, kCount>(acc, part_acc, f);
     else
-      promote_groups<8>(acc, part_acc, f);  // n0 % 128 == 64: 64 columns left in the first block
+      promote_groups<8, kFrom, kCount>(acc, part_acc, f);  // n0 % 128 == 64: 64 columns left in the first block
   }
-  // The same for the tile's left (kHalf 0) or right half of the columns (promotion by halves).
+  // The tile's left (kHalf 0) or right half of the columns (promotion by halves).
   template <int kHalf>
   static __device__ __forceinline__ void promote_half(float (&acc)[kMmaM][kAcc], float (&part_acc)[kMmaM][kAcc / 2],
                                                       const BlockFactors& f, const Unit& u) {
-#pragma unroll
-    for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(part_acc[mm]);
-    if (kBBlocks == 1 || u.n0 % 128 == 0)
-      promote_groups<(BN < 128 ? BN : 128) / 8, kHalf * kAcc / 2, kAcc / 2>(acc, part_acc, f);
-    else
-      promote_groups<8, kHalf * kAcc / 2, kAcc / 2>(acc, part_acc, f);
+    promote<kHalf * kAcc / 2, kAcc / 2>(acc, part_acc, f, u);
   }
 
   // The scales constant along K, on the finished accumulators.
