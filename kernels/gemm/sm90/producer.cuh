@@ -42,7 +42,7 @@ struct Producer : Traits<Cfg> {
         // first): each CTA of a pair loads its own.
         if constexpr (kStageScales > 0) {
           constexpr int kBox = gemm_scale_box(BM);
-          const int start = (kb * p.m + u.m0) & ~3;
+          const int start = Scheduler<Cfg>::first_scale(p, u, kb) & ~3;
 #pragma unroll
           for (int j = 0; j < gemm_scale_loads(BM); ++j)
             ptx::tma_load_1d(sfa + s * (kStageScales / 4) + j * kBox, &p.sfa, &full[s], start + j * kBox);

@@ -33,7 +33,7 @@ struct Scales : Traits<Cfg> {
   // boundary at or below it (params.h).
   static __device__ __forceinline__ const float* stage_scales(const GemmParams& p, const Unit& u, const float* sfa,
                                                               int s, int kb) {
-    return sfa + s * int(T::kStageScales / 4) + ((kb * p.m + u.m0) & 3);
+    return sfa + s * int(T::kStageScales / 4) + (Scheduler<Cfg>::first_scale(p, u, kb) & 3);
   }
 
   // This thread's factors for k-block kb (block scales): A's scale of each row it holds, from the

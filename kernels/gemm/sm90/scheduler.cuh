@@ -15,6 +15,13 @@ struct Scheduler : Traits<Cfg> {
     int b, m0, n0, kb_begin, kb_end, tile, split;
   };
 
+  // A's block scales run k-block-major ({k_blocks * M} fp32): k-block kb's scale of the unit's
+  // first row. A stage's boxes start at the 16-byte boundary at or below it (params.h), so the
+  // producer loads from `& ~3` and the consumers read from `& 3` into the stage.
+  static __device__ __forceinline__ int first_scale(const GemmParams& p, const Unit& u, int kb) {
+    return kb * p.m + u.m0;
+  }
+
   // Work units are numbered per cluster; a pair's CTAs take adjacent tile rows or columns.
   static __device__ __forceinline__ int cluster_tiles_m(const GemmParams& p) {
     return kPairM ? (p.tiles_m + 1) / 2 : p.tiles_m;
