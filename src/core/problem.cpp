@@ -18,6 +18,12 @@ constexpr std::pair<const char*, GateKind> kGateTokens[] = {{"swiglu", GateKind:
                                                             {"swiglu_split", GateKind::split}};
 constexpr std::pair<const char*, ScaleKind> kScaleTokens[] = {
     {"scale=tensor", ScaleKind::tensor}, {"scale=rowcol", ScaleKind::rowcol}, {"scale=block128", ScaleKind::block128}};
+// The bare words the field uses for them (torch._scaled_mm's "rowwise"; `e4m3->bf16:block128`),
+// read as the same terms; keys spell the scale=.
+constexpr std::pair<const char*, ScaleKind> kScaleWords[] = {{"tensor", ScaleKind::tensor},
+                                                             {"rowcol", ScaleKind::rowcol},
+                                                             {"rowwise", ScaleKind::rowcol},
+                                                             {"block128", ScaleKind::block128}};
 
 template <class Kind, size_t N>
 std::optional<Kind> token_of(const std::pair<const char*, Kind> (&tokens)[N], std::string_view tok) {
@@ -26,13 +32,20 @@ std::optional<Kind> token_of(const std::pair<const char*, Kind> (&tokens)[N], st
   return std::nullopt;
 }
 
+std::optional<ScaleKind> scale_of(std::string_view tok) {
+  if (auto sc = token_of(kScaleTokens, tok)) return sc;
+  return token_of(kScaleWords, tok);
+}
+
 // Every term an epilogue spec takes, for the messages that name them.
 std::string epilogue_terms() {
   std::vector<std::string> known = {"bias", "rowbias", "residual"};
   for (size_t i = 1; i < std::size(kActivationNames); ++i) known.emplace_back(kActivationNames[i]);
   for (const auto& [t, g] : kGateTokens) known.emplace_back(t);
   for (const auto& [t, sc] : kScaleTokens) known.emplace_back(t);
-  return fmt::format("{}, alpha=X, beta=X", fmt::join(known, ", "));
+  std::vector<std::string> words;
+  for (const auto& [t, sc] : kScaleWords) words.emplace_back(t);
+  return fmt::format("{} (or {}), alpha=X, beta=X", fmt::join(known, ", "), fmt::join(words, ", "));
 }
 
 template <class Kind, size_t N>
@@ -100,7 +113,7 @@ Epilogue parse_epilogue(std::string_view text) {
     } else if (auto g = token_of(kGateTokens, tok)) {
       once("gate", tok);
       e.gate = *g;
-    } else if (auto sc = token_of(kScaleTokens, tok)) {
+    } else if (auto sc = scale_of(tok)) {
       once("scale", tok);
       e.scale = *sc;
     } else if (auto a = parse_code<Activation>(kActivationNames, tok); a && *a != Activation::none) {

@@ -51,6 +51,10 @@ TEST(Problem, KeyRoundTripsAndIsCanonical) {
     EXPECT_EQ(GemmProblem::parse(p.key()), p) << spec;
     EXPECT_EQ(GemmProblem::parse(p.key()).key(), p.key()) << spec;
   }
+  // The bare scale words read as their scale= terms (the issue's `e4m3->bf16:block128`).
+  EXPECT_EQ(GemmProblem::parse("4096x7168x16384:e4m3->bf16:block128").key(), "4096x7168x16384:e4m3:scale=block128");
+  EXPECT_EQ(GemmProblem::parse("64x64x64:e4m3:rowwise+bias").key(), "64x64x64:e4m3:scale=rowcol+bias");
+  EXPECT_EQ(GemmProblem::parse("64x64x64:e4m3:tensor").key(), "64x64x64:e4m3:scale=tensor");
   // Field order and dtype spelling do not change the key.
   EXPECT_EQ(GemmProblem::parse("32x32x32:bias+relu:bfloat16").key(), "32x32x32:bf16:bias+relu");
   EXPECT_EQ(GemmProblem::parse("32x32x32").key(), "32x32x32:bf16");
