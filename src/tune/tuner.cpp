@@ -245,8 +245,13 @@ PreparedProblem<Problem> Tuner::Impl::list(const Problem& problem, bool report) 
       prep.skipped[b->name()] = e.what();
     }
   }
-  GF_CHECK(!prep.cands.empty(), "no backend offers a candidate for {}{}", key,
-           opt.only.empty() ? "" : fmt::format(" whose name contains one of '{}'", opt.only));
+  if (prep.cands.empty()) {
+    std::vector<std::string> why;
+    for (const auto& [name, reason] : prep.skipped) why.push_back(fmt::format("{}: {}", name, reason));
+    GF_FAIL("no backend offers a candidate for {}{}{}", key,
+            opt.only.empty() ? "" : fmt::format(" whose name contains one of '{}'", opt.only),
+            why.empty() ? "" : fmt::format(" ({})", fmt::join(why, "; ")));
+  }
   auto done = std::make_shared<std::atomic<int>>(0);
   const int total = int(prep.cands.size());
   for (const auto& [backend, cand] : prep.cands)

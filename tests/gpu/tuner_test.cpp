@@ -230,3 +230,22 @@ TEST(Runtime, FallsBackWhenTheDbCannotBeUsed) {
   Runtime on_missing({.db_path = foreign});
   check(on_missing, "a decision of a backend this build lacks");
 }
+
+// A problem no backend can run says why each one declined, in one line.
+TEST(Tuner, NoCandidateSaysWhyEachBackendDeclined) {
+  TuneOptions o;
+  o.backends = {"cublaslt", "native"};
+  o.db_path = fresh_db("declined");
+  Tuner tuner(o);
+  try {
+    tuner.tune(GemmProblem::parse("64x64x60:e4m3"));
+    FAIL() << "an fp8 K of 60 (60-byte rows) has no candidate";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("no backend offers a candidate"), std::string::npos) << what;
+    EXPECT_NE(what.find("cublaslt: "), std::string::npos) << what;
+    EXPECT_NE(what.find("native: "), std::string::npos) << what;
+    EXPECT_NE(what.find("K % 16"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+}
