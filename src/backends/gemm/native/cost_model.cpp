@@ -2,7 +2,8 @@
 // anything is compiled. Two regimes: at M > kSmallM the tensor cores and L2 bound each wave; at
 // smaller M the weights stream from DRAM and each unit's k-blocks arrive a round trip per trip of
 // `stages` of them. Its constants were fitted to exhaustive searches of llama3's GEMMs on an H200
-// (docs/journal/native-notes.md); tests/data/measured_winners.json holds winners the fit keeps.
+// (docs/journal/native-notes.md); tests/data/fitted-races.json and docs/data/search hold the races the
+// unit tests judge its fast lists by.
 #include <algorithm>
 #include <cmath>
 
