@@ -129,9 +129,11 @@ INSTANTIATE_TEST_SUITE_P(Plain, NativeShapes,
                                            "4097x77x1000:bf16->f32", "77x1000x1000:f16->bf16", "4097x4097x64:bf16",
                                            "256x512x4096:bf16", "16x6144x4096:bf16", "123x256x136x3:bf16",
                                            "300x640x512:bf16:nn", "1000x1000x1000:f16:nn", "77x512x1000:bf16->f32:nn",
-                                           // single-sequence decode: M = 1..8 on llama3-8b's o and down
-                                           "1x4096x4096:bf16", "3x4096x4096:bf16", "8x4096x14336:bf16",
-                                           "5x1000x1000:bf16"));
+                                           // single-sequence decode: M = 1..8 on llama3-8b's o and down,
+                                           // and on odd N and K; 128 tokens, the small-M model's edge
+                                           "1x4096x4096:bf16", "2x4096x4096:bf16", "3x4096x4096:bf16",
+                                           "4x1000x1000:f16", "5x1000x1000:bf16", "6x4097x1000:bf16",
+                                           "7x1000x1040:bf16", "8x4096x14336:bf16", "128x4096x4096:bf16"));
 
 INSTANTIATE_TEST_SUITE_P(
     Epilogues, NativeShapes,
