@@ -14,6 +14,10 @@ const std::string& compile_unavailable() {
     std::string v = python_package_version("nvidia-cutlass-dsl", &error);
     if (v.empty()) return error;
     if (v != kDslPin) return fmt::format("nvidia-cutlass-dsl {} is installed; gemmforge pins {}", v, kDslPin);
+    // The cu13 flavor's PTX (9.4) is newer than CUDA 13.0's ptxas and driver 580 take.
+    if (python_package_version(fmt::format("nvidia-cutlass-dsl-libs-{}", kDslFlavor), &error).empty())
+      return fmt::format("nvidia-cutlass-dsl's {} libraries are missing ({}); install the default flavor, not [cu13]",
+                         kDslFlavor, error);
     return std::string();
   }();
   return why;

@@ -14,6 +14,7 @@
 namespace gf::jit::cute_dsl {
 
 inline constexpr const char* kDslPin = "4.8.1";  // python/gemmforge_cute/export.py pins the same
+inline constexpr const char* kDslFlavor = "cu12";  // its libraries' CUDA: their PTX assembles with ptxas 13.0
 
 // Why this machine cannot compile CuTe DSL kernels (no python3, no or another DSL), or "".
 // Asked once per process.

@@ -10,7 +10,10 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "cli: $*"; exit 1; }
 
 readelf -d "$gf" | grep -q 'libcuda\.so' && fail "the binary records libcuda.so as needed"
-GEMMFORGE_HOME=$tmp/home "$gf" doctor >/dev/null 2>&1 || fail "doctor does not run without a GPU"
+GEMMFORGE_HOME=$tmp/home "$gf" doctor >"$tmp/doctor" 2>&1 || fail "doctor does not run without a GPU"
+# It says of the CuTe DSL either what compiles (pin, flavor, arch) or why nothing can here.
+grep -Eq '^gemm cute .*(compiles with nvidia-cutlass-dsl [0-9.]+, cu12 flavor, for sm_90a|cannot compile here: .+)' \
+  "$tmp/doctor" || fail "doctor's CuTe DSL line: $(grep cute "$tmp/doctor")"
 
 # Bad options: a non-zero exit and an error of one line, never a silent default.
 for args in "candidates -s bogus" "compile -s bogus" "candidates -b ," "candidates --dtype f33 -p 64x64x64:bf16" \

@@ -126,9 +126,9 @@ class CuteBackend final : public Backend {
   std::string supports(const GemmProblem& p) const override { return unsupported_reason(p); }
   std::string doctor_note() const override {
     const std::string& why = jit::cute_dsl::compile_unavailable();
-    return why.empty()
-               ? fmt::format("compiles with nvidia-cutlass-dsl {}, cu12 flavor, for sm_90a", jit::cute_dsl::kDslPin)
-               : "runs what the kernel cache holds; cannot compile here: " + why;
+    return why.empty() ? fmt::format("compiles with nvidia-cutlass-dsl {}, {} flavor, for sm_90a",
+                                     jit::cute_dsl::kDslPin, jit::cute_dsl::kDslFlavor)
+                       : "runs what the kernel cache holds; cannot compile here: " + why;
   }
 
   std::vector<Candidate> candidates(const GemmProblem& p, const DeviceInfo& device,
