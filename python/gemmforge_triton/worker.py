@@ -10,14 +10,19 @@ Each compile writes the cubin to `path` and replies with the launch metadata. It
 explicitly, so it needs no GPU; "fresh" compiles past Triton's own cache.
 """
 import os
+import re
+import subprocess
 import sys
 import tempfile
 import time
 
-import triton
-from triton import knobs
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
+# Triton 3.9 warns once per process that its FP-fusion default will change; keep today's default.
+os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+
+import triton  # noqa: E402
+from triton import knobs  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import ASTSource  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -42,6 +47,19 @@ def compile_rowop_request(req):
     signature = {"x": x, "y": y, "weight": x, "residual": x, "residual_out": x, "valid_len": "*i32", "ROWS": "i32",
                  "COLS": "i32", "scale": "fp32", "eps": "fp32"}
     return compile_kernel(req, ROWOPS[req["template"]], signature, ROWOP_ARGS)
+
+
+CUOBJDUMP = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+
+
+def resource_usage(cubin_path):
+    """Registers a thread and local memory bytes (a Triton kernel holds no local arrays: its local
+    bytes are spills) from the cuobjdump that Triton's wheel carries; {} where it has none."""
+    if not os.access(CUOBJDUMP, os.X_OK):
+        return {}
+    out = subprocess.run([CUOBJDUMP, "-res-usage", cubin_path], capture_output=True, text=True).stdout
+    m = re.search(r"REG:(\d+) .*LOCAL:(\d+)", out)
+    return {"registers": int(m.group(1)), "spill_bytes": int(m.group(2))} if m else {}
 
 
 def compile_kernel(req, fn, signature, runtime_args):
@@ -72,7 +90,7 @@ def compile_kernel(req, fn, signature, runtime_args):
             "profile_scratch_size": md.profile_scratch_size, "profile_scratch_align": md.profile_scratch_align,
             "launch_cooperative_grid": bool(md.launch_cooperative_grid), "launch_pdl": bool(md.launch_pdl),
             "triton_version": triton.__version__, "args": runtime_args + ["global_scratch", "profile_scratch"],
-            "seconds": time.time() - start}
+            **resource_usage(req["path"]), "seconds": time.time() - start}
 
 
 def main():

@@ -2,6 +2,7 @@
 // through the Python worker (skipped, saying so, where python3 with triton is missing).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "backends/gemm/triton/space.hpp"
@@ -29,6 +30,23 @@ TEST(TritonSpace, DefaultCoversInductorListsAndNamesAreUnique) {
     EXPECT_TRUE(names.insert(c.name()).second) << c.name();
     EXPECT_EQ(TritonConfig::from_json(c.to_json()), c);
   }
+}
+
+// fp8 searches Inductor's scaled_mm lists (its 25 configs and 80 small-M ones, 13 persistent),
+// not the 16-bit ones: decode's fast list holds tiles of 16 or 32 rows.
+TEST(TritonSpace, Fp8SearchesInductorsScaledLists) {
+  DeviceInfo d = DeviceInfo::assumed_hopper();
+  const GemmProblem big = GemmProblem::parse("4096x4096x4096:e4m3:scale=rowcol");
+  const auto normal = triton_backend::ranked_configs(big, d, Search::normal);
+  EXPECT_EQ(normal.size(), 30u);
+  const auto exhaustive = triton_backend::ranked_configs(big, d, Search::exhaustive);
+  const TritonConfig scaled_only{"mm", 64, 16, 256, 5, 4, 8, 132};  // in scaled_mm_configs alone
+  EXPECT_TRUE(std::find(exhaustive.begin(), exhaustive.end(), scaled_only) != exhaustive.end());
+  const GemmProblem decode = GemmProblem::parse("16x4096x4096:e4m3:scale=rowcol");
+  const auto fast = triton_backend::ranked_configs(decode, d, Search::fast);
+  EXPECT_TRUE(std::any_of(fast.begin(), fast.end(), [](const TritonConfig& c) { return c.bm <= 32; }));
+  for (const auto& c : triton_backend::ranked_configs(decode, d, Search::normal))
+    EXPECT_EQ(triton_backend::illegal_reason(c, decode), "") << c.name();
 }
 
 TEST(TritonSpace, DeclinesWhatTheTemplatesLack) {
@@ -61,6 +79,24 @@ TEST(TritonCompile, TemplatesCompileToSm90Cubins) {
       auto again = triton->compile(p, cands[i], /*use_cache=*/true);
       EXPECT_TRUE(again.cached) << cands[i].name;
       templates.insert(cands[i].config.at("template"));
+    }
+  }
+}
+
+// Every fp8 variant of the default space compiles without spills (issue 23), registers and local
+// bytes read from the cubin.
+TEST(TritonCompile, Fp8DefaultSpaceCompilesWithoutSpills) {
+  auto triton = find_backend<GemmProblem>("triton");
+  ASSERT_TRUE(triton);
+  if (!triton->unavailable().empty()) GTEST_SKIP() << "Triton backend unavailable: " << triton->unavailable();
+  DeviceInfo d = DeviceInfo::assumed_hopper();
+  for (const char* spec : {"4096x4096x4096:e4m3:scale=rowcol+bias+gelu_tanh", "16x4096x4096:e4m3:scale=tensor"}) {
+    GemmProblem p = GemmProblem::parse(spec);
+    for (const Candidate& c : triton->candidates(p, d, {.level = Search::normal})) {
+      auto report = triton->compile(p, c, /*use_cache=*/true);
+      ASSERT_TRUE(report.ok) << spec << " " << c.name << "\n" << report.log;
+      EXPECT_GT(report.registers, 0) << c.name << ": no resource usage from the cubin";
+      EXPECT_EQ(report.spill_bytes, 0) << spec << " " << c.name;
     }
   }
 }

@@ -27,10 +27,28 @@ constexpr Entry kInductorPersistent[] = {
     {128, 128, 64, 4, 8}, {128, 128, 64, 5, 8}, {256, 128, 64, 4, 8},  {128, 128, 64, 5, 4},
 };
 
+// Its scaled_mm_configs and scaled_persistent_mm_configs: the space Inductor searches for fp8
+// (torch._scaled_mm), with the small-M tiles that decode's scaled GEMMs want.
+constexpr Entry kInductorScaledMm[] = {
+    {128, 256, 32, 3, 8}, {256, 128, 32, 3, 8},  {256, 64, 32, 4, 4},   {64, 256, 32, 4, 4},   {128, 128, 32, 4, 4},
+    {128, 64, 32, 4, 4},  {64, 128, 32, 4, 4},   {128, 32, 32, 4, 4},   {64, 32, 32, 5, 2},    {256, 128, 128, 3, 8},
+    {256, 64, 128, 4, 4}, {64, 256, 128, 4, 4},  {128, 128, 128, 4, 4}, {128, 64, 64, 4, 4},   {64, 128, 64, 4, 4},
+    {128, 32, 64, 4, 4},  {64, 32, 64, 5, 2},    {64, 16, 256, 5, 4},   {64, 32, 256, 5, 4},   {64, 128, 128, 2, 4},
+    {64, 128, 128, 3, 4}, {128, 128, 128, 2, 4}, {128, 256, 128, 4, 8}, {256, 128, 128, 2, 4}, {256, 128, 128, 2, 8},
+};
+// Inductor's list also sweeps 16 and 32 rows by 32..256 columns, K 32 or 64, 2..6 stages: the
+// same tiles at every stage count.
+constexpr int kScaledSmallStages[] = {2, 3, 4, 5, 6};
+constexpr Entry kInductorScaledPersistent[] = {
+    {128, 128, 64, 3, 8},  {128, 128, 128, 3, 8}, {128, 128, 128, 4, 8}, {128, 128, 128, 4, 4}, {128, 128, 128, 3, 4},
+    {128, 128, 128, 5, 4}, {128, 128, 128, 5, 8}, {128, 128, 128, 6, 8}, {128, 128, 64, 4, 8},  {64, 32, 256, 5, 4},
+    {128, 256, 128, 3, 8}, {64, 128, 256, 4, 4},  {64, 256, 128, 4, 4},
+};
+
 // The ranking model's constants, one a line with its reason.
 struct Model {
-  // Peak dense 16-bit tensor-core rate of the GPU (H100/H200 SXM).
-  static constexpr double kPeak = 989e12;
+  // Peak dense 16-bit tensor-core rate of the GPU (H100/H200 SXM); fp8 runs at twice it.
+  static constexpr double kPeak = 989e12, kFp8Speedup = 2.0;
   // A tile's operand intensity BM*BN/(BM+BN) at which a Triton tile reaches half the peak.
   static constexpr double kHalfPeakIntensity = 16.0;
   // DRAM an H200 achieves for a GEMM's operands.
@@ -112,8 +130,17 @@ std::vector<TritonConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                         .group = 8,
                         .num_sms = sms};
   };
-  for (const Entry& e : kInductorMm) all.push_back(config("mm", e));
-  for (const Entry& e : kInductorPersistent) all.push_back(config("mm_persistent_tma", e));
+  if (is_fp8(p.a)) {
+    for (const Entry& e : kInductorScaledMm) all.push_back(config("mm", e));
+    for (int stages : kScaledSmallStages)
+      for (int bm : {16, 32})
+        for (int bk : {32, 64})
+          for (int bn : {32, 64, 128, 256}) all.push_back(config("mm", {bm, bn, bk, stages, bn >= 128 ? 4 : 2}));
+    for (const Entry& e : kInductorScaledPersistent) all.push_back(config("mm_persistent_tma", e));
+  } else {
+    for (const Entry& e : kInductorMm) all.push_back(config("mm", e));
+    for (const Entry& e : kInductorPersistent) all.push_back(config("mm_persistent_tma", e));
+  }
   if (level == Search::exhaustive)
     for (int bm : {16, 32, 64, 128, 256})
       for (int bn : {16, 32, 64, 128, 256})
@@ -129,8 +156,8 @@ std::vector<TritonConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
     if (!illegal_reason(c, p).empty()) continue;
     const double tiles = double(num_tiles(c, p));
     const double intensity = double(c.bm) * c.bn / (c.bm + c.bn);
-    const double tile_s =
-        2.0 * c.bm * c.bn * p.k / (Model::kPeak / sms * intensity / (intensity + Model::kHalfPeakIntensity));
+    const double peak = Model::kPeak * (is_fp8(p.a) ? Model::kFp8Speedup : 1.0);
+    const double tile_s = 2.0 * c.bm * c.bn * p.k / (peak / sms * intensity / (intensity + Model::kHalfPeakIntensity));
     const double waves = std::ceil(tiles / sms);
     const double dram_s = p.min_bytes() / Model::kDramBytesPerSecond;
     const double persistent = c.tmpl == "mm" ? 1.0 : Model::kPersistentShare;
