@@ -6,8 +6,8 @@
 // loaded before its max is taken (they are in flight together) and stay in registers until they
 // are cast, so x is read once. A per-tensor scale needs the whole tensor's amax before the first
 // element is cast: x is read twice, the second pass backwards so that it starts on what the
-// first left in L2. Rows whose elements are not in aligned vectors take the same kernels with
-// element loads: correct, not fast.
+// first left in L2; a static scale (given: calibrated, or an earlier step's) is the cast alone. Rows whose elements are
+// not in aligned vectors take the same kernels with element loads: correct, not fast.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -220,10 +220,10 @@ __global__ void __launch_bounds__(kThreads) amax_kernel(const T* x, int64_t coun
   if (threadIdx.x == 0) atomicMax(amax, __float_as_uint(m));
 }
 
-// The cast, over the chunks last to first: the first pass's last chunks are still in L2.
+// The cast by *scale, over the chunks last to first: the amax pass's last chunks are still in L2.
 template <bool kVec, class T, class Q>
-__global__ void __launch_bounds__(kThreads) tensor_kernel(const T* x, Q* q, int64_t count, const unsigned* amax) {
-  const float inv = 1.0f / scale_of<Q>(__uint_as_float(*amax));
+__global__ void __launch_bounds__(kThreads) tensor_kernel(const T* x, Q* q, int64_t count, const float* scale) {
+  const float inv = 1.0f / *scale;
   const int64_t chunks = ceil_div(count, kTensorChunk<T>);
   for (int64_t k = blockIdx.x; k < chunks; k += gridDim.x) {
     const int64_t chunk = (chunks - 1 - k) * kTensorChunk<T>;
@@ -289,14 +289,17 @@ void quantize(const T* x, Q* q, float* scale, int64_t rows, int64_t cols, QuantS
       block_kernel<kVec, T, Q>
           <<<grid_for(ceil_div(rows, 128) * ceil_div(cols, 128)), kThreads, 0, s>>>(x, q, scale, rows, cols);
       return;
-    case QuantScaling::tensor: {
+    case QuantScaling::tensor:
+    case QuantScaling::tensor_static: {
       const int64_t count = rows * cols;
-      auto amax = reinterpret_cast<unsigned*>(scale);
-      GF_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof *amax, s));
       const unsigned grid = grid_for(ceil_div(count, kTensorChunk<T>));
-      amax_kernel<kVec, T><<<grid, kThreads, 0, s>>>(x, count, amax);
-      tensor_kernel<kVec, T, Q><<<grid, kThreads, 0, s>>>(x, q, count, amax);
-      finish_scale_kernel<Q><<<1, 1, 0, s>>>(scale);
+      if (scaling == QuantScaling::tensor) {
+        auto amax = reinterpret_cast<unsigned*>(scale);
+        GF_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof *amax, s));
+        amax_kernel<kVec, T><<<grid, kThreads, 0, s>>>(x, count, amax);
+        finish_scale_kernel<Q><<<1, 1, 0, s>>>(scale);
+      }
+      tensor_kernel<kVec, T, Q><<<grid, kThreads, 0, s>>>(x, q, count, scale);
       return;
     }
   }
@@ -332,7 +335,8 @@ QuantScaling parse_quant_scaling(std::string_view s) {
   if (s == "row") return QuantScaling::row;
   if (s == "1x128") return QuantScaling::group1x128;
   if (s == "128x128") return QuantScaling::block128x128;
-  GF_FAIL("quantize: unknown scaling '{}' (tensor, row, 1x128, 128x128)", s);
+  if (s == "static") return QuantScaling::tensor_static;
+  GF_FAIL("quantize: unknown scaling '{}' (tensor, row, 1x128, 128x128, static)", s);
 }
 
 void quantize_fp8(const void* x, void* q, float* scales, int64_t rows, int64_t cols, QuantScaling scaling, DType in,

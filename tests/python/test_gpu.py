@@ -99,7 +99,9 @@ def test_opcheck():
     qx, sx = torch.ops.gemmforge.quantize_fp8(x, "row")
     qw, sw = torch.ops.gemmforge.quantize_fp8(w, "row")
     cases.append((torch.ops.gemmforge.scaled_mm.default, (qx, qw.t(), sx, sw.t(), None, BF16)))
-    fp8_ops = (torch.ops.gemmforge.quantize_fp8.default, torch.ops.gemmforge.scaled_mm.default)
+    cases.append((torch.ops.gemmforge.quantize_fp8_static.default, (x, sx[0, 0].clone(), torch.float8_e4m3fn)))
+    fp8_ops = (torch.ops.gemmforge.quantize_fp8.default, torch.ops.gemmforge.scaled_mm.default,
+               torch.ops.gemmforge.quantize_fp8_static.default)
     for op, args in cases:
         # The fake kernels, the schema and the registrations, not gradients (checked above).
         # torch's schema check compares tensors with arithmetic fp8 lacks ("mul_cuda" not
@@ -252,6 +254,21 @@ def test_quantize_fp8_matches_torch(scaling, fp8, cols, dtype):
     # round to half a step of 2^(e - mantissa bits), so the bound is 2^-(m+1) / 1.75: 0.0714 for
     # e5m2 (measured 0.0707 on the H200), 0.0357 for e4m3.
     close(q.float() * elem_scale, x, tol=0.075 if fp8 == torch.float8_e5m2 else 0.04)
+
+
+# A static scale: the cast alone, as the dynamic op casts with the scale it found; a smaller
+# scale saturates, never overflows to NaN.
+@pytest.mark.parametrize("fp8", [torch.float8_e4m3fn, torch.float8_e5m2])
+@pytest.mark.parametrize("cols", [1001, 4096])
+def test_quantize_fp8_static_matches_the_dynamic_cast(fp8, cols):
+    x = rand(300, cols) * 3
+    q, scale = torch.ops.gemmforge.quantize_fp8(x, "tensor", fp8)
+    assert torch.equal(torch.ops.gemmforge.quantize_fp8_static(x, scale, fp8).float(), q.float())
+    fmax = torch.finfo(fp8).max
+    small = torch.ops.gemmforge.quantize_fp8_static(x, scale / 4, fp8).float()
+    assert torch.isfinite(small).all() and small.abs().max().item() == fmax
+    want = (x.float() * (1 / (scale / 4))).clamp(-fmax, fmax).to(fp8).float()
+    assert torch.equal(small, want)
 
 
 # x (activations) and w (a weight) quantized, then multiplied by scaled_mm, against the bf16

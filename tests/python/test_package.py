@@ -80,7 +80,7 @@ def test_tune_without_gpu_is_a_clear_error():
 
 def test_ops_are_registered():
     for name in ("linear", "mm", "rms_norm", "fused_add_rms_norm", "layer_norm", "softmax", "swiglu", "gelu",
-                 "scaled_mm", "quantize_fp8"):
+                 "scaled_mm", "quantize_fp8", "quantize_fp8_static"):
         assert hasattr(torch.ops.gemmforge, name), name
 
 
@@ -114,6 +114,8 @@ def test_fake_kernels():
         _, groups = torch.ops.gemmforge.quantize_fp8(x, "1x128")
         assert groups.shape == (3 * 77, -(-x.shape[-1] // 128)) and groups.stride() == (1, 3 * 77)
         assert torch.ops.gemmforge.quantize_fp8(x, "128x128")[1].shape == (2, -(-x.shape[-1] // 128))
+        qs = torch.ops.gemmforge.quantize_fp8_static(x, one, torch.float8_e5m2)
+        assert qs.shape == x.shape and qs.dtype == torch.float8_e5m2
 
 
 class TinyMLP(nn.Module):

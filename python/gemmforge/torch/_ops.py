@@ -403,6 +403,34 @@ def _(x, scaling="tensor", dtype=torch.float8_e4m3fn):
     return x.new_empty(x.shape, dtype=dtype), scale.t() if transposed else scale
 
 
+def _quantize_fp8_static(x: Tensor, scale: Tensor, dtype: torch.dtype = torch.float8_e4m3fn) -> Tensor:
+    """q = saturate(x / scale) in fp8 with a given per-tensor scale (a calibrated one, or delayed
+    scaling's from an earlier step: one float, positive and finite): the cast alone, one pass over
+    x, where quantize_fp8's "tensor" reads x twice to find its amax first."""
+    device = _cuda("quantize_fp8_static", ("x", x), ("scale", scale))
+    dt = _dtype("quantize_fp8_static", x)
+    _check(dtype in _FP8, lambda: f"gemmforge.quantize_fp8_static: dtype must be an fp8 type, not {dtype}")
+    _check(scale.dtype == torch.float32 and scale.numel() == 1,
+           lambda: f"gemmforge.quantize_fp8_static: scale must be one float32, not {scale.dtype} "
+                   f"of shape {tuple(scale.shape)}")
+    q = torch.empty(x.shape, dtype=dtype, device=device)
+    if x.numel():
+        x, scale = x.contiguous(), scale.contiguous()
+        cols = x.shape[-1] if x.dim() else 1
+        _C.quantize_fp8(x.data_ptr(), q.data_ptr(), scale.data_ptr(), x.numel() // cols, cols, "static", dt,
+                        _FP8[dtype], _stream(device))
+    return q
+
+
+quantize_fp8_static = torch.library.custom_op("gemmforge::quantize_fp8_static", _quantize_fp8_static,
+                                              mutates_args=())
+
+
+@quantize_fp8_static.register_fake
+def _(x, scale, dtype=torch.float8_e4m3fn):
+    return x.new_empty(x.shape, dtype=dtype)
+
+
 # ---- row ops -----------------------------------------------------------------------------------
 
 
