@@ -207,3 +207,31 @@ TEST(Native, PdlChainMatchesPlainLaunches) {
     EXPECT_GT(rms / double(plain.size()), 0.01) << cand.name << ": the chain's values faded";
   }
 }
+
+// Promotion is what keeps fp8 sums precise: Hopper's fp8 wgmma keeps a narrower accumulator than
+// fp32 (about 13 mantissa bits, DeepSeek-V3 and SageAttention2 report), so a kernel that never
+// promotes drifts with K. The same tile promoted and plain, with an f32 output (its rounding far
+// below either): the promoted kernel's error stays at its k-blocks' and is the smaller. Both
+// errors are printed; they set the bound a block-scaled check can hold kernels to (issue 23:
+// a kernel without promotion must fail it at K >= 4096).
+TEST(Native, PromotionKeepsFp8SumsPreciseWhereThePlainKernelDrifts) {
+  const DeviceInfo dev = DeviceInfo::query();
+  for (int k : {4096, 16384}) {
+    const GemmProblem p = GemmProblem::parse(fmt::format("256x512x{}:e4m3->f32:scale=rowcol", k));
+    harness::GemmBench bench(p, dev, std::random_device{}());
+    double err[2];
+    for (int promote : {0, 1}) {
+      NativeConfig c{.bm = 128, .bn = 128, .stages = 4, .consumers = 2};
+      c.promote = promote;
+      ASSERT_EQ(native::illegal_reason(c, p, dev), "") << c.name(p);
+      const native::Compiled compiled = native::compile_candidate(c, p, true);
+      ASSERT_TRUE(compiled.report.ok) << compiled.report.log;
+      const auto r = bench.measure(*native::load_kernel(c, p, compiled.cubin), false, {});
+      ASSERT_TRUE(r.verified) << c.name(p) << ": " << r.error;
+      err[promote] = r.rel_err;
+    }
+    std::printf("fp8 K = %d, f32 output: relative error plain %.3g, promoted %.3g\n", k, err[0], err[1]);
+    EXPECT_LT(err[1], err[0]) << "K = " << k;
+    EXPECT_LT(err[1], 2.5e-4) << "K = " << k;  // k-blocks of 4 wgmma: ~7e-5 where the accumulator truncates
+  }
+}
