@@ -34,6 +34,15 @@ INSTANTIATE_TEST_SUITE_P(Epilogues, UnfusedTest,
                                            "77x1000x1000:bf16:gelu", "33x130x64:bf16:bias+silu",
                                            "16x6144x4096:bf16:swiglu", "64x96x64x3:bf16:residual"));
 
+// fp8: the scales stay in the plain GEMM, the rest runs after it.
+INSTANTIATE_TEST_SUITE_P(Fp8, UnfusedTest,
+                         ::testing::Values("256x512x1024:e4m3:scale=rowcol+bias+gelu",
+                                           "130x512x4096:e4m3:scale=block128+swiglu",
+                                           "77x1000x1008:e4m3->f32:scale=tensor+residual+silu"));
+
 TEST(Unfused, DeclinesThePlainProblem) {
-  EXPECT_NE(find_backend<GemmProblem>("unfused")->supports(GemmProblem::parse("64x64x64:bf16")), "");
+  auto unfused = find_backend<GemmProblem>("unfused");
+  EXPECT_NE(unfused->supports(GemmProblem::parse("64x64x64:bf16")), "");
+  EXPECT_NE(unfused->supports(GemmProblem::parse("64x64x64:e4m3:scale=rowcol")), "");  // the scales alone
+  EXPECT_NE(unfused->supports(GemmProblem::parse("64x64x64:e4m3->e4m3:scale=tensor+bias")), "");
 }

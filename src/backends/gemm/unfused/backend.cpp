@@ -1,7 +1,8 @@
 // The unfused plan: a plain GEMM from another backend into a scratch buffer, then the epilogue as
 // a separate elementwise kernel (what eager frameworks run). Its candidates wrap the first few
 // candidates of each other backend for the plain problem; the one wrapping cuBLASLt's rank-0
-// algorithm is "eager".
+// algorithm is "eager". An fp8 GEMM's scales stay in the plain GEMM (torch._scaled_mm, then the
+// epilogue).
 #include "backends/gemm/unfused/epilogue_kernel.hpp"
 #include "backends/registry.hpp"
 #include "gemmforge/error.hpp"
@@ -15,6 +16,7 @@ const char* const kInner[] = {"cublaslt", "native"};
 GemmProblem plain_of(const GemmProblem& p) {
   GemmProblem plain = p;
   plain.epilogue = {};
+  plain.epilogue.scale = p.epilogue.scale;
   return plain;
 }
 
@@ -56,7 +58,8 @@ class UnfusedBackend final : public Backend {
   std::string version() const override { return "1"; }
   std::string supports(const GemmProblem& p) const override {
     if (p.epilogue.is_identity()) return "the epilogue is the identity: nothing to unfuse";
-    if (is_fp8(p.a)) return "fp8 is not wired up yet";
+    if (plain_of(p) == p) return "the epilogue is the fp8 scales alone, which the GEMM applies: nothing to unfuse";
+    if (is_fp8(p.out)) return "an fp8 D is scaled and rounded inside the GEMM: no epilogue can follow it";
     return "";
   }
 
