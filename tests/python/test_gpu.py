@@ -301,3 +301,21 @@ def test_scaled_mm_fp8_output():
     with pytest.raises(gemmforge.Error, match="scale_result"):
         torch.ops.gemmforge.scaled_mm(qx, qw.t(), sx, sw, None, torch.float8_e4m3fn)
 
+
+
+def test_scaled_mm_bad_scales_are_one_line_errors():
+    x, w = rand(200, 512), rand(256, 512)
+    qx, sx = torch.ops.gemmforge.quantize_fp8(x, "row")
+    qw, sw = torch.ops.gemmforge.quantize_fp8(w, "row")
+    cases = [((sx.to(BF16), sw.t()), "float32"),                  # the wrong dtype
+             ((sx[:100], sw.t()), "neither per tensor, rowwise"),  # rows of another shape
+             ((sx, sw.t()[:, :5]), "neither per tensor, rowwise"),
+             ((sx.cpu(), sw.t()), "cpu")]
+    for (scale_a, scale_b), match in cases:
+        with pytest.raises(gemmforge.Error, match=match) as err:
+            torch.ops.gemmforge.scaled_mm(qx, qw.t(), scale_a, scale_b, None, BF16)
+        assert "\n" not in str(err.value)
+    with pytest.raises(gemmforge.Error, match="fp8"):  # bf16 inputs
+        torch.ops.gemmforge.scaled_mm(x, w.t(), sx, sw.t(), None, BF16)
+    with pytest.raises(gemmforge.Error, match="one float32"):
+        torch.ops.gemmforge.quantize_fp8_static(x, sx)
