@@ -29,7 +29,8 @@
 #   GEMMs, -b cublaslt,native,cute, for each scale kind of FUSED_SCALES (default rowcol) at FUSED_TOKENS
 #   (default "128 4096"); the CuTe DSL kernels from the carried cache as for "cute".
 #   fp8: the fp8 GPU tests (native, cuBLASLt), then llama3-8b in e4m3 with each scale kind of
-#   FP8_SCALES (default "rowcol block128 tensor") at FP8_TOKENS (default 128,4096), -b cublaslt,native.
+#   FP8_SCALES (default "rowcol block128 tensor") at FP8_TOKENS (default 128,4096), -b cublaslt,native
+#   (and triton, but for block128).
 #   chain: bench-chain (a layer's GEMMs back to back, with and without programmatic dependent
 #   launch, beside cuBLASLt) for CHAIN_MODELS at CHAIN_TOKENS.
 #   fleet: two tuners sharing GPU 0 (--gpus 0,0) store the llama3-8b set in a Redis store (redis-server
@@ -202,9 +203,12 @@ if [ "$what" = fp8 ]; then
     grep -E "FAILED|TIMEOUT|PASSED|tests ran|rel_err|Failure" "$out/fp8-tests.log" | tail -40
   fi
   for scale in ${FP8_SCALES:-rowcol block128 tensor}; do
-    step "bench llama3-8b e4m3 scale=$scale at M = ${FP8_TOKENS:-128,4096}"
+    # Triton's templates take per-tensor and rowwise scales: three backends compete there.
+    backends=cublaslt,native
+    [ "$scale" = block128 ] || backends=$backends,triton
+    step "bench llama3-8b e4m3 scale=$scale at M = ${FP8_TOKENS:-128,4096}, -b $backends"
     timeout "${T_FP8_BENCH:-200}" "$gf" bench --model llama3-8b --tokens "${FP8_TOKENS:-128,4096}" --dtype e4m3 \
-      --epilogue "scale=$scale" -b cublaslt,native -s "$search" --rounds "${BENCH_ROUNDS:-5}" \
+      --epilogue "scale=$scale" -b "$backends" -s "$search" --rounds "${BENCH_ROUNDS:-5}" \
       --json "$out/bench-fp8-$scale.json" > "$out/bench-fp8-$scale.txt" 2>&1 || status=1
     grep -vE "compile|measure" "$out/bench-fp8-$scale.txt" | tail -24
   done
