@@ -14,10 +14,13 @@ const std::string& compile_unavailable() {
     std::string v = python_package_version("nvidia-cutlass-dsl", &error);
     if (v.empty()) return error;
     if (v != kDslPin) return fmt::format("nvidia-cutlass-dsl {} is installed; gemmforge pins {}", v, kDslPin);
-    // The cu13 flavor's PTX (9.4) is newer than CUDA 13.0's ptxas and driver 580 take.
-    if (python_package_version(fmt::format("nvidia-cutlass-dsl-libs-{}", kDslFlavor), &error).empty())
-      return fmt::format("nvidia-cutlass-dsl's {} libraries are missing ({}); install the default flavor, not [cu13]",
-                         kDslFlavor, error);
+    // The [cu13] extra installs its libraries beside the default cu12 ones, and the DSL then loads
+    // them where the driver allows; their PTX (9.4) is newer than CUDA 13.0's ptxas takes.
+    std::string absent;
+    if (!python_package_version("nvidia-cutlass-dsl-libs-cu13", &absent).empty())
+      return std::string(
+          "nvidia-cutlass-dsl-libs-cu13 is installed (the [cu13] extra), whose PTX 9.4 ptxas 13.0 "
+          "rejects: pip uninstall nvidia-cutlass-dsl-libs-cu13");
     return std::string();
   }();
   return why;

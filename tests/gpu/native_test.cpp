@@ -5,6 +5,7 @@
 // fp8 with each scale kind, promoted (ahead too) and not.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <thread>
 
@@ -227,7 +228,9 @@ TEST(Native, PromotionKeepsFp8SumsPreciseWhereThePlainKernelDrifts) {
       const native::Compiled compiled = native::compile_candidate(c, p, true);
       ASSERT_TRUE(compiled.report.ok) << compiled.report.log;
       const auto r = bench.measure(*native::load_kernel(c, p, compiled.cubin), false, {});
-      ASSERT_TRUE(r.verified) << c.name(p) << ": " << r.error;
+      // The plain kernel may drift past f32's tolerance (1e-3): its error is what this measures.
+      if (promote) ASSERT_TRUE(r.verified) << c.name(p) << ": " << r.error;
+      ASSERT_TRUE(r.rel_err >= 0 && std::isfinite(r.rel_err)) << c.name(p) << ": " << r.error;
       err[promote] = r.rel_err;
     }
     std::printf("fp8 K = %d, f32 output: relative error plain %.3g, promoted %.3g\n", k, err[0], err[1]);

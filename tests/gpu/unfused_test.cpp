@@ -38,7 +38,7 @@ INSTANTIATE_TEST_SUITE_P(Epilogues, UnfusedTest,
 INSTANTIATE_TEST_SUITE_P(Fp8, UnfusedTest,
                          ::testing::Values("256x512x1024:e4m3:scale=rowcol+bias+gelu",
                                            "130x512x4096:e4m3:scale=block128+swiglu",
-                                           "77x1000x1008:e4m3->f32:scale=tensor+residual+silu"));
+                                           "77x1000x1008:e4m3->f16:scale=tensor+residual+silu"));
 
 TEST(Unfused, DeclinesThePlainProblem) {
   auto unfused = find_backend<GemmProblem>("unfused");

@@ -302,7 +302,6 @@ def test_scaled_mm_fp8_output():
         torch.ops.gemmforge.scaled_mm(qx, qw.t(), sx, sw, None, torch.float8_e4m3fn)
 
 
-
 def test_scaled_mm_bad_scales_are_one_line_errors():
     x, w = rand(200, 512), rand(256, 512)
     qx, sx = torch.ops.gemmforge.quantize_fp8(x, "row")

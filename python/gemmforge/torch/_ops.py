@@ -580,4 +580,4 @@ def _(x, approximate="none"):
 
 _IMPLS = {linear: _linear, mm: _mm, rms_norm: _rms_norm, fused_add_rms_norm: _fused_add_rms_norm,
           layer_norm: _layer_norm, softmax: _softmax, swiglu: _swiglu, gelu: _gelu, scaled_mm: _scaled_mm,
-          quantize_fp8: _quantize_fp8}
+          quantize_fp8: _quantize_fp8, quantize_fp8_static: _quantize_fp8_static}

@@ -3,6 +3,12 @@
 // candidates of each other backend for the plain problem; the one wrapping cuBLASLt's rank-0
 // algorithm is "eager". An fp8 GEMM's scales stay in the plain GEMM (torch._scaled_mm, then the
 // epilogue).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <string>
+#include <vector>
+
 #include "backends/gemm/unfused/epilogue_kernel.hpp"
 #include "backends/registry.hpp"
 #include "gemmforge/error.hpp"
@@ -67,19 +73,23 @@ class UnfusedBackend final : public Backend {
                                     const SearchOptions& search) const override {
     const GemmProblem plain = plain_of(p);
     std::vector<Candidate> out;
-    std::string why_none;
+    std::vector<std::string> why_none;
     for (const char* inner_name : kInner) {
       auto inner = find_backend<GemmProblem>(inner_name);
-      if (!inner || !inner->unavailable().empty() || !inner->supports(plain).empty()) continue;
+      if (!inner || !inner->unavailable().empty()) continue;
+      if (std::string why = inner->supports(plain); !why.empty()) {
+        why_none.push_back(fmt::format("{}: {}", inner_name, why));
+        continue;
+      }
       try {
         auto cs = inner->candidates(plain, device, search);
         for (size_t i = 0; i < cs.size() && i < kPerBackend; ++i)
           out.push_back({name(), cs[i].id(), {{"gemm", cs[i]}}});
       } catch (const Error& e) {
-        why_none += std::string(inner_name) + ": " + e.what() + "; ";
+        why_none.push_back(fmt::format("{}: {}", inner_name, e.what()));
       }
     }
-    GF_CHECK(!out.empty(), "no backend offers the plain GEMM of {} ({})", p.key(), why_none);
+    GF_CHECK(!out.empty(), "no backend offers the plain GEMM of {} ({})", p.key(), fmt::join(why_none, "; "));
     return out;
   }
 
