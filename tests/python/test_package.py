@@ -34,6 +34,12 @@ def test_bad_specs_raise_one_line(spec):
     assert isinstance(e.value, RuntimeError) and "\n" not in str(e.value) and str(e.value)
 
 
+def test_runtime_gemm_takes_pdl():
+    # Programmatic dependent launch from Python: a keyword of Runtime.gemm (its GPU use is C++'s
+    # Native.PdlChainMatchesPlainLaunches).
+    assert "pdl" in gemmforge.Runtime.gemm.__doc__
+
+
 def test_model_problems():
     gemms = gemmforge.model_problems("llama3-8b", tokens=[16, 4096])
     assert [g.name for g in gemms[:5]] == ["qkv", "o", "gate_up", "down", "lm_head"]
