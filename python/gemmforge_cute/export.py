@@ -72,14 +72,17 @@ def check_pin():
         raise RuntimeError(f"nvidia-cutlass-dsl {dsl_version()} is installed; gemmforge pins {DSL_PIN}")
 
 
+def cuda_home() -> str:
+    return os.environ.get("CUDA_HOME", "/usr/local/cuda")
+
+
 @functools.cache
 def runtime_libs():
     """The DSL's static runtime and CUDA's static runtime (with what it needs)."""
     from cutlass.cute.export.aot_config import get_libdir
 
-    cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
-    return [os.path.join(get_libdir(), "libcuda_dialect_runtime_static.a"), f"-L{cuda_home}/lib64",
-            "-lcudart_static", "-lrt", "-ldl", "-lpthread"], cuda_home
+    return [os.path.join(get_libdir(), "libcuda_dialect_runtime_static.a"), f"-L{cuda_home()}/lib64",
+            "-lcudart_static", "-lrt", "-ldl", "-lpthread"]
 
 
 # What every shim starts with: the exported kernel's header, its module, the ABI the C++ side checks
@@ -104,7 +107,7 @@ def link_shared_object(compiled, shim: str, abi: int, path: str):
     """Exports `compiled` (a cute.compile result) as C under the prefix gf_cute (kernel.h names its
     module and tensor types), links it with the preamble and `shim` (its launch entry point, which
     uses `module`) into a shared object of that ABI and moves that to path."""
-    libs, cuda_home = runtime_libs()
+    libs = runtime_libs()
     with tempfile.TemporaryDirectory() as tmp:
         compiled.export_to_c(tmp, "kernel", "gf_cute")
         out = path + f".{os.getpid()}.tmp"
@@ -128,8 +131,7 @@ def shim_object(source: str, header_dir: str) -> str:
     if not os.path.exists(obj):
         with open(os.path.join(header_dir, "shim.c"), "w") as f:
             f.write(source)
-        cuda_home = runtime_libs()[1]
-        run([os.environ.get("CC", "cc"), "-c", "-fPIC", "-O2", f"-I{cuda_home}/include", f"-I{header_dir}",
+        run([os.environ.get("CC", "cc"), "-c", "-fPIC", "-O2", f"-I{cuda_home()}/include", f"-I{header_dir}",
              os.path.join(header_dir, "shim.c"), "-o", obj + ".tmp"], "compiling the kernel's shim")
         os.replace(obj + ".tmp", obj)
     return obj
