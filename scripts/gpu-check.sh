@@ -6,7 +6,8 @@
 #   (default: all)
 #   tests: GPU tests; tune: llama3-8b tuned twice; bench: backends side by side (llama3-8b, BENCH_EXTRA);
 #   heldout: the same for shapes no cost-model constant was fitted on (qwen2.5-7b, phi3-mini at odd
-#   token counts); runtime: host time of a gf::Runtime::gemm call over a bare cuBLASLt call;
+#   token counts, and odd shapes: primes, tiny N or K); runtime: host time of a gf::Runtime::gemm call
+#   over a bare cuBLASLt call;
 #   ab: the llama3-8b bench of another build (BEFORE=path/to/gemmforge) and of this one, one after the
 #   other; rowops: bench-ops of the default row ops (and of BEFORE's, when given); faults: bench-ops
 #   with planted faulty row-op configs; epilogue: fused vs cuBLASLt fused vs eager; ops: bench-ops
@@ -286,6 +287,13 @@ if [ "$what" = all ] || [ "$what" = heldout ]; then
       ${HELDOUT_BACKENDS:+-b "$HELDOUT_BACKENDS"} \
       --rounds "${BENCH_ROUNDS:-5}" --json "$out/heldout-$model.json" > "$out/heldout-$model.txt" 2>&1 || status=1
   done
+  # Issue 26's other held-out shapes: primes, tiny N or K, K that no 16-byte row holds (HELDOUT_ODD=0 skips).
+  if [ "${HELDOUT_ODD:-1}" = 1 ]; then
+    step "bench odd shapes (held out: primes, tiny N or K)"
+    odd=(997x1009x1024 4093x4096x4096 127x11008x4096 1000x16x4096 4096x4096x16 77x4096x64 257x2053x1000 3x4096x1013)
+    timeout "${T_HELDOUT:-200}" "$gf" bench "${odd[@]/#/-p}" -s "$search" ${HELDOUT_BACKENDS:+-b "$HELDOUT_BACKENDS"} \
+      --rounds "${BENCH_ROUNDS:-5}" --json "$out/heldout-odd.json" > "$out/heldout-odd.txt" 2>&1 || status=1
+  fi
   python3 scripts/summarize.py "$out"/heldout-*.json
 fi
 
