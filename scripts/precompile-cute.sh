@@ -43,7 +43,9 @@ shapes=(1x8x8:bf16 77x1000x1008:bf16 4097x1000x4104:bf16 4096x4096x4096:bf16 300
         4100x4000x2048:bf16:residual 4100x6000x1024:bf16:bias+gelu_tanh
         77x1000x1008:e4m3-\>bf16:scale=block128 4097x1000x4112:e4m3-\>bf16:scale=block128+bias+gelu
         1000x384x4096:e4m3xe5m2-\>f16:scale=block128+residual 16x4096x4096:e4m3-\>bf16:scale=block128
-        1x136x128:e4m3-\>bf16:scale=block128+rowbias+silu 33x2064x4096:e4m3-\>bf16:scale=rowcol+swiglu_split)
+        1x136x128:e4m3-\>bf16:scale=block128+rowbias+silu 33x2064x4096:e4m3-\>bf16:scale=rowcol+swiglu_split
+        130x512x4096:e4m3-\>bf16:scale=block128+swiglu 77x2176x1024:e4m3-\>bf16:scale=block128+bias+swiglu_split
+        16x4096x4096:e4m3-\>bf16:scale=block128+swiglu)
 "$gf" compile -b cute -s default "${shapes[@]/#/-p}"
 # Row ops: bench-ops' default set (its default search) and the shapes of tests/gpu/rowop_backends_test.cpp.
 ops=(softmax:262144x1024:bf16 softmax:65536x4096:bf16 softmax:16384x16384:bf16 softmax:4096x65536:bf16

@@ -140,14 +140,17 @@ class Sm90Gemm:
                              "two 64-row M steps each, 192 accumulators a thread)")
         if epilogue.gate != "none" and (epilogue.residual or epilogue.act != "none" or epilogue.bias == "row"):
             raise ValueError("SwiGLU takes no residual, activation or per-row bias")
-        if epilogue.block_scaled and (epilogue.gate != "none" or tiling.tile_m > 128 or tiling.tile_n not in (64, 128)
+        if epilogue.block_scaled and (tiling.tile_m > 128 or tiling.tile_n not in (64, 128)
                                       or (tiling.pingpong and tiling.tile_m != 64)):
-            raise ValueError("block scales: no gate, tiles of 64 or 128 rows (ping-pong: 64) and 64 or 128 columns "
-                             "(a tile's columns in one of B's 128-row blocks; the k-block's products beside the "
-                             "accumulators take 64 registers a thread more)")
+            raise ValueError("block scales: tiles of 64 or 128 rows (ping-pong: 64) and 64 or 128 columns (a tile's "
+                             "columns, or a gated tile's gate and up halves, each in one of B's 128-row blocks; the "
+                             "k-block's products beside the accumulators take 64 registers a thread more)")
         self.tiling = tiling
         self.epi = epilogue
         self.gated = epilogue.gate != "none"
+        # B's block scales a tile takes each k-block: a split gate's gate and up rows lie in blocks of
+        # their own (interleaved, both in one).
+        self.scale_halves = 2 if epilogue.gate == "split" and epilogue.scale == "block128" else 1
         # The epilogue runs a store piece at a time (store): run on the whole tile at once, C's,
         # the bias's and the scales' values and addresses spill the widest tiles. The gate's runs on
         # the whole tile first (fuse_gate): its accumulators' halves pair up there.
@@ -424,8 +427,8 @@ class Sm90Gemm:
         acc_all = cute.make_rmem_tensor(thr_mma.partition_C(cute.make_identity_tensor(self.tile_mn)).shape,
                                         cutlass.Float32)
         acc, acc_u = self.gate_and_up_accumulators(acc_all)
-        # Block scales: each k-block's products, in two sets (promote_ahead), promoted into acc.
-        parts = self.block_parts(acc.shape)
+        # Block scales: each k-block's products, in two sets (promote_ahead), promoted into acc_all.
+        parts = self.block_parts(acc_all.shape)
         factor = self.scale_factor(scale_a, scale_b, alpha)
         self.cluster_wait()
 
@@ -455,8 +458,8 @@ class Sm90Gemm:
         mma_all.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, True)
         k_blocks = cute.size(frag_a, mode=[2])
         if cutlass.const_expr(self.epi.block_scaled):
-            read, release, load = self.multiply_block_scaled(mma, acc, parts, frag_a, frag_b, ring, read, release,
-                                                             scales, k_tiles, k_first, (warp, load, loads))
+            read, release, load = self.multiply_block_scaled(mma_all, acc_all, parts, frag_a, frag_b, ring, read,
+                                                             release, scales, k_tiles, k_first, (warp, load, loads))
         else:
             for k_tile in cutlass.range(k_tiles, unroll=1):
                 ring.consumer_wait(read)
@@ -667,8 +670,8 @@ class Sm90Gemm:
                     # Zero again: else the sets live on through the epilogue (the wgmma read them).
                     for half in cutlass.range_constexpr(2):
                         parts[half][0].fill(0.0)
-                    read, release, _ = self.multiply_block_scaled(mma, acc, parts, frag_a, frag_b, ring, read,
-                                                                  release, scales, k_tiles, 0, None)
+                    read, release, _ = self.multiply_block_scaled(mma_all, acc_all, parts, frag_a, frag_b, ring,
+                                                                  read, release, scales, k_tiles, 0, None)
                 else:
                     for k_tile in cutlass.range(k_tiles, unroll=1):
                         ring.consumer_wait(read)
@@ -711,7 +714,9 @@ class Sm90Gemm:
                            scale_b: cute.Tensor, tile, k_tiles):
         """Where block scales come from for tile (m, n): scale_a from the offsets of the rows this
         thread's accumulators hold (two a 64-row M step, r and r + 8; clamped into M), scale_b from
-        the offset of the 128-row block of B that holds the tile's columns. None without them."""
+        the offsets of the 128-row blocks of B that hold the tile's columns (gated: its gate rows'
+        and its up rows', B's rows 2j and 2j + 1 or j and N/2 + j of output column j; the space
+        keeps each half in one block). None without them."""
         if cutlass.const_expr(not self.epi.block_scaled):
             return None
         coords = self.coordinates(mma, tidx, c, tile)
@@ -725,18 +730,27 @@ class Sm90Gemm:
                 rows[r, step] = cutlass.min(coords[(0, r, 0), step, 0][0], last_m)
         # B's (nb, kb) lies at nb * k_tiles + kb; a cluster's tile past N (TMA brings it zeros) reads
         # the last block's, in bounds.
-        last_block = (cute.size(c, mode=[1]) - 1) // 128
-        col_block = cutlass.min(tile[1] * self.out_n // 128, last_block) * k_tiles
-        return rows, col_block, cute.size(c, mode=[0]), scale_a, scale_b
+        n = cute.size(c, mode=[1])
+        last_block = (n - 1) // 128
+        first = tile[1] * self.out_n  # the tile's first output column
+        if cutlass.const_expr(not self.gated):
+            col_blocks = (cutlass.min(first // 128, last_block) * k_tiles,)
+        elif cutlass.const_expr(self.epi.gate == "interleaved"):
+            col_blocks = (cutlass.min(2 * first // 128, last_block) * k_tiles,)
+        else:
+            col_blocks = (cutlass.min(first // 128, last_block) * k_tiles,
+                          cutlass.min((n // 2 + first) // 128, last_block) * k_tiles)
+        return rows, col_blocks, cute.size(c, mode=[0]), scale_a, scale_b
 
     def block_parts(self, acc_shape):
         """Block scales' two sets of a k-block's products (promote_ahead), each with its k-block's
-        scales: A's for this thread's rows and B's for the tile. Zero: promoting a set adds
+        scales: A's for this thread's rows and B's for the tile (a gated tile's gate and up halves:
+        one each, from B's blocks of their rows). Zero: promoting a set adds
         nothing until a k-block fills it. Last, the MMA that starts a set from zero: the DSL's
         tracer loses a rebind of the kernel's MMA's accumulate flag made inside a helper."""
         if cutlass.const_expr(not self.epi.block_scaled):
             return None
-        fresh = sm90.make_trivial_tiled_mma(*self.mma_kind, tiler_mn=(64, self.out_n))
+        fresh = sm90.make_trivial_tiled_mma(*self.mma_kind, tiler_mn=(64, self.tiling.tile_n))
         fresh.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, False)
         parts = []
         for _ in range(2):
@@ -744,7 +758,7 @@ class Sm90Gemm:
             products.fill(0.0)
             row_scales = cute.make_rmem_tensor((2, cute.size(acc_shape, mode=[1])), cutlass.Float32)
             row_scales.fill(0.0)
-            col_scale = cute.make_rmem_tensor(1, cutlass.Float32)
+            col_scale = cute.make_rmem_tensor(self.scale_halves, cutlass.Float32)
             col_scale.fill(0.0)
             parts.append((products, row_scales, col_scale))
         return (*parts, fresh)
@@ -788,10 +802,11 @@ class Sm90Gemm:
         all of them each k-block keeps ptxas from serializing them (its C7514): a wait that left
         one batch in flight would reissue into the set just read."""
         products, row_scales, col_scale = parts[half]
-        rows, col_block, m, scale_a, scale_b = source
+        rows, col_blocks, m, scale_a, scale_b = source
         for i in cutlass.range_constexpr(cute.size(rows)):
             row_scales[i] = scale_a[k * m + rows[i]]  # A's (kb, m) lies at kb * M + m
-        col_scale[0] = scale_b[col_block + k]
+        for h in cutlass.range_constexpr(self.scale_halves):
+            col_scale[h] = scale_b[col_blocks[h] + k]
         cute.nvgpu.warpgroup.fence()
         for kb in cutlass.range_constexpr(cute.size(frag_a, mode=[2])):
             cute.gemm(mma if kb > 0 else parts[2], products, frag_a[None, None, kb, stage],
@@ -818,13 +833,15 @@ class Sm90Gemm:
         groups = cute.shape(acc)[0][2]
         for step in cutlass.range_constexpr(cute.size(acc, mode=[1])):
             for r in cutlass.range_constexpr(2):
+                # A gated tile's column groups: its gate half's first, then its up half's.
                 f = row_scales[r, step] * col_scale[0]
+                f_up = row_scales[r, step] * col_scale[self.scale_halves - 1]
                 for n in cutlass.range_constexpr(cute.size(acc, mode=[2])):
                     for g in cutlass.range_constexpr(groups):
                         for j in cutlass.range_constexpr(2):
                             i = ((j, r, g), step, n)
-                            acc[i] = acc[i] + products[i] * f
-        col_scale[0] = cutlass.Float32(0.0)  # promoted: promote_rest adds nothing more of it
+                            acc[i] = acc[i] + products[i] * (f_up if g >= groups // 2 else f)
+        col_scale.fill(0.0)  # promoted: promote_rest adds nothing more of it
 
     @cute.jit
     def tma_slices(self, atom: cute.CopyAtom, rank_in_mcast, mcast: cutlass.Constexpr, s: cute.Tensor,

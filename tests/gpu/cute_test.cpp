@@ -40,35 +40,36 @@ TEST_P(CuteGpuTest, EveryDefaultCandidateVerifies) {
 
 // The shapes the precompiled set (scripts/precompile-cute.sh) covers; M, N, K of 1, 77, 1000, 4097
 // reach every edge of a tile.
-INSTANTIATE_TEST_SUITE_P(Shapes, CuteGpuTest,
-                         ::testing::Values("1x8x8:bf16", "77x1000x1008:bf16", "4097x1000x4104:bf16",
-                                           "4096x4096x4096:bf16", "300x640x512:bf16:nn", "1000x80x1000:f16",
-                                           "200x256x128:bf16:bias+gelu_tanh", "130x384x512:bf16:rowbias+relu",
-                                           "100x384x256:bf16:alpha=0.5+bias+residual+gelu", "16x4096x4096:bf16:silu",
-                                           "4096x4096x4096:e4m3->bf16:scale=rowcol",
-                                           "77x1000x1008:e4m3->bf16:scale=tensor",
-                                           "1000x80x1024:e4m3xe5m2->f16:scale=rowcol+bias+gelu",
-                                           "4097x1000x4112:e4m3->bf16:scale=rowcol+residual",
-                                           // SwiGLU: N / 2 not a multiple of the output tile.
-                                           "77x1040x1008:bf16:swiglu", "130x400x512:bf16:bias+swiglu_split",
-                                           "1000x96x1024:e4m3->bf16:scale=rowcol+swiglu",
-                                           // Swap-AB (in the default list at M <= 64): row and column
-                                           // bias and scales exchanged, odd M.
-                                           "5x4104x4096:bf16:rowbias+relu", "33x1000x1008:e4m3->bf16:scale=rowcol+bias",
-                                           "64x1000x1000:f16:alpha=0.5+bias+residual",
-                                           // 256-row tiles (default list) past M's and N's tiles: C and a bias.
-                                           "4100x4000x2048:bf16:residual", "4100x6000x1024:bf16:bias+gelu_tanh",
-                                           // Block scales: an odd and an even count of k-blocks (the
-                                           // two sets of products), a last k-block and a last column
-                                           // block in part, K past 4096 (promotion needed), split-K
-                                           // at M = 16, one k-block at M = 1.
-                                           "77x1000x1008:e4m3->bf16:scale=block128",
-                                           "4097x1000x4112:e4m3->bf16:scale=block128+bias+gelu",
-                                           "1000x384x4096:e4m3xe5m2->f16:scale=block128+residual",
-                                           "16x4096x4096:e4m3->bf16:scale=block128",
-                                           "1x136x128:e4m3->bf16:scale=block128+rowbias+silu",
-                                           // SwiGLU split along K (the default list's split-K kernels).
-                                           "33x2064x4096:e4m3->bf16:scale=rowcol+swiglu_split"));
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, CuteGpuTest,
+    ::testing::Values(
+        "1x8x8:bf16", "77x1000x1008:bf16", "4097x1000x4104:bf16", "4096x4096x4096:bf16", "300x640x512:bf16:nn",
+        "1000x80x1000:f16", "200x256x128:bf16:bias+gelu_tanh", "130x384x512:bf16:rowbias+relu",
+        "100x384x256:bf16:alpha=0.5+bias+residual+gelu", "16x4096x4096:bf16:silu",
+        "4096x4096x4096:e4m3->bf16:scale=rowcol", "77x1000x1008:e4m3->bf16:scale=tensor",
+        "1000x80x1024:e4m3xe5m2->f16:scale=rowcol+bias+gelu", "4097x1000x4112:e4m3->bf16:scale=rowcol+residual",
+        // SwiGLU: N / 2 not a multiple of the output tile.
+        "77x1040x1008:bf16:swiglu", "130x400x512:bf16:bias+swiglu_split", "1000x96x1024:e4m3->bf16:scale=rowcol+swiglu",
+        // Swap-AB (in the default list at M <= 64): row and column
+        // bias and scales exchanged, odd M.
+        "5x4104x4096:bf16:rowbias+relu", "33x1000x1008:e4m3->bf16:scale=rowcol+bias",
+        "64x1000x1000:f16:alpha=0.5+bias+residual",
+        // 256-row tiles (default list) past M's and N's tiles: C and a bias.
+        "4100x4000x2048:bf16:residual", "4100x6000x1024:bf16:bias+gelu_tanh",
+        // Block scales: an odd and an even count of k-blocks (the
+        // two sets of products), a last k-block and a last column
+        // block in part, K past 4096 (promotion needed), split-K
+        // at M = 16, one k-block at M = 1.
+        "77x1000x1008:e4m3->bf16:scale=block128", "4097x1000x4112:e4m3->bf16:scale=block128+bias+gelu",
+        "1000x384x4096:e4m3xe5m2->f16:scale=block128+residual", "16x4096x4096:e4m3->bf16:scale=block128",
+        "1x136x128:e4m3->bf16:scale=block128+rowbias+silu",
+        // SwiGLU split along K (the default list's split-K kernels).
+        "33x2064x4096:e4m3->bf16:scale=rowcol+swiglu_split",
+        // Block scales with SwiGLU: interleaved rows; split halves
+        // whose up rows start mid-block (N/2 = 8.5 blocks), a bias;
+        // split-K at M = 16.
+        "130x512x4096:e4m3->bf16:scale=block128+swiglu", "77x2176x1024:e4m3->bf16:scale=block128+bias+swiglu_split",
+        "16x4096x4096:e4m3->bf16:scale=block128+swiglu"));
 
 // Kernels held at once run their own code, as a tuner's race holds its candidates: each is
 // verified after all are loaded. (They were not: a later kernel's shared object could come back

@@ -121,12 +121,22 @@ TEST(CuteSpace, DeclinesWhatTheTemplateLacks) {
        {"77x1000x1008:bf16:nn:bias+relu+residual", "64x64x64:e4m3->bf16",
         "77x1000x1008:e4m3xe5m2->f16:scale=rowcol+bias+gelu", "64x64x64:e5m2->bf16:scale=tensor",
         "64x128x64:bf16:swiglu", "77x1024x1000:bf16:bias+swiglu_split", "16x4096x64:e4m3->bf16:scale=rowcol+swiglu",
-        "64x64x64:e4m3->bf16:scale=block128", "77x1000x1008:e4m3->bf16:scale=block128+bias+gelu"})
+        "64x64x64:e4m3->bf16:scale=block128", "77x1000x1008:e4m3->bf16:scale=block128+bias+gelu",
+        "64x128x64:e4m3->bf16:scale=block128+swiglu"})
     EXPECT_EQ(cute_backend::unsupported_reason(GemmProblem::parse(spec)), "") << spec;
-  for (const char* spec : {"64x64x64:bf16->f32", "64x64x64x2:bf16", "64x128x64:bf16:nn:swiglu",
-                           "64x120x64:bf16:swiglu_split", "64x64x77:bf16", "64x77x64:bf16", "64x64x64:e4m3->e4m3",
-                           "64x64x64:e4m3->f32", "64x128x64:e4m3->bf16:scale=block128+swiglu", "64x64x72:e4m3->bf16"})
+  for (const char* spec :
+       {"64x64x64:bf16->f32", "64x64x64x2:bf16", "64x128x64:bf16:nn:swiglu", "64x120x64:bf16:swiglu_split",
+        "64x64x77:bf16", "64x77x64:bf16", "64x64x64:e4m3->e4m3", "64x64x64:e4m3->f32", "64x64x72:e4m3->bf16"})
     EXPECT_NE(cute_backend::unsupported_reason(GemmProblem::parse(spec)), "") << spec;
+  // Block scales with a split gate: each half of a tile in one of B's 128-row blocks. N/2 = 1032 puts
+  // a half's up rows across two blocks at every tile width; 1088 (8.5 blocks) does not at 64 or 128.
+  const DeviceInfo d = DeviceInfo::assumed_hopper();
+  EXPECT_TRUE(cute_backend::ranked_configs(GemmProblem::parse("64x2064x1024:e4m3->bf16:scale=block128+swiglu_split"), d,
+                                           Search::exhaustive)
+                  .empty());
+  EXPECT_FALSE(cute_backend::ranked_configs(GemmProblem::parse("64x2176x1024:e4m3->bf16:scale=block128+swiglu_split"),
+                                            d, Search::exhaustive)
+                   .empty());
   // Nothing of M, N or K is in the compile request: one binary serves every shape.
   CuteConfig c;
   EXPECT_EQ(cute_backend::compile_request(c, GemmProblem::parse("77x1000x1008:bf16:bias")),
@@ -234,7 +244,8 @@ TEST(CuteCompile, DefaultSpaceCompilesWithoutSpillsOrSerializedWgmma) {
   DeviceInfo d = DeviceInfo::assumed_hopper();
   for (const char* spec :
        {"4096x4096x4096:bf16", "4096x4096x4096:bf16:residual", "16x4096x4096:e4m3->bf16:scale=rowcol+bias+gelu",
-        "4096x4096x4096:e4m3->bf16:scale=block128", "16x4096x4096:e4m3->bf16:scale=block128+bias+gelu"}) {
+        "4096x4096x4096:e4m3->bf16:scale=block128", "16x4096x4096:e4m3->bf16:scale=block128+bias+gelu",
+        "4096x28672x4096:e4m3->bf16:scale=block128+swiglu_split"}) {
     GemmProblem p = GemmProblem::parse(spec);
     for (const auto& c : cute->candidates(p, d, {.level = Search::normal})) {
       auto r = cute->compile(p, c, /*use_cache=*/true);

@@ -157,8 +157,6 @@ std::string unsupported_reason(const GemmProblem& p) {
   if (is_fp8(p.a)) {
     if (p.layout != Layout::tn) return "fp8 wgmma reads both operands K-major (layout tn)";
     if (p.out != DType::bf16 && p.out != DType::f16) return "the CuTe DSL template's fp8 GEMMs write bf16 or f16";
-    if (p.epilogue.scale == ScaleKind::block128 && p.epilogue.gate != GateKind::none)
-      return "the CuTe DSL template's block scales take no SwiGLU gate";
     if (p.k % 16 != 0 || p.n % 8 != 0) return "TMA needs 16-byte row pitches (K % 16 == 0 and N % 8 == 0)";
     return "";
   }
@@ -193,10 +191,13 @@ std::string illegal_reason(const CuteConfig& c, const GemmProblem& p) {
   }
   // Block scales: each k-block's products come into registers of their own beside the
   // accumulators, then are scaled into them. A warpgroup holds at most 64 x 128 of each, and a
-  // tile's columns lie in one of B's 128-row scale blocks.
+  // tile's columns lie in one of B's 128-row scale blocks (a split gate's up half too: N/2 a
+  // multiple of the half).
   if (e.scale == ScaleKind::block128) {
     if (c.swap_ab) return "block scales are per row of A and per 128-row block of B: no swap-AB";
     if (c.tile_m > 128 || (c.tile_n != 64 && c.tile_n != 128)) return "block scales take 64- or 128-row tiles 64 or 128 wide";
+    if (e.gate == GateKind::split && (p.n / 2) % (c.tile_n / 2) != 0)
+      return "a split gate's up rows would straddle B's 128-row scale blocks (N/2 not a multiple of half the tile)";
     if (c.pingpong && c.tile_m != 64) return "a block-scaled ping-pong warpgroup holds a 64-row tile";
   }
   // A ping-pong warpgroup holds its whole tile's accumulators (232 registers a thread).
