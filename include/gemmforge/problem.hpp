@@ -74,6 +74,7 @@ struct GemmArgs {
   // row-major, (nb, kb) at nb*ceil(K/128) + kb (gf::ops::quantize_fp8 writes both layouts).
   const float* scale_a = nullptr;
   const float* scale_b = nullptr;
+  size_t scale_a_len = 0, scale_b_len = 0;  // floats in each, where the caller knows them (0: unknown); checked
   // An fp8 D's scale, one float: D = saturate(scale_d * result), the convention of cuBLASLt and of
   // torch._scaled_mm's scale_result (the inverse of the inputs' dequantizing scales).
   const float* scale_d = nullptr;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <limits>
+#include <tuple>
 #include <vector>
 
 #include "core/codes.hpp"
@@ -234,6 +235,10 @@ void check_gemm_args(const GemmProblem& problem, const GemmArgs& args) {
   GF_CHECK(args.a && args.b && args.d, "gemm {}: A, B and D must be non-null", problem.key());
   GF_CHECK(problem.epilogue.scale == ScaleKind::none || (args.scale_a && args.scale_b),
            "gemm {}: the fp8 scales scale_a and scale_b must be non-null", problem.key());
+  for (auto [name, len, want] : {std::tuple{"scale_a", args.scale_a_len, problem.scale_a_count()},
+                                 std::tuple{"scale_b", args.scale_b_len, problem.scale_b_count()}})
+    GF_CHECK(len == 0 || int64_t(len) == want, "gemm {}: {} has {} floats; scale={} needs {}", problem.key(), name, len,
+             to_string(problem.epilogue.scale), want);
   GF_CHECK(!is_fp8(problem.out) || args.scale_d, "gemm {}: D is fp8, so its scale scale_d must be non-null",
            problem.key());
   check_epilogue_args(problem, args, "gemm");

@@ -37,7 +37,8 @@ void bind_runtime(nb::module_& m) {
       .def(
           "gemm",
           [](Runtime& r, const GemmProblem& p, uintptr_t a, uintptr_t b, uintptr_t d, uintptr_t c, uintptr_t bias,
-             size_t bias_len, uintptr_t stream, uintptr_t scale_a, uintptr_t scale_b, uintptr_t scale_d, bool pdl) {
+             size_t bias_len, uintptr_t stream, uintptr_t scale_a, uintptr_t scale_b, uintptr_t scale_d, bool pdl,
+             size_t scale_a_len, size_t scale_b_len) {
             GemmArgs args{.a = ptr(a),
                           .b = ptr(b),
                           .d = ptr(d),
@@ -46,15 +47,19 @@ void bind_runtime(nb::module_& m) {
                           .bias_len = bias_len,
                           .scale_a = ptr<const float>(scale_a),
                           .scale_b = ptr<const float>(scale_b),
+                          .scale_a_len = scale_a_len,
+                          .scale_b_len = scale_b_len,
                           .scale_d = ptr<const float>(scale_d),
                           .pdl = pdl};
             r.gemm(p, args, stream_of(stream));
           },
           nb::arg("problem"), nb::arg("a"), nb::arg("b"), nb::arg("d"), nb::arg("c") = 0, nb::arg("bias") = 0,
           nb::arg("bias_len") = 0, nb::arg("stream") = 0, nb::arg("scale_a") = 0, nb::arg("scale_b") = 0,
-          nb::arg("scale_d") = 0, nb::arg("pdl") = false, Release(),
+          nb::arg("scale_d") = 0, nb::arg("pdl") = false, nb::arg("scale_a_len") = 0, nb::arg("scale_b_len") = 0,
+          Release(),
           "D = epilogue(A B^T) on the stream, by the kernel the DB chose (or cuBLASLt's default); fp8 problems take "
-          "scale_a and scale_b, fp32 device pointers (one float, or one per row); an fp8 D its scale_d (one float). "
+          "scale_a and scale_b, fp32 device pointers (one float, or one per row; their lengths, where given, are "
+          "checked); an fp8 D its scale_d (one float). "
           "pdl: programmatic dependent launch, the kernel starting under the stream's previous one (native kernels "
           "prefetch their weights meanwhile; decode chains save the launch gaps)")
       .def(

@@ -167,6 +167,21 @@ TEST(Problem, ArgumentsAreCheckedAgainstTheEpilogue) {
     EXPECT_NE(std::string(e.what()).find("needs 1000"), std::string::npos) << e.what();
   }
   EXPECT_NO_THROW(check_gemm_args(GemmProblem::parse("77x1000x64:bf16:rowbias"), args)) << "per row: M";
+  // fp8 scales: their lengths, where given, are the scale kind's (rowwise: M for A, N for B).
+  const GemmProblem rows = GemmProblem::parse("77x1000x64:e4m3:scale=rowcol");
+  args.bias = nullptr;
+  args.scale_a = args.scale_b = static_cast<const float*>(ptr(5));
+  EXPECT_NO_THROW(check_gemm_args(rows, args)) << "lengths unknown";
+  args.scale_a_len = 77, args.scale_b_len = 1000;
+  EXPECT_NO_THROW(check_gemm_args(rows, args));
+  args.scale_b_len = 1;
+  try {
+    check_gemm_args(rows, args);
+    ADD_FAILURE() << "one float of scale_b for rowwise scales";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("scale_b has 1 floats; scale=rowcol needs 1000"), std::string::npos)
+        << e.what();
+  }
   args.b = nullptr;
   EXPECT_THROW(check_gemm_args(GemmProblem::parse("77x1000x64:bf16"), args), Error);
 }

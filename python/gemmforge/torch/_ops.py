@@ -144,7 +144,8 @@ def _run_gemm(problem, a: Tensor, b: Tensor, out: Tensor, device: int, c: Option
     runtime, on the device's current stream."""
     _runtime("gemm").gemm(problem, a.data_ptr(), b.data_ptr(), out.data_ptr(), _ptr(c), _ptr(bias),
                           0 if bias is None else bias.numel(), _stream(device), _ptr(scale_a), _ptr(scale_b),
-                          _ptr(scale_d))
+                          _ptr(scale_d), scale_a_len=0 if scale_a is None else scale_a.numel(),
+                          scale_b_len=0 if scale_b is None else scale_b.numel())
 
 
 def _gemm(spec: str, a: Tensor, b: Tensor, out: Tensor, device: int, c: Optional[Tensor] = None,
