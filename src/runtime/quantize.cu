@@ -6,8 +6,9 @@
 // loaded before its max is taken (they are in flight together) and stay in registers until they
 // are cast, so x is read once. A per-tensor scale needs the whole tensor's amax before the first
 // element is cast: x is read twice, the second pass backwards so that it starts on what the
-// first left in L2; a static scale (given: calibrated, or an earlier step's) is the cast alone. Rows whose elements are
-// not in aligned vectors take the same kernels with element loads: correct, not fast.
+// first left in L2; a static scale (given: calibrated, or an earlier step's) is the cast alone.
+// Rows whose elements are not in aligned vectors take the same kernels with element loads:
+// correct, not fast.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>

@@ -368,6 +368,15 @@ def _scale_shape(x_shape, scaling: str) -> tuple[tuple[int, ...], bool]:
             "128x128": ((blocks, groups), False)}[scaling]
 
 
+def _quantize_args(op: str, x: Tensor, dtype: torch.dtype, *named: tuple[str, Optional[Tensor]]):
+    """(device, x's dtype name, rows, cols) of a quantization of x (rows x its last dim) to dtype."""
+    device = _cuda(op, ("x", x), *named)
+    dt = _dtype(op, x)
+    _check(dtype in _FP8, lambda: f"gemmforge.{op}: dtype must be an fp8 type, not {dtype}")
+    cols = x.shape[-1] if x.dim() else 1
+    return device, dt, x.numel() // cols if cols else 0, cols
+
+
 def _quantize_fp8(x: Tensor, scaling: str = "tensor",
                   dtype: torch.dtype = torch.float8_e4m3fn) -> tuple[Tensor, Tensor]:
     """(q, scale) with q = saturate(x / scale) in fp8 and scale = amax / the type's largest value,
@@ -377,12 +386,8 @@ def _quantize_fp8(x: Tensor, scaling: str = "tensor",
         M-major (stride (1, rows));
       "128x128": one per 128x128 block (a weight for block scales), (ceil(rows/128), ceil(cols/128)).
     A weight w (N x K) quantized by row or 128x128 goes to scaled_mm as b = q.t(), scale_b = scale.t()."""
-    device = _cuda("quantize_fp8", ("x", x))
-    dt = _dtype("quantize_fp8", x)
-    _check(dtype in _FP8, lambda: f"gemmforge.quantize_fp8: dtype must be an fp8 type, not {dtype}")
+    device, dt, rows, cols = _quantize_args("quantize_fp8", x, dtype)
     _check(scaling in _SCALINGS, lambda: f"gemmforge.quantize_fp8: scaling must be one of {_SCALINGS}, not {scaling!r}")
-    cols = x.shape[-1] if x.dim() else 1
-    rows = x.numel() // cols if cols else 0
     q = torch.empty(x.shape, dtype=dtype, device=device)
     shape, transposed = _scale_shape(tuple(x.shape), scaling)
     # The kernels write every scale; an empty x keeps scale 1.
@@ -408,18 +413,15 @@ def _quantize_fp8_static(x: Tensor, scale: Tensor, dtype: torch.dtype = torch.fl
     """q = saturate(x / scale) in fp8 with a given per-tensor scale (a calibrated one, or delayed
     scaling's from an earlier step: one float, positive and finite): the cast alone, one pass over
     x, where quantize_fp8's "tensor" reads x twice to find its amax first."""
-    device = _cuda("quantize_fp8_static", ("x", x), ("scale", scale))
-    dt = _dtype("quantize_fp8_static", x)
-    _check(dtype in _FP8, lambda: f"gemmforge.quantize_fp8_static: dtype must be an fp8 type, not {dtype}")
+    device, dt, rows, cols = _quantize_args("quantize_fp8_static", x, dtype, ("scale", scale))
     _check(scale.dtype == torch.float32 and scale.numel() == 1,
            lambda: f"gemmforge.quantize_fp8_static: scale must be one float32, not {scale.dtype} "
                    f"of shape {tuple(scale.shape)}")
     q = torch.empty(x.shape, dtype=dtype, device=device)
     if x.numel():
         x, scale = x.contiguous(), scale.contiguous()
-        cols = x.shape[-1] if x.dim() else 1
-        _C.quantize_fp8(x.data_ptr(), q.data_ptr(), scale.data_ptr(), x.numel() // cols, cols, "static", dt,
-                        _FP8[dtype], _stream(device))
+        _C.quantize_fp8(x.data_ptr(), q.data_ptr(), scale.data_ptr(), rows, cols, "static", dt, _FP8[dtype],
+                        _stream(device))
     return q
 
 
