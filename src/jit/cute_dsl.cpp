@@ -10,14 +10,15 @@ namespace gf::jit::cute_dsl {
 const std::string& compile_unavailable() {
   static const std::string why = [] {
     if (const auto& s = python_sources(); !s.error.empty()) return s.error;
+    // One Python start for both: each costs ~40 ms, in every process that compiles.
     std::string error;
-    std::string v = python_package_version("nvidia-cutlass-dsl", &error);
-    if (v.empty()) return error;
-    if (v != kDslPin) return fmt::format("nvidia-cutlass-dsl {} is installed; gemmforge pins {}", v, kDslPin);
+    const auto v = python_package_versions({"nvidia-cutlass-dsl", "nvidia-cutlass-dsl-libs-cu13"}, &error);
+    if (!error.empty()) return error;
+    if (v[0].empty()) return fmt::format("nvidia-cutlass-dsl is not installed for {}", python());
+    if (v[0] != kDslPin) return fmt::format("nvidia-cutlass-dsl {} is installed; gemmforge pins {}", v[0], kDslPin);
     // The [cu13] extra installs its libraries beside the default cu12 ones, and the DSL then loads
     // them where the driver allows; their PTX (9.4) is newer than CUDA 13.0's ptxas takes.
-    std::string absent;
-    if (!python_package_version("nvidia-cutlass-dsl-libs-cu13", &absent).empty())
+    if (!v[1].empty())
       return std::string(
           "nvidia-cutlass-dsl-libs-cu13 is installed (the [cu13] extra), whose PTX 9.4 ptxas 13.0 "
           "rejects: pip uninstall nvidia-cutlass-dsl-libs-cu13");

@@ -20,12 +20,13 @@
 #include "store/kernel_cache.hpp"
 
 namespace gf::jit {
-namespace {
 
 std::string python() {
   const char* py = std::getenv("GEMMFORGE_PYTHON");
   return py && *py ? py : "python3";
 }
+
+namespace {
 
 PythonSources write_sources() {
   PythonSources s;
@@ -76,28 +77,35 @@ const PythonSources& python_sources() {
   return sources;
 }
 
-std::string python_package_version(const std::string& distribution, std::string* error) {
+std::vector<std::string> python_package_versions(const std::vector<std::string>& distributions, std::string* error) {
   // A worker of one request.
   constexpr const char* kProbe = R"(import importlib.metadata as md, json, os, sys
 request_fd, reply_fd = (int(f) for f in os.environ["GEMMFORGE_WORKER_FDS"].split(","))
 req = json.loads(os.fdopen(request_fd).readline())
-try:
-    out = {"ok": True, "version": md.version(req["distribution"])}
-except Exception:
-    out = {"ok": False, "error": req["distribution"] + " is not installed for " + sys.executable}
-out["id"] = req["id"]
+def version(distribution):
+    try:
+        return md.version(distribution)
+    except Exception:
+        return ""
+out = {"ok": True, "versions": [version(d) for d in req["distributions"]], "id": req["id"]}
 os.fdopen(reply_fd, "w").write(json.dumps(out) + "\n")
 )";
   try {
     WorkerProcess w({"/usr/bin/env", python(), "-c", kProbe});
-    auto reply = w.call({{"op", "version"}, {"distribution", distribution}}, 60.0);
-    if (reply.value("ok", false)) return reply.value("version", "");
+    auto reply = w.call({{"op", "version"}, {"distributions", distributions}}, 60.0);
+    if (reply.value("ok", false)) return reply.at("versions").get<std::vector<std::string>>();
     *error = reply.value("crashed", false) ? python() + " did not run (" + reply.value("error", std::string("?")) + ")"
                                            : reply.value("error", std::string("no python3"));
   } catch (const std::exception& e) {
     *error = e.what();
   }
-  return "";
+  return std::vector<std::string>(distributions.size());
+}
+
+std::string python_package_version(const std::string& distribution, std::string* error) {
+  std::string v = python_package_versions({distribution}, error)[0];
+  if (v.empty() && error->empty()) *error = distribution + " is not installed for " + python();
+  return v;
 }
 
 struct PythonPool::State {

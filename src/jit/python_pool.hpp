@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gemmforge/compile_report.hpp"
 
@@ -26,10 +27,16 @@ struct PythonSources {
 // Writes the files out once. Never throws.
 const PythonSources& python_sources();
 
+// The interpreter the workers run: $GEMMFORGE_PYTHON, else python3.
+std::string python();
+
 // The installed version of a Python distribution ("triton", "nvidia-cutlass-dsl"), asked of the
 // package metadata (much faster than importing it); "" with *error set when Python or the
 // package is missing. Never throws.
 std::string python_package_version(const std::string& distribution, std::string* error);
+// The versions of several distributions from one Python start, in their order: "" for each one
+// missing; all "" with *error set when Python did not run. Never throws.
+std::vector<std::string> python_package_versions(const std::vector<std::string>& distributions, std::string* error);
 
 // Workers running python/<script> (e.g. "gemmforge_triton/worker.py"), started on demand up to one
 // per core. Thread-safe; a worker that crashes or exceeds the timeout is replaced.
