@@ -289,7 +289,9 @@ TEST(NativeSpace, DefaultSpaceCompilesWithoutSpillsOrSerializedWgmma) {
                            "128x4096x14336:e4m3:scale=rowcol+residual", "128x4096x4096:bf16:residual",
                            // swap-AB at small M: the transposed store with C, a row bias and GELU;
                            // fp8 scales swapped, M = 77 in wgmma n80
-                           "8x4096x4096:bf16:bias+gelu+residual", "77x3584x3584:e4m3:scale=rowcol+bias"}) {
+                           "8x4096x4096:bf16:bias+gelu+residual", "77x3584x3584:e4m3:scale=rowcol+bias",
+                           // rowwise scales at decode sizes: two consumers' 128-wide tiles
+                           "16x28672x4096:e4m3:scale=rowcol", "128x28672x4096:e4m3:scale=rowcol"}) {
     GemmProblem p = GemmProblem::parse(spec);
     auto configs = native::ranked_configs(p, d, Search::normal);
     if (p.epilogue.scale == ScaleKind::block128)  // and the exhaustive list's promotion by halves of them

@@ -120,6 +120,11 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   // The column scales (BN/4 a thread) beside more than 128 accumulators spill (ptxas, CUDA 13.0).
   if (p.epilogue.scale == ScaleKind::rowcol && c.acc_per_thread() > 128)
     return "per-column scales past 128 accumulators spill";
+  // Two consumers' 120 or 128 final accumulators a thread beside the column scales spill stored
+  // from registers (8-44 bytes at half the rasters and clusters, every swap-AB one; the exhaustive
+  // lists of 16, 128 and 4096 x 28672 x 4096, 2026-12-05); staged for TMA they fit.
+  if (p.epilogue.scale == ScaleKind::rowcol && c.consumers == 2 && c.wg_rows() / 64 * c.bn / 2 >= 120 && !c.store_tma())
+    return "per-column scales beside two consumers' 120+ accumulators spill stored from registers";
   // With split-K's reduction too, from 96 on (some at 96, all at 128 and swap-AB's at 128).
   if (p.epilogue.scale == ScaleKind::rowcol && c.split_k > 1 && c.acc_per_thread() > 64)
     return "per-column scales with split-K past 64 accumulators spill";
