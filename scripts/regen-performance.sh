@@ -42,7 +42,7 @@ python3 scripts/report.py --run-info $d/run.json --bench $d/bench-llama3-8b.json
     "--search fast against exhaustive on held-out shapes: CuTe DSL (qwen2.5-7b and phi3-mini at 77 tokens; the fast lists of 2026-12-05 looked up in the race of every bf16 CuTe DSL kernel of 2026-12-04 19:38 UTC, no fit on these shapes)=$d/search/cute-heldout-77-fast-candidates.json,$d/cute-race-exhaustive-77-128.json" \
     "The same on the shapes CuTe DSL's small-M ranking was fitted on (llama3-8b at 128 tokens, same race)=$d/search/cute-llama3-8b-128-fast-candidates.json,$d/cute-race-exhaustive-77-128.json" \
     "--search fast against exhaustive, native fp8 block scales at 4096 tokens (the fast lists of 2026-12-05 06:5x, whose promotion-ahead gain was fitted on this very race: in-sample)=$d/search/block128-4096-fast-candidates.json,$d/fp8/block-race-after.json" \
-  --runtime $d/runtime.json --compile $d/compile/cute-alone-llama3-8b.json $d/compile/native-alone-llama3-8b.json $d/compile/triton-alone-llama3-8b.json --ops $d/rowops-backends.json \
+  --runtime $d/runtime.json --compile $d/compile/cute-alone-llama3-8b.json $d/compile/native-alone-llama3-8b.json $d/compile/triton-alone-llama3-8b.json $d/compile/fp8-*-llama3-8b.json --ops $d/rowops-backends.json \
   --torch $d/decoder-layer.json --ab $d/ab/before-87d3734.json $d/ab/after-ac88451.json \
   --prepare "the tuning host (its local DB and kernel cache)=$d/fleet/prepare-local.json" \
             "a fresh host reading the Redis store=$d/fleet/prepare-redis-fresh-host.json" \

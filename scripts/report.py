@@ -28,6 +28,7 @@ import json
 import math
 import os
 import random
+import re
 import statistics
 from collections import defaultdict
 from itertools import groupby
@@ -366,12 +367,14 @@ def scaled_mm_section(d):
 
 
 def compile_times(paths):
-    """backend -> seconds of each cold (not cached) successful compile."""
+    """backend (and, for fp8 problems, the dtype and scale kind) -> seconds of each cold (not cached)
+    successful compile."""
     times = defaultdict(list)
     for path in paths:
         for r in json.load(open(path)):
             if r.get("ok") and not r.get("cached"):
-                times[r["backend"]].append(r["compile_seconds"])
+                fp8 = re.search(r":(e4m3|e5m2)\S*?scale=([a-z0-9]+)", r.get("problem", ""))
+                times[r["backend"] + (f" {fp8[1]} scale={fp8[2]}" if fp8 else "")].append(r["compile_seconds"])
     return times
 
 
