@@ -123,7 +123,7 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   // Two consumers' 120 or 128 final accumulators a thread beside the column scales spill stored
   // from registers (8-44 bytes at half the rasters and clusters, every swap-AB one; the exhaustive
   // lists of 16, 128 and 4096 x 28672 x 4096, 2026-12-05); staged for TMA they fit.
-  if (p.epilogue.scale == ScaleKind::rowcol && c.consumers == 2 && c.wg_rows() / 64 * c.bn / 2 >= 120 && !c.store_tma())
+  if (p.epilogue.scale == ScaleKind::rowcol && c.consumers == 2 && c.out_acc_per_thread() >= 120 && !c.store_tma())
     return "per-column scales beside two consumers' 120+ accumulators spill stored from registers";
   // With split-K's reduction too, from 96 on (some at 96, all at 128 and swap-AB's at 128).
   if (p.epilogue.scale == ScaleKind::rowcol && c.split_k > 1 && c.acc_per_thread() > 64)
@@ -136,9 +136,8 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   // from two consumers' registers or 4 boxes of a lone one.
   const Epilogue& e = p.epilogue;
   if (e.bias != BiasKind::none && (e.act == Activation::gelu || e.act == Activation::gelu_tanh)) {
-    const int out_acc = c.wg_rows() / 64 * c.bn / 2;
     const bool rowcol = e.scale == ScaleKind::rowcol;
-    if (e.act == Activation::gelu && (out_acc > 128 || (c.bn >= 208 && c.store_boxes >= 2) ||
+    if (e.act == Activation::gelu && (c.out_acc_per_thread() > 128 || (c.bn >= 208 && c.store_boxes >= 2) ||
                                       (c.wg_rows() == 128 && c.store_boxes == 2) || (rowcol && c.bn >= 240)))
       return "a bias and erf GELU spill past 128 accumulators, staging 2 boxes of 128 rows or 208 wide, or "
              "(rowwise) 240 wide";

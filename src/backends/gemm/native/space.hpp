@@ -43,7 +43,10 @@ struct NativeConfig {
   int pair_m() const { return cluster > 1 && cluster_m ? 2 : 1; }
   int pair_n() const { return cluster > 1 && !cluster_m ? 2 : 1; }
   int wg_rows() const { return pingpong ? bm : bm / consumers; }
-  int acc_per_thread() const { return (wg_rows() / 64) * (bn / 2) * (promote_ahead ? 3 : promote ? 2 : 1); }
+  // The fp32 accumulators of a consumer thread's output (64 rows x bn a warpgroup's wgmma step),
+  // what the epilogue holds; promotion keeps one or two more sets of them in the main loop.
+  int out_acc_per_thread() const { return (wg_rows() / 64) * (bn / 2); }
+  int acc_per_thread() const { return out_acc_per_thread() * (promote_ahead ? 3 : promote ? 2 : 1); }
   // Two consumers raise their register budget to 232 (setmaxnreg); a lone one keeps what the
   // launch gives it.
   int max_acc_per_thread() const { return consumers == 2 ? 192 : 128; }
