@@ -10,7 +10,7 @@
 --backend-bench TITLE=FILE  a bench of further backends (CuTe DSL, CUTLASS) from its own run, its own section;
 --ops      a `gemmforge bench-ops --json` file; --runtime a `gemmforge bench-runtime --json` file;
 --compile  `gemmforge compile --json` files (cold compiles: --no-cache) for the compile-time histogram;
---ab       the benches of two builds of the same problems, timed in one run (before, after);
+--ab       TITLE=BEFORE,AFTER  the benches of two builds of the same problems, timed in one run;
 --prepare  TITLE=FILE  `gemmforge prepare --json` files, a serving start each (local DB, Redis, ...);
 --race     TITLE=FILE  a `gemmforge tune --force --json` file: every candidate raced in one stream, each
            backend's best beside the best cuBLASLt kernel;
@@ -323,7 +323,8 @@ def quantize_section(q):
     same = all("copy_same_bytes" in r for r in q["rows"])
     against = ("a copy of the same bytes, timed the same way (its TB/s in the copy column)" if same else
                f"the copy bandwidth of the same run ({q['copy_tbps']:.2f} TB/s)")
-    lines = [f"TB/s of x read once and q and its scales written once, against {against}; \"q agrees\" is the "
+    note = q["note"] + " " if "note" in q else ""  # where the run differs from the page's (its GPU)
+    lines = [note + f"TB/s of x read once and q and its scales written once, against {against}; \"q agrees\" is the "
              "share of elements equal to torch's.", "",
              "| scaling | rows x cols | torch eager TB/s | torch.compile TB/s | gemmforge TB/s | copy TB/s | % of copy "
              "| q agrees |", "|---|---|---|---|---|---|---|---|"]
@@ -420,7 +421,7 @@ def ab_section(before, after, rng):
     for key in sorted(after, key=lambda k: (problem_m(k), after[k]["label"])):
         if key not in before:
             continue
-        for backend in ("native", "cublaslt", "cublaslt-default", "triton"):
+        for backend in ("native", "cute", "cublaslt", "cublaslt-default", "triton"):
             b, a = before[key]["rows"].get(backend), after[key]["rows"].get(backend)
             if not (a and b):
                 continue
@@ -542,7 +543,8 @@ def main():
     ap.add_argument("--compile", nargs="*", default=[])
     ap.add_argument("--ops")
     ap.add_argument("--torch", help="decoder-layer JSON of examples/bench_decoder_layer.py")
-    ap.add_argument("--ab", nargs=2)
+    ap.add_argument("--ab", nargs="*", default=[], metavar="TITLE=BEFORE,AFTER",
+                    help="the benches of two builds of the same problems in one run: a section each")
     ap.add_argument("--prepare", nargs="*", default=[], metavar="TITLE=FILE",
                     help="`gemmforge prepare --json` files: serving starts, one row each")
     ap.add_argument("--race", nargs="*", default=[], metavar="TITLE=FILE",
@@ -607,9 +609,10 @@ def main():
     compile_s = compile_times(a.compile)
     if compile_s:
         out += ["", "## Compile time per candidate (cold)", ""] + compile_section(compile_s)
-    if a.ab:
-        out += ["", "## The same problems, two builds, one run", ""] + ab_section(load_bench([a.ab[0]]),
-                                                                               load_bench([a.ab[1]]), rng)
+    for spec in a.ab:
+        title, files = spec.split("=", 1)
+        before, after = files.split(",")
+        out += ["", f"## {title}", ""] + ab_section(load_bench([before]), load_bench([after]), rng)
     if ops:
         out += ["", "## Row ops", ""] + ops_section(ops)
     made = plots({**problems, **heldout}, summary, ops, a.plots, compile_s)

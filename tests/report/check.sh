@@ -6,7 +6,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 data=$root/tests/data/report
 out=$(mktemp -d)
 python3 "$root/scripts/report.py" --run-info "$data/run.json" --bench "$data/bench.json" --ops "$data/ops.json" \
-  --ab "$data/bench.json" "$data/bench.json" --heldout "$data/bench.json" --runtime "$data/runtime.json" \
+  --ab "a build against itself=$data/bench.json,$data/bench.json" --heldout "$data/bench.json" --runtime "$data/runtime.json" \
   --compile "$data/compile.json" --torch "$data/torch.json" --chain "$data/chain.json" --quantize "$data/quantize.json" \
   --scaled-mm "$data/scaled_mm.json" \
   --race "a race=$data/race.json" --search-gap "fast vs exhaustive=$data/fast-candidates.json,$data/exhaustive.json" \
