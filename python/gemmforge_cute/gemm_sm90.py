@@ -66,8 +66,8 @@ class Epilogue:
 
     @property
     def needs_coords(self) -> bool:
-        """Whether the epilogue reads vectors at each element's coordinates (C comes through shared
-        memory, in the accumulators' arrangement)."""
+        """Whether the epilogue reads vectors (a bias, rowwise scales) at the accumulators'
+        coordinates (scale_and_bias)."""
         return self.bias != "none" or self.scale == "rowcol"
 
     @property
