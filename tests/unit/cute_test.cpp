@@ -245,7 +245,9 @@ TEST(CuteCompile, DefaultSpaceCompilesWithoutSpillsOrSerializedWgmma) {
   for (const char* spec :
        {"4096x4096x4096:bf16", "4096x4096x4096:bf16:residual", "16x4096x4096:e4m3->bf16:scale=rowcol+bias+gelu",
         "4096x4096x4096:e4m3->bf16:scale=block128", "16x4096x4096:e4m3->bf16:scale=block128+bias+gelu",
-        "4096x28672x4096:e4m3->bf16:scale=block128+swiglu_split"}) {
+        "4096x28672x4096:e4m3->bf16:scale=block128+swiglu_split",
+        // rowwise scales read once a row and a column (scale_and_bias), the gate's halves each their own
+        "4096x28672x4096:e4m3->bf16:scale=rowcol+swiglu"}) {
     GemmProblem p = GemmProblem::parse(spec);
     for (const auto& c : cute->candidates(p, d, {.level = Search::normal})) {
       auto r = cute->compile(p, c, /*use_cache=*/true);
