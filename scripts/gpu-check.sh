@@ -69,6 +69,8 @@ nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,clocks_throttle_reasons.ac
 clocks_pid=$!
 "$gf" doctor > "$out/doctor.txt" 2>&1
 
+# The CuTe DSL kernels come compiled (this machine has no DSL): the home scripts/precompile-cute.sh
+# filled, carried as .carry/cute-home.txz and unpacked here as GEMMFORGE_HOME.
 use_carried_cute_kernels() {
   if [ -f .carry/cute-home.txz ]; then
     python3 -c "import tarfile; tarfile.open('.carry/cute-home.txz').extractall('/tmp/gf-cute')" || status=1
@@ -77,11 +79,14 @@ use_carried_cute_kernels() {
 }
 
 if [ "$what" = all ] || [ "$what" = tests ]; then
-  # The row-op tests run every backend, CuTe DSL's among them: they need the carried kernels too.
+  # The row-op tests run every backend, CuTe DSL's among them: they read the carried kernels (this
+  # step only: the later steps of `all` keep the caller's home).
+  home=${GEMMFORGE_HOME-unset}
   use_carried_cute_kernels
   step "GPU tests"
   GF_TEST_TIMEOUT=90 timeout "${T_TESTS:-480}" build/tests/gf_gpu_tests --gtest_brief=1 --gtest_filter="${GPU_TESTS_FILTER:-*-*Cutlass*:*Cute*}" \
     > "$out/gpu-tests.log" 2>&1 || { rc=$?; status=1; [ $rc = 124 ] && echo "GPU tests: stopped at ${T_TESTS:-480} s"; }
+  if [ "$home" = unset ]; then unset GEMMFORGE_HOME; else export GEMMFORGE_HOME=$home; fi
   grep -E "FAILED|TIMEOUT|PASSED|tests ran" "$out/gpu-tests.log" | tail -25
 fi
 
@@ -126,9 +131,6 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   step "summary (us; native and cuBLASLt best, ratio = cuBLASLt / native)"
   python3 scripts/summarize.py "$out"/bench-*.json
 fi
-# The CuTe DSL kernels come compiled (this machine has no DSL): the home scripts/precompile-cute.sh
-# filled, carried as .carry/cute-home.txz and unpacked here as GEMMFORGE_HOME.
-
 if [ "$what" = cute ]; then
   use_carried_cute_kernels
   if [ "${CUTE_TESTS:-1}" = 1 ]; then

@@ -2,7 +2,7 @@
 """Turns the JSON of one GPU run into docs/PERFORMANCE.md and its plots.
 
     scripts/report.py --run-info run.json [--bench bench.json ...] [--heldout bench.json ...]
-                      [--ops ops.json] [--ab BEFORE.json AFTER.json] [--runtime runtime.json]
+                      [--ops ops.json] [--ab TITLE=BEFORE.json,AFTER.json ...] [--runtime runtime.json]
                       [--compile compile.json ...] [--out docs/PERFORMANCE.md] [--plots docs/plots]
 
 --bench    `gemmforge bench --json` files of the shapes the cost models were fitted on;
@@ -610,7 +610,9 @@ def main():
     if compile_s:
         out += ["", "## Compile time per candidate (cold)", ""] + compile_section(compile_s)
     for spec in a.ab:
-        title, files = spec.split("=", 1)
+        title, _, files = spec.partition("=")
+        if files.count(",") != 1:
+            ap.error(f"--ab takes TITLE=BEFORE.json,AFTER.json, not {spec!r}")
         before, after = files.split(",")
         out += ["", f"## {title}", ""] + ab_section(load_bench([before]), load_bench([after]), rng)
     if ops:

@@ -935,8 +935,8 @@ class Sm90Gemm:
 
     @cute.jit
     def fuse_gate(self, acc: cute.Tensor, acc_u: cute.Tensor):
-        """SwiGLU on the registers, scaled and biased: acc = silu(g) * u over the gate's and the up
-        rows' pre-activations."""
+        """SwiGLU on the registers: acc = silu(g) * u, g and u being the gate's and the up rows'
+        pre-activations, which scale_and_bias made of them."""
         for i in cutlass.range_constexpr(cute.size(acc)):
             acc[i] = activate(acc[i], "silu") * acc_u[i]
 
@@ -976,13 +976,13 @@ class Sm90Gemm:
     @cute.jit
     def store(self, acc: cute.Tensor, sd: cute.Tensor, gd: cute.Tensor, tma_d: cute.CopyAtom,
               mma: cute.TiledMma, tidx, storer, stores, tiles_before, group, c_src, beta: cutlass.Float32, tile):
-        """The tile's registers (scaled and biased: scale_and_bias) through sd's buffers and TMA
-        stores to gd, piece by piece, adding beta * C and activating each piece on the way. tidx is
-        the thread's index among its tile's threads, storer the warp that issues the stores; the
-        consumer group's buffers continue round-robin from the tiles_before tiles it stored already.
-        C's piece of tile (m, n) is read from its buffer in the accumulators' arrangement (ldmatrix,
-        the mirror of the store's stmatrix). The one-CTA-a-tile kernel's storer loads C's next
-        pieces as the buffers free up."""
+        """The tile's registers (scaled and biased by scale_and_bias, gated by fuse_gate) through
+        sd's buffers and TMA stores to gd, piece by piece, adding beta * C and activating each piece
+        on the way. tidx is the thread's index among its tile's threads, storer the warp that issues
+        the stores; the consumer group's buffers continue round-robin from the tiles_before tiles it
+        stored already. C's piece of tile (m, n) is read from its buffer in the accumulators'
+        arrangement (ldmatrix, the mirror of the store's stmatrix). The one-CTA-a-tile kernel's
+        storer loads C's next pieces as the buffers free up."""
         c_atom = cute.make_tiled_copy_C_atom(
             cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(self.d_layout.is_m_major_c(), 4), self.d_type), mma)
         r2s = cute.make_tiled_copy_S(
@@ -1011,8 +1011,8 @@ class Sm90Gemm:
         def flat(t):
             return cute.make_tensor(t.iterator, cute.make_layout(n_piece))
         for p in cutlass.range_constexpr(self.pieces):
-            # Elementwise on the piece as a whole: one vector op each, not one an element (it traces
-            # and compiles 6-12% faster; the SASS has the same instructions but for a few).
+            # Elementwise on the piece as a whole: one vector op each, not one an element (which
+            # traced and compiled 6-12% slower to the same SASS but for a few instructions).
             vals = acc_pieces[None, p].load()
             if cutlass.const_expr(self.epi.residual):
                 c_read = self.c_state(tiles_before * self.pieces + p, group, producer=False)
