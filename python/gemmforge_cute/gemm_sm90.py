@@ -126,13 +126,14 @@ def by_row(acc_shape):
     """A layout over wgmma's accumulators a thread, ((2 columns, 2 rows 8 apart, column groups), M
     steps, N steps), that reads each accumulator's row's element of a (2, M steps) tensor: a row's
     value broadcast (stride 0) across its columns, so arithmetic with it is one vector op."""
+    assert acc_shape[0][:2] == (2, 2), f"wgmma's accumulators a thread: ((2, 2, groups), M, N), not {acc_shape}"
     return cute.make_layout(acc_shape, stride=((0, 1, 0), 2, 0))
 
 
 def by_col(acc_shape):
     """The same for each accumulator's column's element of a (2, column groups, N steps) tensor."""
-    groups = acc_shape[0][2]
-    return cute.make_layout(acc_shape, stride=((1, 0, 2), 0, 2 * groups))
+    assert acc_shape[0][:2] == (2, 2), f"wgmma's accumulators a thread: ((2, 2, groups), M, N), not {acc_shape}"
+    return cute.make_layout(acc_shape, stride=((1, 0, 2), 0, 2 * acc_shape[0][2]))
 
 
 class Sm90Gemm:
@@ -341,6 +342,16 @@ class Sm90Gemm:
             f"wgmma's accumulators, compact: {acc_all.layout}"
         half = cute.make_layout(((2, 2, groups // 2), steps, 1), stride=((1, 2, 4), stride[1], stride[2]))
         return cute.make_tensor(acc_all.iterator, half), cute.make_tensor(acc_all.iterator + 2 * groups, half)
+
+    def b_row(self, col, half: int, n):
+        """B's row behind output column col (of N rows of B): col itself, or a gated tile's gate
+        (half 0) or up (half 1) row, 2 col and 2 col + 1 ("interleaved") or col and N/2 + col
+        ("split")."""
+        if not self.gated:
+            return col
+        if self.epi.gate == "interleaved":
+            return 2 * col + half
+        return col + half * (n // 2)
 
     # -------------------------------------------------------------- device side
 
@@ -749,13 +760,8 @@ class Sm90Gemm:
         n = cute.size(c, mode=[1])
         last_block = (n - 1) // 128
         first = tile[1] * self.out_n  # the tile's first output column
-        if cutlass.const_expr(not self.gated):
-            col_blocks = (cutlass.min(first // 128, last_block) * k_tiles,)
-        elif cutlass.const_expr(self.epi.gate == "interleaved"):
-            col_blocks = (cutlass.min(2 * first // 128, last_block) * k_tiles,)
-        else:
-            col_blocks = (cutlass.min(first // 128, last_block) * k_tiles,
-                          cutlass.min((n // 2 + first) // 128, last_block) * k_tiles)
+        col_blocks = tuple(cutlass.min(self.b_row(first, h, n) // 128, last_block) * k_tiles
+                           for h in range(self.scale_halves))
         return rows, col_blocks, cute.size(c, mode=[0]), scale_a, scale_b
 
     def block_parts(self, acc_shape):
@@ -893,8 +899,7 @@ class Sm90Gemm:
         else:
             rowcol, bias_kind = self.epi.scale == "rowcol", self.epi.bias
             coords = self.coordinates(mma, tidx, c, tile)
-            (pair, rows, groups), steps, n_steps = cute.shape(acc)
-            assert (pair, rows) == (2, 2), "wgmma's accumulators a thread: (2 columns, 2 rows 8 apart, column groups)"
+            groups, steps, n_steps = cute.shape(acc)[0][2], cute.size(acc, mode=[1]), cute.size(acc, mode=[2])
             n = cute.size(c, mode=[1])
             last_m, last_n = cute.size(c, mode=[0]) - 1, (n // 2 if cutlass.const_expr(self.gated) else n) - 1
             row_factor = cute.make_rmem_tensor(by_row(cute.shape(acc)), cutlass.Float32)
@@ -913,13 +918,7 @@ class Sm90Gemm:
                     for g in cutlass.range_constexpr(groups):
                         for j in cutlass.range_constexpr(2):
                             i = (j, 0, g), 0, nn
-                            col = cutlass.min(coords[i][1], last_n)
-                            if cutlass.const_expr(not self.gated):
-                                b_row = col
-                            elif cutlass.const_expr(self.epi.gate == "interleaved"):
-                                b_row = 2 * col + h
-                            else:
-                                b_row = col + h * (n // 2)
+                            b_row = self.b_row(cutlass.min(coords[i][1], last_n), h, n)
                             if cutlass.const_expr(rowcol):
                                 col_scale[i] = scale_b[b_row]
                             if cutlass.const_expr(bias_kind == "col"):
