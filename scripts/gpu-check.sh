@@ -40,7 +40,8 @@
 #   "all" is tests, sass, tune, bench, heldout, runtime. Last, every run prints the GPU's clock and
 #   power through each step (scripts/clocks.py over nvidia-smi's samples).
 # Knobs: SKIP_PYTEST=1 (python: the benchmarks alone), T_FP8_TESTS, T_FP8_BENCH (seconds per scale kind), FP8_SKIP_TESTS=1; GPU_TESTS_FILTER (gtest filter; default: all but Cutlass* and Cute*, which their steps run), SEARCH (fast|default|exhaustive, default fast),
-#        SEARCH_PROBLEMS and SEARCH_ONLY (a name filter for the exhaustive side of "search"),
+#        SEARCH_PROBLEMS and SEARCH_ONLY (a name filter for the exhaustive side of "search"), FITTED_GROUP
+#        (1, 2 or 3: "search" races a third of the cost model's fitted shapes instead, for store-races.py),
 #        BENCH_EXTRA (extra problems for the second bench, e.g. "--model llama3-70b --tokens 4096,8192"),
 #        BENCH_ROUNDS (interleaved rounds of each bench, odd; default 5), HELDOUT_TOKENS, HELDOUT_BACKENDS
 #        (e.g. cublaslt,native; default all).
@@ -353,8 +354,14 @@ if [ "$what" = epilogue ]; then
 fi
 
 if [ "$what" = search ]; then
-  step "--search fast against exhaustive, native, one run (SEARCH_PROBLEMS)"
+  step "--search fast against exhaustive, native, one run (SEARCH_PROBLEMS${FITTED_GROUP:+, fitted shapes group $FITTED_GROUP})"
   probs=${SEARCH_PROBLEMS:-"-p 4096x4096x4096:bf16 -p 128x28672x4096:bf16 -p 16x4096x14336:bf16"}
+  if [ -n "${FITTED_GROUP:-}" ]; then
+    # The shapes the cost model was fitted on (tests/data/fitted-races.json), every third from group
+    # 1, 2 or 3: scripts/store-races.py stores the run's tune-exhaustive.json there afterwards.
+    probs=$(python3 -c "import json, sys; races = json.load(open('tests/data/fitted-races.json'))['races']
+print(' '.join('-p ' + r['problem'] for r in races[int(sys.argv[1]) - 1::3]))" "$FITTED_GROUP") || status=1
+  fi
   # shellcheck disable=SC2086
   "$gf" candidates $probs -b native -s fast --json "$out/fast-candidates.json" >/dev/null 2>&1
   # SEARCH_ONLY (e.g. _g8m_) keeps the candidates whose names contain it: at M <= 1000 raster
