@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 d=docs/data
-python3 scripts/report.py --run-info $d/run.json --bench $d/bench-llama3-8b.json \
+python3 scripts/report.py --run-info $d/run.json --targets $d/targets.json --bench $d/bench-llama3-8b.json \
   --heldout $d/heldout-qwen2.5-7b.json $d/heldout-phi3-mini.json \
   --backend-bench \
   "Decode, one and eight tokens: native (its swap-AB kernels) beside cuBLASLt (llama3-8b; its own run, 2026-12-03 06:44 UTC, 3 rounds)=$d/bench-llama3-8b-decode-1-8.json" \

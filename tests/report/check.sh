@@ -8,7 +8,7 @@ out=$(mktemp -d)
 python3 "$root/scripts/report.py" --run-info "$data/run.json" --bench "$data/bench.json" --ops "$data/ops.json" \
   --ab "a build against itself=$data/bench.json,$data/bench.json" --heldout "$data/bench.json" --runtime "$data/runtime.json" \
   --compile "$data/compile.json" --torch "$data/torch.json" --chain "$data/chain.json" --quantize "$data/quantize.json" \
-  --scaled-mm "$data/scaled_mm.json" \
+  --scaled-mm "$data/scaled_mm.json" --targets "$data/targets.json" \
   --race "a race=$data/race.json" --search-gap "fast vs exhaustive=$data/fast-candidates.json,$data/exhaustive.json" \
   --out "$out/PERFORMANCE.md" --plots "$out/plots" >/dev/null
 page=$out/PERFORMANCE.md
@@ -40,6 +40,24 @@ grep -q "| rowwise | 16 | 2 | 1.000 | 0.800 |" "$page" || fail "scaled_mm geomea
 grep -q "| tensor | llama3-8b o | 16x4096x4096 | 11.0 | - | 10.0 | 1.100 |" "$page" || fail "scaled_mm without a torch mode"
 grep -q "| \`4096x4096x4096:bf16\` | cutlass | \`k_ok\` | 204.0 | 0.980 | 1/2 |" "$page" || fail "race row: the best verified"
 grep -q "| \`77x3584x3584:bf16\` | 10.0 | 11.0 | 1.100 | \`c\` |" "$page" || fail "search gap row"
+# the targets' table (scripts/targets.py): each measure's figure and verdict, the first section.
+[ "$(grep -m1 "^## " "$page")" = "## Where the issues' targets stand" ] || fail "the targets' table is not first"
+grep -q "| 1 | native at M = 4096 >= 1.0x | 1.029 \[1.0[0-9]*, 1.0[0-9]*\], min 1.026 (2 GEMMs) | test | met |" "$page" \
+  || fail "targets: speed, met"
+grep -q "| 1 | native at M = 16, none below 1.0 | 0.979 .*, min 0.978 (2 GEMMs) | test | not met |" "$page" \
+  || fail "targets: each_at_least"
+grep -q "| 1 | native at M = 8192 | - | test | not measured |" "$page" || fail "targets: no data"
+grep -q "| 2 | native TFLOP/s at M = 4096 | 577 TFLOP/s geomean, 473 to 703 (2 GEMMs) | test | met |" "$page" \
+  || fail "targets: tflops"
+grep -q "| 2 | fused within 3% | +2.0% to +5.0% (2 epilogues; worst \`128x14336x4096:e4m3:scale=rowcol+bias+gelu\`) | test | not met |" \
+  "$page" || fail "targets: fused over plain"
+grep -q "| 3 | copy share, 32 MB of weights | 78% of the copy (1 GEMM) | test | not met |" "$page" || fail "targets: copy"
+grep -q "| 3 | quantize | 97% of the copy (1 shape) | test | met |" "$page" || fail "targets: quantize"
+grep -q "| 3 | compile | median 2.00 s (2 kernels) | test | not met |" "$page" || fail "targets: compile"
+grep -q "| 3 | search gap | fast / exhaustive 1.100 geomean, worst 1.100 (1 GEMM) | test | not met |" "$page" \
+  || fail "targets: search gap"
+grep -q "| 3 | wins | cublaslt 1 of 1 GEMM | test | - |" "$page" || fail "targets: wins"
+grep -q "| 3 | chain | 16 tokens: native 95.0 us, with PDL 80.0, cuBLASLt 100.0 | test | - |" "$page" || fail "targets: chain"
 # scripts/summarize.py (gpu-check.sh's tables): the tuned choice and what it picked, per M.
 summary=$(python3 "$root/scripts/summarize.py" "$data/bench.json")
 grep -q "the tuned choice vs the faster of tuned and default cuBLASLt at M=4096: geomean 1.029 .* picked native 2" \
@@ -49,4 +67,4 @@ clocks=$(python3 "$root/scripts/clocks.py" "$root/docs/data/cute/pingpong-clocks
   "$root/docs/data/cute/pingpong-clocks-marks.txt")
 grep -Eq "^bench-128x128_c2x1_pp +[0-9.]+ +1200 +945 +694 +708 +100%$" <<<"$clocks" ||
   { echo "clocks: no row for the ping-pong bench at 1200 MHz"; echo "$clocks"; exit 1; }
-echo "report: tables, intervals, verdicts, both timing modes, held-out set, a copy of the same bytes, runtime, compile times, the torch layer, the PDL chain, quantization, a race, a search gap, the tuned choice and the clocks table as expected"
+echo "report: tables, intervals, verdicts, both timing modes, held-out set, a copy of the same bytes, runtime, compile times, the torch layer, the PDL chain, quantization, a race, a search gap, the targets, the tuned choice and the clocks table as expected"

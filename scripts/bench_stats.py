@@ -1,0 +1,66 @@
+"""What the report's tables and the targets' table share: a bench's rows read from its JSON and the
+speeds against the best cuBLASLt kernel of the same run, with bootstrap intervals over the paired
+rounds."""
+import json
+import math
+import statistics
+
+BASELINES = ("cublaslt", "cublaslt-default")
+RESAMPLES = 2000
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def problem_m(key):
+    return int(key.split("x")[0])
+
+
+def load_bench(paths):
+    """problem -> {"label", "rows": {backend: record}}; records that verified in every round. The
+    row bench marks chosen (the tuned pick over every backend it ran: what a Runtime runs) is also
+    the "choice" row."""
+    problems = {}
+    for path in paths:
+        for r in json.load(open(path)):
+            entry = problems.setdefault(r["problem"], {"label": r.get("label", r["problem"]), "rows": {}})
+            rounds = r.get("round_us") or ([r["us"]] if r.get("us") else [])
+            if r.get("verified") and rounds and all(t > 0 for t in rounds):
+                graph = r.get("round_graph_us") or []
+                row = dict(r, round_us=rounds, round_graph_us=graph if graph and all(t > 0 for t in graph) else [])
+                entry["rows"][r["backend"]] = row
+                if r.get("chosen"):
+                    entry["rows"]["choice"] = row
+    return problems
+
+
+def baseline_of(rows, field="round_us"):
+    """The cuBLASLt row with the lower median: the best competing kernel of the run."""
+    have = [rows[b] for b in BASELINES if b in rows and rows[b][field]]
+    return min(have, key=lambda r: statistics.median(r[field])) if have else None
+
+
+def paired(base, row, field="round_us"):
+    """Per-round speed of row against base (rounds of one bench are interleaved, so paired)."""
+    n = min(len(base[field]), len(row[field]))
+    return [base[field][i] / row[field][i] for i in range(n)]
+
+
+def interval(samples_per_problem, rng, stat=geomean):
+    """Point estimate and 95% bootstrap interval of stat over problems of the medians of their
+    paired ratios, resampling each problem's rounds."""
+    point = stat([statistics.median(s) for s in samples_per_problem])
+    draws = []
+    for _ in range(RESAMPLES):
+        draws.append(stat([statistics.median(rng.choices(s, k=len(s))) for s in samples_per_problem]))
+    draws.sort()
+    return point, draws[int(0.025 * RESAMPLES)], draws[int(0.975 * RESAMPLES) - 1]
+
+
+def verdict(lo, hi):
+    return "faster" if lo > 1 else "slower" if hi < 1 else "level"
+
+
+def fmt_ci(p, lo, hi):
+    return f"{p:.3f} [{lo:.3f}, {hi:.3f}]"

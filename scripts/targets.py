@@ -1,0 +1,185 @@
+"""The issues' targets beside what the stored runs measured: one row a target, each figure computed
+from the run's own JSON by the measure the manifest names (docs/data/targets.json):
+
+    {"issue": 24, "target": "what the issue asks", "run": "device, date", "measure": "speed",
+     "files": ["bench.json"], "backend": "cute", "m": [4096], "at_least": 0.97, "each_at_least": 0.9}
+
+Measures, with their keys (files are relative to the manifest; m, where given, keeps those token counts):
+  speed        backend's geomean speed against the best cuBLASLt kernel, with its 95% interval;
+               field "graph" for CUDA-graph replays; at_least (geomean), each_at_least (every GEMM),
+               neither: reported
+  tflops       backend's geomean TFLOP/s; at_least
+  fused        each fused GEMM's time over its plain GEMM's (the same problem without its epilogue
+               terms, from any of the files), backend's own kernels; at_most (the overhead, 0.03 = 3%)
+  copy         backend's graph-mode speed as a share of a copy of the same bytes, for GEMMs whose
+               weights hold at least min_weight_mb; at_least (every GEMM)
+  quantize     gemmforge's TB/s as a share of the same bytes' copy, for the scalings listed; at_least
+  compile      the median cold compile of `gemmforge compile --json` files (backend, problem_has);
+               at_most (seconds)
+  search_gap   the fast list's best over the exhaustive best (fast, exhaustive); at_most (geomean)
+  wins         which backend the tuner picked, per GEMM (`tune --json`): reported, no verdict
+  chain        what programmatic dependent launch saves a chain (`bench-chain --json`): reported
+A verdict reads the point estimate; the interval beside it says how firm it is.
+"""
+import json
+import os
+import re
+import statistics
+from collections import Counter
+
+from bench_stats import baseline_of, fmt_ci, geomean, interval, load_bench, paired, problem_m
+from search_gap import gaps
+
+FP8_BYTES = {"e4m3": 1, "e5m2": 1}
+
+
+def span(values, fmt):
+    lo, hi = format(min(values), fmt), format(max(values), fmt)
+    return lo if lo == hi else f"{lo} to {hi}"
+
+
+def count(n, what):
+    return f"{n} {what}" + ("" if n == 1 else "s")
+
+
+def shape(key):
+    m, n, k = (int(x) for x in key.split(":")[0].split("x")[:3])
+    return m, n, k
+
+
+def select(problems, t):
+    return {key: e for key, e in problems.items() if not t.get("m") or problem_m(key) in t["m"]}
+
+
+def plain_key(key):
+    """The problem without its epilogue's terms (the fp8 scale stays: it is part of the product)."""
+    parts = key.split(":")
+    terms = [x for x in (parts[2].split("+") if len(parts) > 2 else []) if x.startswith("scale=")]
+    return ":".join(parts[:2] + ([terms[0]] if terms else []))
+
+
+def speed(t, paths, rng):
+    field = "round_graph_us" if t.get("field") == "graph" else "round_us"
+    samples = []
+    for e in select(load_bench(paths), t).values():
+        base, row = baseline_of(e["rows"], field), e["rows"].get(t["backend"])
+        if base and row and row[field]:
+            samples.append(paired(base, row, field))
+    if not samples:
+        return None, False
+    p, lo, hi = interval(samples, rng)
+    worst = min(statistics.median(s) for s in samples)
+    met = (p >= t.get("at_least", 0) and worst >= t.get("each_at_least", 0)
+           if "at_least" in t or "each_at_least" in t else None)
+    return f"{fmt_ci(p, lo, hi)}, min {worst:.3f} ({count(len(samples), 'GEMM')})", met
+
+
+def tflops(t, paths, rng):
+    rates = []
+    for key, e in select(load_bench(paths), t).items():
+        row = e["rows"].get(t["backend"])
+        if row and row["round_us"]:
+            m, n, k = shape(key)
+            rates.append(2.0 * m * n * k / (statistics.median(row["round_us"]) * 1e6))
+    if not rates:
+        return None, False
+    return (f"{geomean(rates):.0f} TFLOP/s geomean, {span(rates, '.0f')} ({count(len(rates), 'GEMM')})",
+            geomean(rates) >= t["at_least"])
+
+
+def fused(t, paths, rng):
+    problems = load_bench(paths)
+    over = []
+    for key, e in select(problems, t).items():
+        plain = problems.get(plain_key(key))
+        if plain_key(key) == key or not plain:
+            continue
+        f, p = e["rows"].get(t["backend"]), plain["rows"].get(t["backend"])
+        if f and p and f["round_us"] and p["round_us"]:
+            over.append((statistics.median(f["round_us"]) / statistics.median(p["round_us"]) - 1, key))
+    if not over:
+        return None, False
+    worst = max(over)
+    return (f"{span([o for o, _ in over], '+.1%')} ({count(len(over), 'epilogue')}; worst `{worst[1]}`)",
+            worst[0] <= t["at_most"])
+
+
+def copy(t, paths, rng):
+    shares = []
+    for key, e in select(load_bench(paths), t).items():
+        c = e["rows"].get("copy")
+        row = baseline_of(e["rows"], "round_graph_us") if t["backend"] == "cublaslt" else e["rows"].get(t["backend"])
+        _, n, k = shape(key)
+        weights_mb = n * k * FP8_BYTES.get(key.split(":")[1].split("->")[0], 2) / 1e6
+        if c and c.get("graph_us") and row and row["round_graph_us"] and weights_mb >= t.get("min_weight_mb", 0):
+            shares.append(c["graph_us"] / statistics.median(row["round_graph_us"]))
+    if not shares:
+        return None, False
+    return (f"{span(shares, '.0%')} of the copy ({count(len(shares), 'GEMM')})",
+            min(shares) >= t["at_least"])
+
+
+def quantize(t, paths, rng):
+    shares = []
+    for path in paths:
+        q = json.load(open(path))
+        for r in q["rows"]:
+            if r["scaling"] in t["scalings"]:
+                shares.append(r["gemmforge"] / r.get("copy_same_bytes", q["copy_tbps"]))
+    if not shares:
+        return None, False
+    return f"{span(shares, '.0%')} of the copy ({count(len(shares), 'shape')})", min(shares) >= t["at_least"]
+
+
+def compile_median(t, paths, rng):
+    times = [r["compile_seconds"] for path in paths for r in json.load(open(path))
+             if r.get("ok") and not r.get("cached") and r["backend"] == t.get("backend", r["backend"])
+             and re.search(t.get("problem_has", ""), r["problem"])]
+    if not times:
+        return None, False
+    med = statistics.median(times)
+    return f"median {med:.2f} s ({count(len(times), 'kernel')})", med <= t["at_most"]
+
+
+def search_gap(t, paths, rng):
+    ratios = []
+    for fast, exhaustive in zip(paths[::2], paths[1::2]):
+        ratios += [f / e for _, e, f, _ in gaps(json.load(open(fast)), json.load(open(exhaustive))) if f]
+    if not ratios:
+        return None, False
+    return (f"fast / exhaustive {geomean(ratios):.3f} geomean, worst {max(ratios):.3f} ({count(len(ratios), 'GEMM')})",
+            geomean(ratios) <= t["at_most"])
+
+
+def wins(t, paths, rng):
+    picks = Counter(r["backend"] for path in paths for r in json.load(open(path)) if r.get("backend"))
+    return ", ".join(f"{b} {n}" for b, n in picks.most_common()) + f" of {count(sum(picks.values()), 'GEMM')}", None
+
+
+def chain(t, paths, rng):
+    parts = []
+    for path in paths:
+        d = json.load(open(path))
+        us = {m["name"]: m["median_us"] for m in d["modes"]}
+        parts.append(f"{d['tokens']} tokens: native {us['native']:.1f} us, with PDL "
+                     f"{us['native'] - d['pdl_saving_us']:.1f}, cuBLASLt {d['modes'][0]['median_us']:.1f}")
+    return "; ".join(parts), None
+
+
+MEASURES = {"speed": speed, "tflops": tflops, "fused": fused, "copy": copy, "quantize": quantize,
+            "compile": compile_median, "search_gap": search_gap, "wins": wins, "chain": chain}
+
+
+def target_section(manifest, rng):
+    """The table: issue, target, what the run measured, the run, and met / not met (or "-" where the
+    target is a report, not a bound)."""
+    here = os.path.dirname(os.path.abspath(manifest))
+    lines = ["| issue | target | measured | run | verdict |", "|---|---|---|---|---|"]
+    for t in json.load(open(manifest))["targets"]:
+        if t["measure"] not in MEASURES:
+            raise SystemExit(f"{manifest}: unknown measure {t['measure']!r} (known: {', '.join(MEASURES)})")
+        paths = [os.path.join(here, f) for f in t["files"]]
+        figure, met = MEASURES[t["measure"]](t, paths, rng)
+        verdict = "not measured" if figure is None else "-" if met is None else "met" if met else "not met"
+        lines.append(f"| {t['issue']} | {t['target']} | {figure or '-'} | {t.get('run', '')} | {verdict} |")
+    return lines
