@@ -52,10 +52,19 @@ def select(problems, t):
 
 
 def plain_key(key):
-    """The problem without its epilogue's terms (the fp8 scale stays: it is part of the product)."""
+    """The problem without its epilogue's terms: shape:dtypes[:layout][:epilogue], the fp8 scale kept
+    (it is part of the product)."""
     parts = key.split(":")
-    terms = [x for x in (parts[2].split("+") if len(parts) > 2 else []) if x.startswith("scale=")]
-    return ":".join(parts[:2] + ([terms[0]] if terms else []))
+    if len(parts) < 3 or set(parts[-1]) <= set("nt"):  # no epilogue, or a layout last
+        return key
+    scale = [x for x in parts[-1].split("+") if x.startswith("scale=")]
+    return ":".join(parts[:-1] + scale)
+
+
+def weight_bytes(key):
+    """B's bytes (N x K of B's dtype, the second of "AxB")."""
+    _, n, k = shape(key)
+    return n * k * FP8_BYTES.get(key.split(":")[1].split("->")[0].split("x")[-1], 2)
 
 
 def speed(t, paths, rng):
@@ -109,9 +118,7 @@ def copy(t, paths, rng):
     for key, e in select(load_bench(paths), t).items():
         c = e["rows"].get("copy")
         row = baseline_of(e["rows"], "round_graph_us") if t["backend"] == "cublaslt" else e["rows"].get(t["backend"])
-        _, n, k = shape(key)
-        weights_mb = n * k * FP8_BYTES.get(key.split(":")[1].split("->")[0], 2) / 1e6
-        if c and c.get("graph_us") and row and row["round_graph_us"] and weights_mb >= t.get("min_weight_mb", 0):
+        if c and c.get("graph_us") and row and row["round_graph_us"] and weight_bytes(key) >= t.get("min_weight_mb", 0) * 1e6:
             shares.append(c["graph_us"] / statistics.median(row["round_graph_us"]))
     if not shares:
         return None, False
