@@ -45,7 +45,8 @@ BARRIER_BYTES = 1024  # room for the pipeline's mbarriers
 PRODUCER_REGISTERS = 40
 CONSUMER_REGISTERS = 232
 # C (the residual) comes in by TMA, a store piece at a time, into buffers of its own: this many
-# pieces ahead of the epilogue. The persistent schedule's loader warp fills them for the next tile
+# pieces ahead of the epilogue at least, and as many more as the main loop's stages leave room for
+# (a 128 x 256 tile: 6 of its 8). The persistent schedule's loader warp fills them for the next tile
 # while its stages multiply, and the one-CTA-a-tile kernel before its main loop, so the epilogue
 # finds C in shared memory instead of waiting on each piece's loads from global memory.
 C_STAGES = 4
@@ -218,6 +219,9 @@ class Sm90Gemm:
         c_bytes = self.groups * self.c_stages * self.piece_bytes
         stage_bytes = (t.tile_m * self.a_type.width + t.tile_n * self.b_type.width) * tile_k // 8
         self.stages = t.stages or (SMEM_BYTES - BARRIER_BYTES - epi_bytes - c_bytes) // stage_bytes
+        if cutlass.const_expr(self.epi.residual):  # what the stages leave over holds more of C's pieces, up to the tile's
+            spare = SMEM_BYTES - BARRIER_BYTES - epi_bytes - c_bytes - self.stages * stage_bytes
+            self.c_stages = min(self.pieces, self.c_stages + max(spare, 0) // (self.groups * self.piece_bytes))
         a_smem = sm90.make_smem_layout_a(a_major, self.tile, self.a_type, self.stages)
         # B's tile_n rows a stage; gated, its gate rows then its up rows, each half's layout b_half's.
         b_smem = sm90.make_smem_layout_b(b_major, (t.tile_m, t.tile_n, tile_k), self.b_type, self.stages)

@@ -188,6 +188,10 @@ std::string illegal_reason(const CuteConfig& c, const GemmProblem& p) {
     // ptxas -v (CUDA 13.0, 2026-12-05): 184-200 bytes of spills at 256x192 with erf GELU.
     if (e.gate != GateKind::none) return "a 256-row tile spills with a gate";
     if (e.act == Activation::gelu && c.tile_n > 128) return "a 256-row tile wider than 128 spills with erf GELU";
+    // 16-88 bytes at 256x192 with rowwise scales beside a bias, C or tanh GELU (2026-12-05).
+    if (e.scale == ScaleKind::rowcol && c.tile_n > 128 &&
+        (e.bias != BiasKind::none || e.has_c() || e.act != Activation::none))
+      return "a 256-row tile wider than 128 spills with rowwise scales beside a bias, C or an activation";
   }
   // Block scales: each k-block's products come into registers of their own beside the
   // accumulators, then are scaled into them. A warpgroup holds at most 64 x 128 of each, and a
