@@ -106,9 +106,10 @@ def gelu_erf(v):
     return v * (f32(0.5) + cute.math.copysign(f32(0.5) - e, v))
 
 
-def activate(v, act: str):
+def activate(v, act: str, ieee_div: bool = False):
     """act(v) for an fp32 value or a vector of them (TensorSSA; erf GELU takes values); act is a
-    compile-time string."""
+    compile-time string. SiLU's division is an approximate reciprocal and a multiply, not an IEEE
+    division's ~10 instructions and slow-path branch, unless ieee_div."""
     if act == "relu":
         if isinstance(v, cute.TensorSSA):
             return cute.math.max(v, cute.full_like(v, 0.0))
@@ -118,8 +119,10 @@ def activate(v, act: str):
     if act == "gelu_tanh":
         inner = cutlass.Float32(0.79788456080286536) * v * (cutlass.Float32(1.0) + cutlass.Float32(0.044715) * v * v)
         return cutlass.Float32(0.5) * v * (cutlass.Float32(1.0) + cute.math.tanh(inner, fastmath=True))
-    if act == "silu":
-        return v / (cutlass.Float32(1.0) + cute.math.exp(-v, fastmath=True))
+    if act == "silu":  # v / (1 + e^-v)
+        if ieee_div:
+            return v / (cutlass.Float32(1.0) + cute.math.exp(-v, fastmath=True))
+        return v * cute.math.rcp(cute.math.exp(-v, fastmath=True) + cutlass.Float32(1.0), approx=True, ftz=True)
     return v
 
 
@@ -167,9 +170,10 @@ class Sm90Gemm:
         # B's block scales a tile takes each k-block: a split gate's gate and up rows lie in blocks of
         # their own (interleaved, both in one).
         self.scale_halves = 2 if epilogue.gate == "split" and epilogue.scale == "block128" else 1
-        # C and the activation go a store piece at a time (store): on the whole tile at once, C's
-        # values spill the widest tiles. The scales, the bias and the gate run on the whole tile
-        # first (scale_and_bias, fuse_gate): a vector's value serves a row or a column of it.
+        # C, the gate and the activation go a store piece at a time (store): on the whole tile at
+        # once, C's values spill the widest tiles, and so do the gate's exponentials and reciprocals
+        # (ptxas hoists them all). The scales and the bias run on the whole tile first
+        # (scale_and_bias): a vector's value serves a row or a column of it.
         # Columns of the output tile (and of the epilogue's MMA): a gated CTA multiplies tile_n of
         # B's rows, half gate and half up, into tile_n / 2 output columns.
         self.out_n = tiling.tile_n // 2 if self.gated else tiling.tile_n
@@ -187,6 +191,12 @@ class Sm90Gemm:
         self.threads = self.consumer_threads + (128 if tiling.persistent else 0)
         self.mcast_a = tiling.cluster_n  # CTAs that receive each A tile
         self.mcast_b = tiling.cluster_m
+        # ptxas hoists the approximate reciprocals of every store piece ahead of the first store (an
+        # IEEE division's branches keep them in place): in 256-wide tiles beside rowwise scales, or
+        # beside 192 accumulators a thread, the DSL's ptxas spilled 8-64 bytes (2026-12-05). There
+        # SiLU divides the IEEE way.
+        accumulators = tiling.tile_m * tiling.tile_n // self.tile_threads
+        self.ieee_div = accumulators >= 192 or (tiling.tile_n >= 256 and epilogue.scale == "rowcol")
 
     # ---------------------------------------------------------------- host side
 
@@ -533,8 +543,6 @@ class Sm90Gemm:
         through the ring's memory."""
         t = self.tiling
         self.scale_and_bias(acc, acc_u, mma, tidx, c, bias, scale_a, scale_b, factor, tile)
-        if cutlass.const_expr(self.gated):
-            self.fuse_gate(acc, acc_u)
         # The ring's shared memory becomes the epilogue's: every CTA that multicasts into ours must be done.
         if cutlass.const_expr(t.cluster_m * t.cluster_n > 1):
             cute.arch.cluster_arrive()
@@ -544,7 +552,7 @@ class Sm90Gemm:
         stores = pipeline.PipelineTmaStore.create(
             num_stages=self.epi_stages,
             producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.tile_threads))
-        self.store(acc, sd, gd, tma_d, mma, tidx, warp == 0, stores, 0, 0, c_src, beta, tile)
+        self.store(acc, acc_u, sd, gd, tma_d, mma, tidx, warp == 0, stores, 0, 0, c_src, beta, tile)
         if warp == 0:
             stores.producer_tail()
 
@@ -723,10 +731,8 @@ class Sm90Gemm:
                 if cutlass.const_expr(self.groups == 2):
                     their_turn.arrive()  # unmatched after the CTA's last tile: harmless at exit
                 self.scale_and_bias(acc, acc_u, mma, ctidx, c, bias, scale_a, scale_b, factor, (tile[0], tile[1]))
-                if cutlass.const_expr(self.gated):
-                    self.fuse_gate(acc, acc_u)
                 gd = cute.local_tile(td, self.tile, (tile[0], tile[1], None), proj=(1, 1, None))
-                self.store(acc, sd, gd, tma_d, mma, ctidx, first_warp, stores, mine, group, c_src, beta,
+                self.store(acc, acc_u, sd, gd, tma_d, mma, ctidx, first_warp, stores, mine, group, c_src, beta,
                            (tile[0], tile[1]))
                 mine = mine + 1
                 if cutlass.const_expr(self.groups == 2):
@@ -937,13 +943,6 @@ class Sm90Gemm:
                 halves[h].store(v)
 
     @cute.jit
-    def fuse_gate(self, acc: cute.Tensor, acc_u: cute.Tensor):
-        """SwiGLU on the registers: acc = silu(g) * u, g and u being the gate's and the up rows'
-        pre-activations, which scale_and_bias made of them."""
-        for i in cutlass.range_constexpr(cute.size(acc)):
-            acc[i] = activate(acc[i], "silu") * acc_u[i]
-
-    @cute.jit
     def coordinates(self, mma: cute.TiledMma, tidx, c: cute.Tensor, tile):
         """(m, n) of this thread's accumulators of tile (m, n), past D's edge too: an identity tensor
         partitioned by the thread's own slice of the MMA (the warpgroup's slice gives its first
@@ -977,11 +976,11 @@ class Sm90Gemm:
                       tma_bar_ptr=c_ring.producer_get_barrier(state))
 
     @cute.jit
-    def store(self, acc: cute.Tensor, sd: cute.Tensor, gd: cute.Tensor, tma_d: cute.CopyAtom,
+    def store(self, acc: cute.Tensor, acc_u: cute.Tensor, sd: cute.Tensor, gd: cute.Tensor, tma_d: cute.CopyAtom,
               mma: cute.TiledMma, tidx, storer, stores, tiles_before, group, c_src, beta: cutlass.Float32, tile):
-        """The tile's registers (scaled and biased by scale_and_bias, gated by fuse_gate) through
-        sd's buffers and TMA stores to gd, piece by piece, adding beta * C and activating each piece
-        on the way. tidx is the thread's index among its tile's threads, storer the warp that issues
+        """The tile's registers (scaled and biased by scale_and_bias) through sd's buffers and TMA
+        stores to gd, piece by piece, gating each piece (SwiGLU: silu(acc) * acc_u, the gate's and
+        the up rows' pre-activations), or adding beta * C and activating it, on the way. tidx is the thread's index among its tile's threads, storer the warp that issues
         the stores; the consumer group's buffers continue round-robin from the tiles_before tiles it
         stored already. C's piece of tile (m, n) is read from its buffer in the accumulators'
         arrangement (ldmatrix, the mirror of the store's stmatrix). The one-CTA-a-tile kernel's
@@ -1008,8 +1007,9 @@ class Sm90Gemm:
         consumers = pipeline.NamedBarrier(barrier_id=1 + group, num_threads=self.tile_threads)
         n_piece = cute.size(piece_layout)
         # The accumulators piece by piece, (element, piece), and a piece's registers as one vector.
-        acc_pieces = cute.make_tensor(r2s_acc.iterator,
-                                      cute.composition(r2s_acc.layout, cute.make_layout((n_piece, self.pieces))))
+        by_piece = cute.composition(r2s_acc.layout, cute.make_layout((n_piece, self.pieces)))
+        acc_pieces = cute.make_tensor(r2s_acc.iterator, by_piece)
+        up_pieces = cute.make_tensor(r2s.retile(acc_u).iterator, by_piece)  # acc_u has acc's layout
 
         def flat(t):
             return cute.make_tensor(t.iterator, cute.make_layout(n_piece))
@@ -1017,13 +1017,15 @@ class Sm90Gemm:
             # Elementwise on the piece as a whole: one vector op each, not one an element (which
             # traced and compiled 6-12% slower to the same SASS but for a few instructions).
             vals = acc_pieces[None, p].load()
+            if cutlass.const_expr(self.gated):
+                vals = activate(vals, "silu", self.ieee_div) * up_pieces[None, p].load()
             if cutlass.const_expr(self.epi.residual):
                 c_read = self.c_state(tiles_before * self.pieces + p, group, producer=False)
                 c_src[0].consumer_wait(c_read)
                 cute.copy(s2r, s2r_src[None, None, None, c_read.index], s2r_dst)
                 c_src[0].consumer_release(c_read)
                 vals = vals + beta * flat(piece_c).load().to(cutlass.Float32)
-            flat(piece_out).store(activate(vals, self.epi.act).to(self.d_type))
+            flat(piece_out).store(activate(vals, self.epi.act, self.ieee_div).to(self.d_type))
             buf = group * self.epi_stages + (tiles_before * self.pieces + p) % self.epi_stages
             cute.copy(r2s, piece_out, r2s_dst[None, None, None, buf])
             cute.arch.fence_proxy("async.shared", space="cta")
