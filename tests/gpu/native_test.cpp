@@ -174,38 +174,42 @@ TEST(Native, DeclinesWhatTmaCannotAddress) {
 
 // Programmatic dependent launch: a chain of GEMMs, each reading the one before's output, gives
 // the same values launched with the attribute as without it. A kernel that read its input before
-// its dependency wait would read the previous GEMM's unfinished output. (Not the same bits: a
-// split-K reduction of 3 or more slices adds them in the order they finish.)
+// its dependency wait would read the previous GEMM's unfinished output: A, and with a residual C
+// too (the register epilogue reads C ahead of its main loop), here the same x. (Not the same bits:
+// a split-K reduction of 3 or more slices adds them in the order they finish.)
 TEST(Native, PdlChainMatchesPlainLaunches) {
-  const GemmProblem p = GemmProblem::parse("16x4096x4096:bf16");
-  auto backend = find_backend<GemmProblem>("native");
-  cuda::Stream stream;
-  cuda::DeviceBuffer x[2] = {cuda::DeviceBuffer(size_t(p.m * p.k) * 2), cuda::DeviceBuffer(size_t(p.m * p.k) * 2)};
-  cuda::DeviceBuffer w(size_t(p.n * p.k) * 2);
-  // Weights of +-3/64: each GEMM keeps its output's spread near its input's (sqrt(K/3) * 3/64 / sqrt(3)).
-  harness::fill_uniform(w.get(), DType::bf16, p.n * p.k, 11, -3.0f / 64, 3.0f / 64, stream.get());
-  constexpr int kChain = 8;
-  for (const auto& cand : backend->candidates(p, DeviceInfo::query(), {.level = Search::fast, .top_k = 4})) {
-    auto kernel = backend->build(p, cand);
-    cuda::DeviceBuffer workspace(std::max<size_t>(kernel->workspace_bytes(), 16));
-    auto chain = [&](bool pdl) {
-      harness::fill_uniform(x[0].get(), DType::bf16, p.m * p.k, 7, -1.0f, 1.0f, stream.get());
-      GF_CUDA_CHECK(cudaMemsetAsync(workspace.get(), 0, workspace.bytes(), stream.get()));
-      for (int i = 0; i < kChain; ++i) {
-        GemmArgs args{.a = x[i % 2].get(), .b = w.get(), .d = x[(i + 1) % 2].get()};
-        args.workspace = workspace.get();
-        args.workspace_bytes = workspace.bytes();
-        args.pdl = pdl;
-        kernel->launch(args, stream.get());
-      }
-      stream.sync();
-      return test::to_host(x[kChain % 2].get(), DType::bf16, p.m * p.n);
-    };
-    const auto plain = chain(false), overlapped = chain(true);
-    EXPECT_LT(test::rel_err(overlapped, plain), 1e-2) << cand.name;
-    double rms = 0;
-    for (double v : plain) rms += v * v;
-    EXPECT_GT(rms / double(plain.size()), 0.01) << cand.name << ": the chain's values faded";
+  for (const char* spec : {"16x4096x4096:bf16", "16x4096x4096:bf16:residual"}) {
+    const GemmProblem p = GemmProblem::parse(spec);
+    auto backend = find_backend<GemmProblem>("native");
+    cuda::Stream stream;
+    cuda::DeviceBuffer x[2] = {cuda::DeviceBuffer(size_t(p.m * p.k) * 2), cuda::DeviceBuffer(size_t(p.m * p.k) * 2)};
+    cuda::DeviceBuffer w(size_t(p.n * p.k) * 2);
+    // Weights of +-3/64: each GEMM keeps its output's spread near its input's (sqrt(K/3) * 3/64 / sqrt(3)).
+    harness::fill_uniform(w.get(), DType::bf16, p.n * p.k, 11, -3.0f / 64, 3.0f / 64, stream.get());
+    constexpr int kChain = 8;
+    for (const auto& cand : backend->candidates(p, DeviceInfo::query(), {.level = Search::fast, .top_k = 4})) {
+      auto kernel = backend->build(p, cand);
+      cuda::DeviceBuffer workspace(std::max<size_t>(kernel->workspace_bytes(), 16));
+      auto chain = [&](bool pdl) {
+        harness::fill_uniform(x[0].get(), DType::bf16, p.m * p.k, 7, -1.0f, 1.0f, stream.get());
+        GF_CUDA_CHECK(cudaMemsetAsync(workspace.get(), 0, workspace.bytes(), stream.get()));
+        for (int i = 0; i < kChain; ++i) {
+          GemmArgs args{.a = x[i % 2].get(), .b = w.get(), .d = x[(i + 1) % 2].get()};
+          if (p.epilogue.has_c()) args.c = x[i % 2].get();  // x + x W^T
+          args.workspace = workspace.get();
+          args.workspace_bytes = workspace.bytes();
+          args.pdl = pdl;
+          kernel->launch(args, stream.get());
+        }
+        stream.sync();
+        return test::to_host(x[kChain % 2].get(), DType::bf16, p.m * p.n);
+      };
+      const auto plain = chain(false), overlapped = chain(true);
+      EXPECT_LT(test::rel_err(overlapped, plain), 1e-2) << spec << " " << cand.name;
+      double rms = 0;
+      for (double v : plain) rms += v * v;
+      EXPECT_GT(rms / double(plain.size()), 0.01) << spec << " " << cand.name << ": the chain's values faded";
+    }
   }
 }
 

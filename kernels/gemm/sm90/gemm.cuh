@@ -101,6 +101,9 @@ struct Gemm : Traits<Cfg> {
       }
       // Ping-pong: wait for the turn (the other consumer finished the previous unit's main loop).
       if (kPingpong && local > 0) ptx::named_barrier(kBarTurn + consumer, 256);
+      // C's elements into registers ahead of the main loop where they are few (register epilogue).
+      typename RegisterEpilogue<Cfg>::CAhead c_ahead;
+      if constexpr (!kStoreTma) RegisterEpilogue<Cfg>::load_c_ahead(p, u, consumer, c_ahead);
       // C's first boxes load a few k-blocks in, when the last tile's stores have read the staging.
       const int c_kb = min(u.kb_begin + 2, u.kb_end - 1);
       auto prefetch_c = [&](int kb) {
@@ -229,7 +232,7 @@ struct Gemm : Traits<Cfg> {
       if constexpr (kStoreTma)
         TmaEpilogue<Cfg>::store(p, acc, u, consumer, staging, &c_full[consumer], c_phase);
       else
-        RegisterEpilogue<Cfg>::store(p, acc, u, consumer);
+        RegisterEpilogue<Cfg>::store(p, acc, u, consumer, c_ahead);
     }
     // The shared memory must outlive the last TMA store.
     if (kStoreTma && leader) ptx::bulk_wait();
