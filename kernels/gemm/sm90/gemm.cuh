@@ -101,7 +101,10 @@ struct Gemm : Traits<Cfg> {
       }
       // Ping-pong: wait for the turn (the other consumer finished the previous unit's main loop).
       if (kPingpong && local > 0) ptx::named_barrier(kBarTurn + consumer, 256);
-      // C's elements into registers ahead of the main loop where they are few (register epilogue).
+      // The fp8 scales, and C's elements where the register epilogue's are few, into registers ahead
+      // of the main loop.
+      typename Scales<Cfg>::Ahead scales_ahead;
+      Scales<Cfg>::load_ahead(p, u, consumer, scales_ahead);
       typename RegisterEpilogue<Cfg>::CAhead c_ahead;
       if constexpr (!kStoreTma) RegisterEpilogue<Cfg>::load_c_ahead(p, u, consumer, c_ahead);
       // C's first boxes load a few k-blocks in, when the last tile's stores have read the staging.
@@ -227,7 +230,7 @@ struct Gemm : Traits<Cfg> {
       if (kPingpong && local + 1 < local_units) ptx::named_barrier_arrive(kBarTurn + (1 - consumer), 256);
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(acc[mm]);
-      Scales<Cfg>::dequantize(p, acc, u, consumer);
+      Scales<Cfg>::dequantize(p, acc, u, consumer, scales_ahead);
       if (kSplitK > 1 && !SplitK<Cfg>::reduce(p, acc, u, consumer, last_flags)) continue;
       if constexpr (kStoreTma)
         TmaEpilogue<Cfg>::store(p, acc, u, consumer, staging, &c_full[consumer], c_phase);

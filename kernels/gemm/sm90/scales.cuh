@@ -123,34 +123,69 @@ struct Scales : Traits<Cfg> {
   }
 
   // The scales constant along K, on the finished accumulators.
+  // The factors dequantize multiplies by, read ahead of the main loop (read after it, every tile's
+  // epilogue waited on their loads): per tensor always (one product a thread), per row and column
+  // where a thread holds 16 accumulators or fewer (the decode tiles).
+  static constexpr bool kAhead = kScale == ScaleKind::tensor || (kScale == ScaleKind::rowcol && kMmaM * kAcc <= 16);
+  struct Ahead {
+    float tensor;
+    float col[kAhead ? BN / 8 : 1][2];
+    float row[kAhead ? kMmaM : 1][2];
+  };
+
+  static __device__ __forceinline__ void load_ahead(const GemmParams& p, const Unit& u, int consumer, Ahead& f) {
+    if constexpr (kAhead && kScale == ScaleKind::tensor) {
+      f.tensor = __ldg(p.scale_a) * __ldg(p.scale_b);
+    } else if constexpr (kAhead) {
+      load_col_scales(p, u, f.col);
+#pragma unroll
+      for (int mm = 0; mm < kMmaM; ++mm)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) f.row[mm][half] = row_scale(p, u, consumer, mm, half);
+    }
+  }
+
+  static __device__ __forceinline__ void load_col_scales(const GemmParams& p, const Unit& u, float (&col)[BN / 8][2]) {
+    const int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int g = 0; g < BN / 8; ++g)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int c = col_of(p, u, 8 * g + 2 * (lane % 4) + e);
+        col[g][e] = c < p.n ? __ldg(p.scale_b + c) : 0.0f;
+      }
+  }
+
+  static __device__ __forceinline__ float row_scale(const GemmParams& p, const Unit& u, int consumer, int mm, int half) {
+    const int row = row_of(u, consumer, mm, half);
+    return row < p.m ? __ldg(p.scale_a + row) : 0.0f;
+  }
+
   static __device__ __forceinline__ void dequantize(const GemmParams& p, float (&acc)[kMmaM][kAcc], const Unit& u,
-                                                    int consumer) {
+                                                    int consumer, const Ahead& ahead) {
     if constexpr (kScale == ScaleKind::tensor) {
-      const float s = __ldg(p.scale_a) * __ldg(p.scale_b);
+      const float s = ahead.tensor;
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm)
 #pragma unroll
         for (int i = 0; i < kAcc; ++i) acc[mm][i] *= s;
     } else if constexpr (kScale == ScaleKind::rowcol) {
-      const int lane = threadIdx.x % 32;
       float col_scale[BN / 8][2];
+      if constexpr (kAhead) {
 #pragma unroll
-      for (int g = 0; g < BN / 8; ++g)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int col = col_of(p, u, 8 * g + 2 * (lane % 4) + e);
-          col_scale[g][e] = col < p.n ? __ldg(p.scale_b + col) : 0.0f;
-        }
+        for (int g = 0; g < BN / 8; ++g) col_scale[g][0] = ahead.col[g][0], col_scale[g][1] = ahead.col[g][1];
+      } else {
+        load_col_scales(p, u, col_scale);
+      }
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm)
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
-          const int row = row_of(u, consumer, mm, half);
-          const float row_scale = row < p.m ? __ldg(p.scale_a + row) : 0.0f;
+          const float row = kAhead ? ahead.row[mm][half] : row_scale(p, u, consumer, mm, half);
 #pragma unroll
           for (int g = 0; g < BN / 8; ++g)
 #pragma unroll
-            for (int e = 0; e < 2; ++e) acc[mm][4 * g + 2 * half + e] *= row_scale * col_scale[g][e];
+            for (int e = 0; e < 2; ++e) acc[mm][4 * g + 2 * half + e] *= row * col_scale[g][e];
         }
     }
   }
