@@ -8,8 +8,8 @@
 #   heldout: the same for shapes no cost-model constant was fitted on (qwen2.5-7b, phi3-mini at odd
 #   token counts, and odd shapes: primes, tiny N or K); runtime: host time of a gf::Runtime::gemm call
 #   over a bare cuBLASLt call;
-#   ab: the llama3-8b bench of another build (BEFORE=path/to/gemmforge) and of this one, one after the
-#   other; rowops: bench-ops of the default row ops (and of BEFORE's, when given); faults: bench-ops
+#   ab: the llama3-8b bench (or AB_ARGS' problems) of another build (BEFORE=path/to/gemmforge) and of
+#   this one, one after the other (AB_TURNS times); rowops: bench-ops of the default row ops (and of BEFORE's, when given); faults: bench-ops
 #   with planted faulty row-op configs; epilogue: fused vs cuBLASLt fused vs eager; ops: bench-ops
 #   beside torch; triton: the Triton backend beside torch.compile max-autotune; search: --search fast
 #   against the exhaustive best in one run (SEARCH_PROBLEMS); python: the Python package's GPU tests and
@@ -311,16 +311,21 @@ fi
 
 if [ "$what" = ab ]; then
   [ -x "${BEFORE:-}" ] || { echo "ab: BEFORE=path/to/the/other/gemmforge is needed"; exit 1; }
-  for side in before after; do
-    bin=$gf
-    [ $side = before ] && bin=$BEFORE
-    step "bench llama3-8b with the $side build ($bin)"
-    GEMMFORGE_HOME=/tmp/gf-home-$side timeout "${T_AB:-280}" "$bin" bench --model llama3-8b --tokens 16,128,4096 \
-      -s "$search" --rounds "${BENCH_ROUNDS:-5}" --json "$out/ab-$side.json" > "$out/ab-$side.txt" 2>&1 || status=1
-    tail -1 "$out/ab-$side.txt"
+  # AB_ARGS: the problems (default the llama3-8b set); AB_TURNS: the two builds alternated this often.
+  ab_args=${AB_ARGS:-"--model llama3-8b --tokens 16,128,4096"}
+  for turn in $(seq "${AB_TURNS:-1}"); do
+    for side in before after; do
+      bin=$gf
+      [ $side = before ] && bin=$BEFORE
+      step "bench ($ab_args) with the $side build ($bin), turn $turn"
+      # shellcheck disable=SC2086
+      GEMMFORGE_HOME=/tmp/gf-home-$side timeout "${T_AB:-280}" "$bin" bench $ab_args \
+        -s "$search" --rounds "${BENCH_ROUNDS:-5}" --json "$out/ab-$side-$turn.json" > "$out/ab-$side-$turn.txt" 2>&1 || status=1
+      tail -1 "$out/ab-$side-$turn.txt"
+    done
+    python3 scripts/summarize.py "$out/ab-before-$turn.json" | tail -6
+    python3 scripts/summarize.py "$out/ab-after-$turn.json" | tail -6
   done
-  python3 scripts/summarize.py "$out/ab-before.json" | tail -6
-  python3 scripts/summarize.py "$out/ab-after.json" | tail -6
 fi
 
 if [ "$what" = rowops ]; then
