@@ -229,7 +229,7 @@ class Sm90Gemm:
         c_bytes = self.groups * self.c_stages * self.piece_bytes
         stage_bytes = (t.tile_m * self.a_type.width + t.tile_n * self.b_type.width) * tile_k // 8
         self.stages = t.stages or (SMEM_BYTES - BARRIER_BYTES - epi_bytes - c_bytes) // stage_bytes
-        if cutlass.const_expr(self.epi.residual):  # what the stages leave over holds more of C's pieces, up to the tile's
+        if cutlass.const_expr(self.epi.residual):  # what the stages leave holds more of C's pieces
             spare = SMEM_BYTES - BARRIER_BYTES - epi_bytes - c_bytes - self.stages * stage_bytes
             self.c_stages = min(self.pieces, self.c_stages + max(spare, 0) // (self.groups * self.piece_bytes))
         a_smem = sm90.make_smem_layout_a(a_major, self.tile, self.a_type, self.stages)
@@ -980,9 +980,10 @@ class Sm90Gemm:
               mma: cute.TiledMma, tidx, storer, stores, tiles_before, group, c_src, beta: cutlass.Float32, tile):
         """The tile's registers (scaled and biased by scale_and_bias) through sd's buffers and TMA
         stores to gd, piece by piece, gating each piece (SwiGLU: silu(acc) * acc_u, the gate's and
-        the up rows' pre-activations), or adding beta * C and activating it, on the way. tidx is the thread's index among its tile's threads, storer the warp that issues
-        the stores; the consumer group's buffers continue round-robin from the tiles_before tiles it
-        stored already. C's piece of tile (m, n) is read from its buffer in the accumulators'
+        the up rows' pre-activations), or adding beta * C and activating it, on the way. tidx is
+        the thread's index among its tile's threads, storer the warp that issues the stores; the
+        consumer group's buffers continue round-robin from the tiles_before tiles it stored
+        already. C's piece of tile (m, n) is read from its buffer in the accumulators'
         arrangement (ldmatrix, the mirror of the store's stmatrix). The one-CTA-a-tile kernel's
         storer loads C's next pieces as the buffers free up."""
         c_atom = cute.make_tiled_copy_C_atom(

@@ -122,7 +122,6 @@ struct Scales : Traits<Cfg> {
     promote<kHalf * kAcc / 2, kAcc / 2>(acc, part_acc, f, u);
   }
 
-  // The scales constant along K, on the finished accumulators.
   // The factors dequantize multiplies by, read ahead of the main loop (read after it, every tile's
   // epilogue waited on their loads): per tensor always (one product a thread), per row and column
   // where a thread holds 16 accumulators or fewer (the decode tiles).
@@ -156,11 +155,13 @@ struct Scales : Traits<Cfg> {
       }
   }
 
-  static __device__ __forceinline__ float row_scale(const GemmParams& p, const Unit& u, int consumer, int mm, int half) {
+  static __device__ __forceinline__ float row_scale(const GemmParams& p, const Unit& u, int consumer, int mm,
+                                                    int half) {
     const int row = row_of(u, consumer, mm, half);
     return row < p.m ? __ldg(p.scale_a + row) : 0.0f;
   }
 
+  // The scales constant along K, on the finished accumulators.
   static __device__ __forceinline__ void dequantize(const GemmParams& p, float (&acc)[kMmaM][kAcc], const Unit& u,
                                                     int consumer, const Ahead& ahead) {
     if constexpr (kScale == ScaleKind::tensor) {
