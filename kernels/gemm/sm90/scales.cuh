@@ -182,7 +182,11 @@ struct Scales : Traits<Cfg> {
       for (int mm = 0; mm < kMmaM; ++mm)
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
-          const float row = kAhead ? ahead.row[mm][half] : row_scale(p, u, consumer, mm, half);
+          float row;
+          if constexpr (kAhead)
+            row = ahead.row[mm][half];
+          else
+            row = row_scale(p, u, consumer, mm, half);
 #pragma unroll
           for (int g = 0; g < BN / 8; ++g)
 #pragma unroll
