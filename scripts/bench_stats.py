@@ -64,3 +64,13 @@ def verdict(lo, hi):
 
 def fmt_ci(p, lo, hi):
     return f"{p:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def copy_share(rows, backend):
+    """Backend's graph-mode speed as a share of the copy of the same bytes bench timed beside it
+    ("cublaslt": the faster of its picks), or None where either is missing."""
+    copy = rows.get("copy")
+    row = baseline_of(rows, "round_graph_us") if backend == "cublaslt" else rows.get(backend)
+    if not (copy and copy.get("graph_us") and row and row["round_graph_us"]):
+        return None
+    return copy["graph_us"] / statistics.median(row["round_graph_us"])

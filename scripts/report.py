@@ -34,7 +34,7 @@ import statistics
 from collections import defaultdict
 from itertools import groupby
 
-from bench_stats import baseline_of, fmt_ci, geomean, interval, load_bench, paired, problem_m, verdict
+from bench_stats import baseline_of, copy_share, fmt_ci, geomean, interval, load_bench, paired, problem_m, verdict
 from search_gap import gaps
 from targets import target_section
 
@@ -112,11 +112,7 @@ def copy_section(problems, contenders=("cublaslt", "native", "cute", "choice")):
     for key, e in sorted(have, key=lambda kv: (problem_m(kv[0]), kv[1]["label"])):
         copy = e["rows"]["copy"]
         mb = copy.get("bytes", 0) / 1e6
-        cells = []
-        for b in present:
-            row = baseline_of(e["rows"], "round_graph_us") if b == "cublaslt" else e["rows"].get(b)
-            us = statistics.median(row["round_graph_us"]) if row and row["round_graph_us"] else None
-            cells.append(f"{100 * copy['graph_us'] / us:.0f}" if us else "-")
+        cells = [f"{100 * share:.0f}" if (share := copy_share(e["rows"], b)) is not None else "-" for b in present]
         lines.append(f"| {e['label']} | {mb:.1f} | {copy['graph_us']:.1f} | {copy.get('bytes', 0) / copy['graph_us'] / 1e6:.2f} | "
                      + " | ".join(cells) + " |")
     return lines

@@ -27,7 +27,7 @@ import re
 import statistics
 from collections import Counter
 
-from bench_stats import baseline_of, fmt_ci, geomean, interval, load_bench, paired, problem_m
+from bench_stats import baseline_of, copy_share, fmt_ci, geomean, interval, load_bench, paired, problem_m
 from search_gap import gaps
 
 FP8_BYTES = {"e4m3": 1, "e5m2": 1}
@@ -116,10 +116,9 @@ def fused(t, paths, rng):
 def copy(t, paths, rng):
     shares = []
     for key, e in select(load_bench(paths), t).items():
-        c = e["rows"].get("copy")
-        row = baseline_of(e["rows"], "round_graph_us") if t["backend"] == "cublaslt" else e["rows"].get(t["backend"])
-        if c and c.get("graph_us") and row and row["round_graph_us"] and weight_bytes(key) >= t.get("min_weight_mb", 0) * 1e6:
-            shares.append(c["graph_us"] / statistics.median(row["round_graph_us"]))
+        share = copy_share(e["rows"], t["backend"])
+        if share is not None and weight_bytes(key) >= t.get("min_weight_mb", 0) * 1e6:
+            shares.append(share)
     if not shares:
         return None, False
     return (f"{span(shares, '.0%')} of the copy ({count(len(shares), 'GEMM')})",
