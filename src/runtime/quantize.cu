@@ -254,22 +254,23 @@ void launch_segment_kernel(const T* x, Q* q, float* scales, int64_t rows, int64_
 }
 
 // Segments of len columns: the team and the vectors a thread fitted to the segment's vectors, so
-// that one chunk covers it (up to 4096 vectors) with at least 8 vectors (128 bytes) a thread in
-// flight where it can: a bf16 1x128 group is two threads' (at 4 a thread it read 87-92% of a copy
-// where rows of 4096, 16 a thread, read 91-99%; H100, 2026-12-05).
+// that one chunk covers it (up to 4096 vectors) with 4 vectors a thread where it can. Not fewer
+// threads with more vectors each: a bf16 1x128 group in teams of 2 touches 16 cache lines per
+// warp load (32 bytes each) and stores 16 bytes at a time, and read half a copy's bandwidth
+// where teams of 4 read ~90% (docs/journal, 2026-12-06).
 template <bool kVec, class T, class Q>
 void launch_segments(const T* x, Q* q, float* scales, int64_t rows, int64_t cols, int64_t len, cudaStream_t s) {
   const int64_t vectors = ceil_div(len, kVecElems<T>);
   if constexpr (!kVec) {
     launch_segment_kernel<false, 32, 4>(x, q, scales, rows, cols, len, s);
   } else if (vectors <= 16) {
-    launch_segment_kernel<true, 2, 8>(x, q, scales, rows, cols, len, s);
+    launch_segment_kernel<true, 4, 4>(x, q, scales, rows, cols, len, s);
   } else if (vectors <= 32) {
-    launch_segment_kernel<true, 4, 8>(x, q, scales, rows, cols, len, s);
+    launch_segment_kernel<true, 8, 4>(x, q, scales, rows, cols, len, s);
   } else if (vectors <= 64) {
-    launch_segment_kernel<true, 8, 8>(x, q, scales, rows, cols, len, s);
+    launch_segment_kernel<true, 16, 4>(x, q, scales, rows, cols, len, s);
   } else if (vectors <= 128) {
-    launch_segment_kernel<true, 16, 8>(x, q, scales, rows, cols, len, s);
+    launch_segment_kernel<true, 32, 4>(x, q, scales, rows, cols, len, s);
   } else if (vectors <= 256) {
     launch_segment_kernel<true, 32, 8>(x, q, scales, rows, cols, len, s);
   } else if (vectors <= 512) {
