@@ -4,7 +4,8 @@ from the run's own JSON by the measure the manifest names (docs/data/targets.jso
     {"issue": 24, "target": "what the issue asks", "run": "device, date", "measure": "speed",
      "files": ["bench.json"], "backend": "cute", "m": [4096], "at_least": 0.97, "each_at_least": 0.9}
 
-Measures, with their keys (files are relative to the manifest; m, where given, keeps those token counts):
+Measures, with their keys (files are relative to the manifest; m, where given, keeps those token counts,
+problem_has, a regular expression, the problems that match it):
   speed        backend's geomean speed against the best cuBLASLt kernel, with its 95% interval;
                field "graph" for CUDA-graph replays; at_least (geomean), each_at_least (every GEMM),
                neither: reported
@@ -14,7 +15,7 @@ Measures, with their keys (files are relative to the manifest; m, where given, k
   copy         backend's graph-mode speed as a share of a copy of the same bytes, for GEMMs whose
                weights hold at least min_weight_mb; at_least (every GEMM)
   quantize     gemmforge's TB/s as a share of the same bytes' copy, for the scalings listed; at_least
-  compile      the median cold compile of `gemmforge compile --json` files (backend, problem_has);
+  compile      the median cold compile of `gemmforge compile --json` files (backend);
                at_most (seconds)
   search_gap   the fast list's best over the exhaustive best (fast, exhaustive); at_most (geomean)
   wins         which backend the tuner picked, per GEMM (`tune --json`): reported, no verdict
@@ -48,7 +49,8 @@ def shape(key):
 
 
 def select(problems, t):
-    return {key: e for key, e in problems.items() if not t.get("m") or problem_m(key) in t["m"]}
+    return {key: e for key, e in problems.items()
+            if (not t.get("m") or problem_m(key) in t["m"]) and re.search(t.get("problem_has", ""), key)}
 
 
 def plain_key(key):
