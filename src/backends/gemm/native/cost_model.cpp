@@ -41,12 +41,15 @@ struct Model {
   // scales at 4096^3 and 4096x28672x4096, 2026-12-05 03:4x); ping-pong gains 1.00-1.02.
   static constexpr double kAheadGain = 1.06;
 
-  // Small M. Each k-block waits about a DRAM round trip under load, `stages` of them in flight.
-  static constexpr double kRoundTripS = 2e-6;
+  // Small M. Each k-block waits about a DRAM round trip under load, `stages` of them in flight:
+  // ~1 us in the full races of llama3-8b o and down at 128 tokens and o at 16 (2484 kernels; the
+  // first fit's 2 us ranked split-K tiles ahead of the whole-K 64x64 and 128x64 that won by 4-6%).
+  static constexpr double kRoundTripS = 1e-6;
   // A split-K slice past the first: its partials' round trip and the last slice's reduction.
   static constexpr double kSliceS = 1.5e-6;
-  // A unit's trips take kNarrowBase + kNarrowPer64 * 64 / BN round trips: narrow B boxes stream worse.
-  static constexpr double kNarrowBase = 0.7, kNarrowPer64 = 0.3;
+  // A unit's trips take kNarrowBase + kNarrowPer64 * 64 / BN round trips: narrow B boxes stream
+  // somewhat worse (the same races).
+  static constexpr double kNarrowBase = 0.9, kNarrowPer64 = 0.1;
   // Storing a tile's fp32-wide rows from registers, per SM; the TMA store leaves sooner.
   static constexpr double kSmallEpilogueBytesPerSecond = 100e9, kSmallTmaStoreGain = 4.0;
   // A pair along M with a single M-tile leaves its partner idle.
