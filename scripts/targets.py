@@ -8,7 +8,7 @@ Measures, with their keys (files are relative to the manifest; m, where given, k
 problem_has, a regular expression, the problems that match it):
   speed        backend's geomean speed against the best cuBLASLt kernel, with its 95% interval;
                field "graph" for CUDA-graph replays; at_least (geomean), each_at_least (every GEMM),
-               neither: reported
+               neither: reported; copy_bound: true adds the same ratio for a copy of the same bytes
   tflops       backend's geomean TFLOP/s; at_least
   fused        each fused GEMM's time over its plain GEMM's (the same problem without its epilogue
                terms, from any of the files), backend's own kernels; at_most (the overhead, 0.03 = 3%)
@@ -71,18 +71,23 @@ def weight_bytes(key):
 
 def speed(t, paths, rng):
     field = "round_graph_us" if t.get("field") == "graph" else "round_us"
-    samples = []
+    samples, bounds = [], []
     for e in select(load_bench(paths), t).values():
         base, row = baseline_of(e["rows"], field), e["rows"].get(t["backend"])
         if base and row and row[field]:
             samples.append(paired(base, row, field))
+            copy_us = e["rows"].get("copy", {}).get("graph_us" if field == "round_graph_us" else "us")
+            bounds.append(statistics.median(base[field]) / copy_us if copy_us else None)
     if not samples:
         return None, False
     p, lo, hi = interval(samples, rng)
     worst = min(statistics.median(s) for s in samples)
     met = (p >= t.get("at_least", 0) and worst >= t.get("each_at_least", 0)
            if "at_least" in t or "each_at_least" in t else None)
-    return f"{fmt_ci(p, lo, hi)}, min {worst:.3f} ({count(len(samples), 'GEMM')})", met
+    # copy_bound: what a kernel moving the same bytes at a copy's speed would read, the ceiling of
+    # a memory-bound target.
+    ceiling = f"; a copy of the same bytes: {geomean(bounds):.3f}" if t.get("copy_bound") and None not in bounds else ""
+    return f"{fmt_ci(p, lo, hi)}, min {worst:.3f} ({count(len(samples), 'GEMM')}){ceiling}", met
 
 
 def tflops(t, paths, rng):

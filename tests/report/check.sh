@@ -47,6 +47,8 @@ grep -q "| 1 | native at M = 4096 >= 1.0x | 1.029 \[1.0[0-9]*, 1.0[0-9]*\], min 
 grep -q "| 1 | native at M = 16, none below 1.0 | 0.979 .*, min 0.978 (2 GEMMs) | test | not met |" "$page" \
   || fail "targets: each_at_least"
 grep -q "| 1 | native at M = 4096, N = 6144 | .*(1 GEMM) | test |" "$page" || fail "targets: problem_has"
+grep -q "| 1 | native at M = 16, beside a copy | 0.980 .*(1 GEMM); a copy of the same bytes: 1.308 | test | - |" "$page" \
+  || fail "targets: copy_bound"
 grep -q "| 1 | native at M = 8192 | - | test | not measured |" "$page" || fail "targets: no data"
 grep -q "| 2 | native TFLOP/s at M = 4096 | 577 TFLOP/s geomean, 473 to 703 (2 GEMMs) | test | met |" "$page" \
   || fail "targets: tflops"
