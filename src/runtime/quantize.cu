@@ -254,10 +254,10 @@ void launch_segment_kernel(const T* x, Q* q, float* scales, int64_t rows, int64_
 }
 
 // Segments of len columns: the team and the vectors a thread fitted to the segment's vectors, so
-// that one chunk covers it (up to 4096 vectors) with 4 vectors a thread where it can. Not fewer
-// threads with more vectors each: a bf16 1x128 group in teams of 2 touches 16 cache lines per
-// warp load (32 bytes each) and stores 16 bytes at a time, and read half a copy's bandwidth
-// where teams of 4 read ~90% (docs/journal, 2026-12-06).
+// that one chunk covers it (up to 4096 vectors) with at least 4 vectors a thread where it can.
+// Not fewer threads with more vectors each: a bf16 1x128 group in teams of 2 touches 16 cache
+// lines per warp load (32 bytes each) and stores 16 bytes at a time; it read 45-52% of a copy on
+// an H200 where teams of 4 had read 87-92% on an H100 (docs/journal, 2026-12-06).
 template <bool kVec, class T, class Q>
 void launch_segments(const T* x, Q* q, float* scales, int64_t rows, int64_t cols, int64_t len, cudaStream_t s) {
   const int64_t vectors = ceil_div(len, kVecElems<T>);

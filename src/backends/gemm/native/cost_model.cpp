@@ -43,7 +43,8 @@ struct Model {
 
   // Small M. Each k-block waits about a DRAM round trip under load, `stages` of them in flight:
   // ~1 us in the full races of llama3-8b o and down at 128 tokens and o at 16 (2484 kernels; the
-  // first fit's 2 us ranked split-K tiles ahead of the whole-K 64x64 and 128x64 that won by 4-6%).
+  // first fit's 2 us ranked split 2-3 tiles ahead of the winners by 4-6%: whole-K 64x64 for o,
+  // 128x64 split 2 for down).
   static constexpr double kRoundTripS = 1e-6;
   // A split-K slice past the first: its partials' round trip and the last slice's reduction.
   static constexpr double kSliceS = 1.5e-6;
