@@ -223,6 +223,19 @@ TEST(NativeSpace, SmallMPrefersSplitK) {
   EXPECT_EQ(best.bm, 64);
 }
 
+// Swap-AB's two places in the fast list: its best whole-K kernel and its best split one (both won
+// races at 16 tokens), whichever the model ranks first.
+TEST(NativeSpace, SwapAbFastPairIsWholeKAndSplit) {
+  DeviceInfo d = DeviceInfo::assumed_hopper();
+  for (const char* spec : {"16x4096x4096:bf16", "16x4096x14336:e4m3->bf16:scale=rowcol", "8x6144x4096:bf16"}) {
+    std::vector<int> splits;
+    for (const NativeConfig& c : native::ranked_configs(GemmProblem::parse(spec), d, Search::fast))
+      if (c.swap_ab) splits.push_back(c.split_k);
+    ASSERT_EQ(splits.size(), 2u) << spec;
+    EXPECT_EQ(std::count(splits.begin(), splits.end(), 1), 1) << spec;
+  }
+}
+
 // A transcendental an element (erf GELU here) costs a cooperative kernel's tensor cores the
 // epilogue's time, which a ping-pong kernel overlaps: the best of those joins the short lists where
 // an SM has two tiles to alternate, and nowhere else; none where they hold one already.

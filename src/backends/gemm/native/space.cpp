@@ -303,8 +303,14 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
     add_best_of(
         head, scored, [](const NativeConfig& c) { return c.pingpong; },
         [&](const NativeConfig& c) { return c.pingpong && p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, c.bn) >= 2 * sms; });
+  // Swap-AB's first two are the best whole-K kernel and the best split one: both kinds won races
+  // (split 2 at llama3-8b o in bf16 at 16 tokens, 2026-12-06; split 2-3 picked in fp8 that day),
+  // and the model ranks the two within a few percent.
   const size_t swap_keep = level == Search::fast ? 2 : level == Search::normal ? 6 : swapped.size();
-  for (NativeConfig& c : diverse_head<NativeConfig>(std::move(swapped), swap_keep, tiers, 3)) head.push_back(c);
+  std::vector<std::function<std::string(const NativeConfig&)>> swap_tiers = {
+      [](const NativeConfig& c) { return std::string(c.split_k > 1 ? "split" : "whole"); }};
+  swap_tiers.insert(swap_tiers.end(), tiers.begin(), tiers.end());
+  for (NativeConfig& c : diverse_head<NativeConfig>(std::move(swapped), swap_keep, swap_tiers)) head.push_back(c);
   return head;
 }
 
