@@ -9,8 +9,8 @@
 #   token counts, and odd shapes: primes, tiny N or K); runtime: host time of a gf::Runtime::gemm call
 #   over a bare cuBLASLt call;
 #   ab: the llama3-8b bench (or AB_ARGS' problems) of another build (BEFORE=path/to/gemmforge, made
-#   by scripts/build-at.sh REV) and of
-#   this one, one after the other (AB_TURNS times); rowops: bench-ops of the default row ops (and of BEFORE's, when given); faults: bench-ops
+#   by scripts/build-at.sh REV) and of this one, one after the other (AB_TURNS times); rowops:
+#   bench-ops of the default row ops (and of BEFORE's, when given); faults: bench-ops
 #   with planted faulty row-op configs; epilogue: fused vs cuBLASLt fused vs eager; ops: bench-ops
 #   beside torch; triton: the Triton backend beside torch.compile max-autotune; search: --search fast
 #   against the exhaustive best in one run (SEARCH_PROBLEMS); python: the Python package's GPU tests and
