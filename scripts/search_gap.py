@@ -13,7 +13,10 @@ import sys
 def gaps(fast_candidates, exhaustive_tune):
     """(problem, exhaustive best us, fast best us, best name) per problem; the times are None (and
     the name why) where a side has nothing timed. The exhaustive side counts the fast list's
-    backends alone (a race of several backends holds the others' kernels too)."""
+    backends alone (a race of several backends holds the others' kernels too). The exhaustive side
+    may also be tests/data/fitted-races.json's {"races": [...]}, records of the same form."""
+    if isinstance(exhaustive_tune, dict):
+        exhaustive_tune = exhaustive_tune["races"]
     fast, backends = {}, {}
     for c in fast_candidates:
         fast.setdefault(c["problem"], set()).add(c["name"])

@@ -40,6 +40,9 @@ struct Model {
   // at 128x128, 1.05-1.11 at 256x64 and 128x64 (cooperative, geomean of each config's pair, block
   // scales at 4096^3 and 4096x28672x4096, 2026-12-05 03:4x); ping-pong gains 1.00-1.02.
   static constexpr double kAheadGain = 1.06;
+  // Promotion by column halves at 192 wide, where ahead does not fit: 1.035 and 1.052 the plain
+  // promotion's speed at 128x192 (block scales at 4096x28672x4096 and 4096^3, TMA store; 2026-12-06).
+  static constexpr double kHalvesGain = 1.04;
 
   // Small M. Each k-block waits about a DRAM round trip under load, `stages` of them in flight:
   // ~1 us in the full races of llama3-8b o and down at 128 tokens and o at 16 (2484 kernels; the
@@ -51,6 +54,15 @@ struct Model {
   // A unit's trips take kNarrowBase + kNarrowPer64 * 64 / BN round trips: narrow B boxes stream
   // somewhat worse (the same races).
   static constexpr double kNarrowBase = 0.9, kNarrowPer64 = 0.1;
+  // An SM streams its weights' boxes at most this fast: a trip takes at least its `stages` boxes'
+  // bytes over it. Without it the model saw no cost in streaming the same bytes through half the
+  // SMs: at llama3-8b down at 16 tokens swap-AB's 128x16 tiles split 2 (64 CTAs) ran 6% behind
+  // 64x16 ones (128 CTAs, the same trips), whose 32-CTA whole-K kernel drew 91 GB/s an SM (2026-12-06).
+  static constexpr double kSmBytesPerSecond = 100e9;
+  // A ping-pong kernel whose CTAs get one unit each runs it on one consumer, and pays for the turns:
+  // 0-6% behind the one-consumer cooperative kernel of the same tile and split in the full races at
+  // 16 tokens (llama3-8b o, down, lm_head; 2026-12-06).
+  static constexpr double kLonePingPong = 1.02;
   // Storing a tile's fp32-wide rows from registers, per SM; the TMA store leaves sooner.
   static constexpr double kSmallEpilogueBytesPerSecond = 100e9, kSmallTmaStoreGain = 4.0;
   // A pair along M with a single M-tile leaves its partner idle.
@@ -82,7 +94,8 @@ double unit_compute_s(const NativeConfig& c, const GemmProblem& p, double k) {
   const double intensity = double(c.bm) * c.bn / (c.bm + c.bn);
   const double efficiency = intensity / (intensity + Model::kHalfPeakIntensity) *
                             (c.consumers == 2 ? 1.0 : Model::kOneConsumerShare) *
-                            (c.promote ? Model::kPromoteShare : 1.0) * (c.promote_ahead ? Model::kAheadGain : 1.0);
+                            (c.promote ? Model::kPromoteShare : 1.0) * (c.promote_ahead ? Model::kAheadGain : 1.0) *
+                            (c.halves ? Model::kHalvesGain : 1.0);
   const double peak = Model::kPeakPerSm * (is_fp8(p.a) ? Model::kFp8Speedup : 1.0);
   return 2.0 * c.bm * c.bn * k / (peak * efficiency);
 }
@@ -103,9 +116,12 @@ double estimate_streaming_us(const NativeConfig& c, const GemmProblem& p, const 
   const int64_t units = q.batch * m_tiles * ceil_div(q.n, c.bn) * c.split_k;
   const int64_t waves = (units + sms - 1) / sms;
   const double k_blocks = std::ceil(double(p.k) / c.split_k / block_k(p));
-  const double narrow = Model::kNarrowBase + Model::kNarrowPer64 * 64.0 / (c.swap_ab ? c.bm : c.bn);
+  const int weight_rows = c.swap_ab ? c.bm : c.bn;
+  const double narrow = Model::kNarrowBase + Model::kNarrowPer64 * 64.0 / weight_rows;
   const double trips = std::ceil(k_blocks / c.stages);
-  const double unit_stream_s = trips * Model::kRoundTripS * narrow;
+  const double trip_bytes = double(c.stages) * weight_rows * block_k(p) * dtype_bytes(p.b);
+  const double trip_s = std::max(Model::kRoundTripS * narrow, trip_bytes / Model::kSmBytesPerSecond);
+  const double unit_stream_s = trips * trip_s;
   const double unit_compute = unit_compute_s(c, p, k_blocks * block_k(p));
   const double grid_s = waves * (std::max(unit_compute, unit_stream_s) + std::min(unit_compute, unit_stream_s) / trips);
   const double partial_bytes = c.split_k > 1 ? 2.0 * units * c.bm * c.bn * 4 : 0.0;
@@ -117,7 +133,8 @@ double estimate_streaming_us(const NativeConfig& c, const GemmProblem& p, const 
                             (c.store_tma() ? Model::kSmallTmaStoreGain : 1.0);
   const double idle_partner = c.pair_m() > 1 && m_tiles < 2 ? Model::kIdlePartner : 1.0;
   const double unproven = c.cluster > 1 ? Model::kUnprovenPair : 1.0;
-  return idle_partner * unproven *
+  const double lone_pingpong = c.pingpong && units <= sms ? Model::kLonePingPong : 1.0;
+  return idle_partner * unproven * lone_pingpong *
          (Model::kLaunchUs + 1e6 * (std::hypot(grid_s, dram_s) + epilogue_s + (c.split_k - 1) * Model::kSliceS));
 }
 

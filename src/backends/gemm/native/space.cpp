@@ -214,8 +214,11 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   std::vector<Promotion> promotions = {{false, false, false}};
   if (is_fp8(p.a) && block_scaled) promotions = {{true, false, false}, {true, true, false}};
   if (is_fp8(p.a) && !block_scaled) promotions = {{false, false, false}, {true, false, false}, {true, true, false}};
-  // By halves: not raced yet, so in the exhaustive list alone.
-  if (is_fp8(p.a) && level == Search::exhaustive) promotions.push_back({true, false, true});
+  // By halves: at 192 wide, where promotion ahead does not fit, the block race measured it 3-5%
+  // faster than the plain promotion at 128x192 and 2-6% at 64x192 ping-pong; narrower, 1-30% slower
+  // (2026-12-06). So the short lists of block scales hold it at 192 wide; with rowwise scales, not
+  // raced, only the exhaustive list.
+  if (is_fp8(p.a) && (block_scaled || level == Search::exhaustive)) promotions.push_back({true, false, true});
   // Swap-AB at small M: the kernel's N is the problem's M, its width the narrowest that covers it.
   const bool swappable = p.m <= kSwapMaxM && p.layout == Layout::tn && p.epilogue.gate == GateKind::none &&
                          p.epilogue.scale != ScaleKind::block128;
@@ -277,6 +280,7 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                       if (illegal_reason(whole, p, d).empty()) into.emplace_back(estimate_us(whole, p, d), whole);
                     }
                     if (!illegal_reason(c, p, d).empty()) continue;
+                    if (c.halves && level != Search::exhaustive && c.bn != 192) continue;
                     into.emplace_back(estimate_us(c, p, d), c);
                   }
   }
@@ -286,23 +290,26 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   // short list starts the next (fast is the head of default):
   // pairs of the best tile were 17% faster than its single CTAs at 1000x4096x1000 and within 1%
   // at 4096^3 in an exhaustive search, which the model does not capture.
-  // Swap-AB's constants are not fitted yet: its best-ranked configs come after the list the model
-  // and the measured winners shaped (two more for fast, of two tile shapes), so that the race
-  // measures them. At M = 16 the first of them was native's best for 4 of llama3-8b's 5 GEMMs.
+  // Swap-AB is ranked apart, its best configs after that list (two more for fast), so that the race
+  // measures them beside the plain kernels: the model does not weigh the two kinds against each
+  // other (swap-AB won every full race at 16 and 77 tokens, 2026-12-06).
   const std::vector<std::function<std::string(const NativeConfig&)>> tiers = {
       [](const NativeConfig& c) { return fmt::format("{}x{}{}", c.bm, c.bn, c.pingpong); },
       [](const NativeConfig& c) {
         return fmt::format("{}x{}{}/{}{}{}", c.bm, c.bn, c.pingpong, c.pair_m(), c.pair_n(), c.store_boxes);
       }};
   std::vector<NativeConfig> head = diverse_head<NativeConfig>(scored, keep, tiers, 4);
-  // Ping-pong runs one consumer's epilogue under the other's multiplies. The model's epilogue is
-  // the store's bytes alone, and a transcendental an element costs a cooperative kernel 13-22%
-  // (fp8 rowwise erf GELU at 128 and 4096 tokens, 2026-12-04): the best ping-pong kernel is raced
-  // too, where an SM has two tiles at least to overlap.
-  if (level != Search::exhaustive && p.epilogue.has_transcendental())
+  // Ping-pong runs one consumer's epilogue under the other's multiplies, which the model prices
+  // poorly: a transcendental an element costs a cooperative kernel 13-22% (fp8 rowwise erf GELU at
+  // 128 and 4096 tokens, 2026-12-04), and ping-pong won all four full bf16 races at 4096 and 8192
+  // tokens (2026-12-06), where the model ranked it 5-17% behind. So the best ping-pong kernel is
+  // raced too, where an SM has two tiles at least to alternate.
+  if (level != Search::exhaustive)
     add_best_of(
         head, scored, [](const NativeConfig& c) { return c.pingpong; },
-        [&](const NativeConfig& c) { return c.pingpong && p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, c.bn) >= 2 * sms; });
+        [&](const NativeConfig& c) {
+          return c.pingpong && p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, c.bn) >= 2 * sms;
+        });
   // Swap-AB's first two are the best whole-K kernel and the best split one: both kinds won races
   // (split 2 at llama3-8b o in bf16 at 16 tokens, 2026-12-06; split 2-3 picked in fp8 that day),
   // and the model ranks the two within a few percent.
