@@ -279,9 +279,7 @@ static void expect_fast_list_near_best(const std::vector<test::StoredRace>& race
   }
 }
 
-// On the shapes the cost model was fitted on (tests/data/fitted-races.json). Until their full
-// races are stored, a record holds only the candidate the fit was checked against, so there this
-// still asks for that candidate by name.
+// On the shapes the cost model was fitted on (tests/data/fitted-races.json: full races, H200).
 TEST(NativeSpace, FastListNearTheExhaustiveBestOnFittedShapes) {
   const auto races = test::load_races(std::string(GF_TEST_DATA_DIR) + "/fitted-races.json", "native");
   ASSERT_GE(races.size(), 10u);
