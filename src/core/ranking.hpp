@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <functional>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -39,17 +40,19 @@ std::vector<Config> diverse_head(std::vector<std::pair<double, Config>> scored, 
   return out;
 }
 
-// Unless `head` holds a config of `family` already, the best-ranked one of `scored` that `wanted`
-// picks (of the family, and where it can pay), appended: a family whose worth a model cannot
-// price, so that the race measures it.
+// Unless the first `judged` configs of `head` hold one of `family`, the best-ranked one of
+// `scored` that `wanted` picks (of the family, and where it can pay), appended where `head` lacks
+// it: a family whose worth a model cannot price, so that the race measures it. Judging every level
+// by the fast list's head (`judged` its length) appends the same config to each, so the fast list
+// stays inside the default one.
 template <class Config, class Family, class Wanted>
 void add_best_of(std::vector<Config>& head, const std::vector<std::pair<double, Config>>& scored, Family family,
-                 Wanted wanted) {
-  if (std::any_of(head.begin(), head.end(), family)) return;
+                 Wanted wanted, size_t judged = std::numeric_limits<size_t>::max()) {
+  if (std::any_of(head.begin(), head.begin() + std::min(judged, head.size()), family)) return;
   const std::pair<double, Config>* best = nullptr;
   for (const auto& s : scored)
     if (wanted(s.second) && (!best || s.first < best->first)) best = &s;
-  if (best) head.push_back(best->second);
+  if (best && std::find(head.begin(), head.end(), best->second) == head.end()) head.push_back(best->second);
 }
 
 // Whether a candidate's name contains one of the comma-separated texts of `only` (empty: every

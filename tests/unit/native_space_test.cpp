@@ -16,7 +16,7 @@ using native::NativeConfig;
 
 TEST(NativeSpace, SizesByLevelAndUniqueNames) {
   DeviceInfo d = DeviceInfo::assumed_hopper();
-  for (const char* spec : {"4096x6144x4096:bf16", "16x4096x14336:bf16", "77x1000x1000:bf16",
+  for (const char* spec : {"4096x6144x4096:bf16", "16x4096x14336:bf16", "77x1000x1000:bf16", "512x4096x4096:bf16",
                            "4096x28672x4096:bf16:swiglu", "4096x4096x4096:bf16:residual"}) {
     GemmProblem p = GemmProblem::parse(spec);
     auto fast = native::ranked_configs(p, d, Search::fast);
@@ -40,11 +40,12 @@ TEST(NativeSpace, SizesByLevelAndUniqueNames) {
       EXPECT_TRUE(names.insert(c.name(p)).second) << "duplicate " << c.name(p);
       EXPECT_EQ(NativeConfig::from_json(c.to_json()), c);
     }
-    // fast is the head of default: the cost model ranks once (the ping-pong kernel appended to
-    // fast's 8 may stand anywhere in default's 30).
+    // fast is the head of default: the cost model ranks once, and a ping-pong kernel appended to
+    // fast's 8 is default's too.
     for (bool swap : {false, true}) {
       auto f = part(fast, swap), n = part(normal, swap);
       for (size_t i = 0; i < std::min<size_t>(f.size(), 8); ++i) EXPECT_EQ(f[i], n[i]);
+      for (const NativeConfig& c : f) EXPECT_NE(std::find(n.begin(), n.end(), c), n.end()) << c.name(p);
     }
   }
 }
@@ -223,8 +224,11 @@ TEST(NativeSpace, PromotionByHalves) {
   };
   EXPECT_GT(count(Search::exhaustive), 0);
   EXPECT_GT(count(Search::fast), 0);
-  for (const NativeConfig& x : native::ranked_configs(block, d, Search::normal))
-    EXPECT_TRUE(!x.halves || x.bn == 192) << x.name(block);
+  // 192 wide alone, with a C input (whose whole-tile staging is a variant of its own) too.
+  for (const GemmProblem& q : {block, GemmProblem::parse("4096x4096x4096:e4m3:scale=block128+residual")})
+    for (Search level : {Search::fast, Search::normal})
+      for (const NativeConfig& x : native::ranked_configs(q, d, level))
+        EXPECT_TRUE(!x.halves || x.bn == 192) << x.name(q);
   const GemmProblem rowwise = GemmProblem::parse("4096x4096x4096:e4m3:scale=rowcol");
   for (const NativeConfig& x : native::ranked_configs(rowwise, d, Search::normal)) EXPECT_FALSE(x.halves);
 }
@@ -264,7 +268,12 @@ TEST(NativeSpace, PingPongRacedWhereAnSmHasTwoTiles) {
                            "4096x14336x4096:e4m3->bf16:scale=rowcol", "8192x6144x4096:bf16", "4096x28672x4096:bf16"})
     EXPECT_GE(pingpongs(spec), 1) << spec;
   EXPECT_EQ(pingpongs("8192x6144x4096:bf16"), 1);  // the model's 8 hold none: one appended
+  // 128 tokens: the model ranks ping-pong kernels in already (896 tiles of 64 rows), nothing appended.
   EXPECT_EQ(native::ranked_configs(GemmProblem::parse("128x28672x4096:bf16:swiglu"), d, Search::fast).size(), 8u);
+  // Where no SM gets two tiles (o at 128 tokens: 128 tiles of 64x64 at most), nothing is appended.
+  const GemmProblem one_wave = GemmProblem::parse("128x4096x4096:bf16");
+  const auto list = native::ranked_configs(one_wave, d, Search::fast);
+  EXPECT_EQ(std::count_if(list.begin(), list.end(), [](const NativeConfig& c) { return !c.swap_ab; }), 8);
 }
 
 // The fast list judged by measured times, not by names (issue 26): looked up in stored

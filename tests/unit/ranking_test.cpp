@@ -35,6 +35,13 @@ TEST(AddBestOf, TheBestWantedOfAFamilyUnlessTheListHoldsOneOfIt) {
   head = {40};
   add_best_of(head, scored, odd, [](const int& i) { return i > 100; });
   EXPECT_EQ(head.size(), 1u);  // none wanted
+  // Judged by its first two alone (the fast list's head): 13 appended past 11, and not twice.
+  head = {40, 30, 11};
+  add_best_of(head, scored, odd, odd, 2);
+  EXPECT_EQ(head, (std::vector<int>{40, 30, 11, 13}));
+  head = {40, 30, 13};
+  add_best_of(head, scored, odd, odd, 2);
+  EXPECT_EQ(head, (std::vector<int>{40, 30, 13}));
 }
 
 TEST(NameMatches, AnyOfItsCommaSeparatedParts) {

@@ -199,7 +199,8 @@ std::string illegal_reason(const CuteConfig& c, const GemmProblem& p) {
   // multiple of the half).
   if (e.scale == ScaleKind::block128) {
     if (c.swap_ab) return "block scales are per row of A and per 128-row block of B: no swap-AB";
-    if (c.tile_m > 128 || (c.tile_n != 64 && c.tile_n != 128)) return "block scales take 64- or 128-row tiles 64 or 128 wide";
+    if (c.tile_m > 128 || (c.tile_n != 64 && c.tile_n != 128))
+      return "block scales take 64- or 128-row tiles 64 or 128 wide";
     if (e.gate == GateKind::split && (p.n / 2) % (c.tile_n / 2) != 0)
       return "a split gate's up rows would straddle B's 128-row scale blocks (N/2 not a multiple of half the tile)";
     if (c.pingpong && c.tile_m != 64) return "a block-scaled ping-pong warpgroup holds a 64-row tile";
@@ -260,9 +261,8 @@ std::vector<CuteConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d
     return fmt::format("{}x{}{}{}", c.tile_m, c.tile_n, c.persistent, c.pingpong);
   };
   // The short list at small M holds one more: kernels there stand closer together.
-  const size_t keep = level == Search::exhaustive ? scored.size()
-                      : level == Search::fast     ? (p.m <= Model::kSmallM ? 4 : 3)
-                                                  : 8;
+  const size_t fast_keep = p.m <= Model::kSmallM ? 4 : 3;
+  const size_t keep = level == Search::exhaustive ? scored.size() : level == Search::fast ? fast_keep : 8;
   std::vector<CuteConfig> head = diverse_head<CuteConfig>(scored, keep, {tier});
   // Ping-pong runs one warpgroup's epilogue under the other's multiplies. The model prices no
   // epilogue, and a transcendental an element costs a cooperative kernel 14-19% at 128 and 4096
@@ -271,7 +271,8 @@ std::vector<CuteConfig> ranked_configs(const GemmProblem& p, const DeviceInfo& d
   if (level != Search::exhaustive && p.epilogue.has_transcendental())
     add_best_of(
         head, scored, [](const CuteConfig& c) { return c.pingpong; },
-        [&](const CuteConfig& c) { return c.pingpong && ceil_div(p.m, c.tile_m) * ceil_div(p.n, c.tile_n) >= 2 * sms; });
+        [&](const CuteConfig& c) { return c.pingpong && ceil_div(p.m, c.tile_m) * ceil_div(p.n, c.tile_n) >= 2 * sms; },
+        fast_keep);
   return head;
 }
 

@@ -40,8 +40,10 @@ struct Model {
   // at 128x128, 1.05-1.11 at 256x64 and 128x64 (cooperative, geomean of each config's pair, block
   // scales at 4096^3 and 4096x28672x4096, 2026-12-05 03:4x); ping-pong gains 1.00-1.02.
   static constexpr double kAheadGain = 1.06;
-  // Promotion by column halves at 192 wide, where ahead does not fit: 1.035 and 1.052 the plain
-  // promotion's speed at 128x192 (block scales at 4096x28672x4096 and 4096^3, TMA store; 2026-12-06).
+  // Promotion by column halves (in the short lists at 192 wide, where ahead does not fit): 1.035 and
+  // 1.054 the plain promotion's speed at 128x192 with the TMA store (block scales at
+  // 4096x28672x4096 and 4096^3; 0.96-1.02 with other stores and pairs), 1.01-1.06 at 64x192
+  // ping-pong (2026-12-06).
   static constexpr double kHalvesGain = 1.04;
 
   // Small M. Each k-block waits about a DRAM round trip under load, `stages` of them in flight:
@@ -57,11 +59,13 @@ struct Model {
   // An SM streams its weights' boxes at most this fast: a trip takes at least its `stages` boxes'
   // bytes over it. Without it the model saw no cost in streaming the same bytes through half the
   // SMs: at llama3-8b down at 16 tokens swap-AB's 128x16 tiles split 2 (64 CTAs) ran 6% behind
-  // 64x16 ones (128 CTAs, the same trips), whose 32-CTA whole-K kernel drew 91 GB/s an SM (2026-12-06).
-  static constexpr double kSmBytesPerSecond = 100e9;
+  // 64x16 ones (128 CTAs, the same trips). The fastest an SM drew in that race was 117 GB/s (256x16
+  // whole-K, 16 CTAs); 80-120 GB/s rank the six fitted races alike (2026-12-06).
+  static constexpr double kSmBytesPerSecond = 120e9;
   // A ping-pong kernel whose CTAs get one unit each runs it on one consumer, and pays for the turns:
-  // 0-6% behind the one-consumer cooperative kernel of the same tile and split in the full races at
-  // 16 tokens (llama3-8b o, down, lm_head; 2026-12-06).
+  // 0-6% behind the one-consumer cooperative kernel of the same tile and split without clusters, in
+  // the full bf16 races of llama3-8b o and down at 16 tokens (2026-12-06). A tie-breaker: in fp8 at
+  // split 3 and more ping-pong ran ahead (H100).
   static constexpr double kLonePingPong = 1.02;
   // Storing a tile's fp32-wide rows from registers, per SM; the TMA store leaves sooner.
   static constexpr double kSmallEpilogueBytesPerSecond = 100e9, kSmallTmaStoreGain = 4.0;
@@ -102,13 +106,15 @@ double unit_compute_s(const NativeConfig& c, const GemmProblem& p, double k) {
 
 // Small M: the weights stream from DRAM, shared by few tiles, and the tensor cores mostly wait.
 // Per unit: each k-block waits about a round trip, `stages` of them in flight, narrow B boxes
-// streaming worse; each wave past the first costs a whole unit. The pipeline overlaps the loads
+// streaming worse, and a trip no faster than its weight bytes at an SM's streaming rate; each wave
+// past the first costs a whole unit. The pipeline overlaps the loads
 // with the tensor-core work only once it is full: the first trip's loads (or the last trip's work)
 // are exposed, the smaller of the two over the number of trips (with K = 1000 and 8 stages, two
 // trips, that is most of it: there the time follows the tile's area). The grid cannot beat DRAM
 // either; the two bounds blend (as a 2-norm) since neither is reached alone.
 // With swap-AB the weights are the kernel's A, in boxes of bm rows, and its tiles cover the
-// transposed problem.
+// transposed problem. A ping-pong kernel with one unit a CTA pays for the turns its lone consumer
+// takes.
 double estimate_streaming_us(const NativeConfig& c, const GemmProblem& p, const DeviceInfo& d) {
   const int sms = std::max(d.sm_count, 1);
   const GemmProblem q = kernel_problem(c, p);

@@ -214,10 +214,11 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   std::vector<Promotion> promotions = {{false, false, false}};
   if (is_fp8(p.a) && block_scaled) promotions = {{true, false, false}, {true, true, false}};
   if (is_fp8(p.a) && !block_scaled) promotions = {{false, false, false}, {true, false, false}, {true, true, false}};
-  // By halves: at 192 wide, where promotion ahead does not fit, the block race measured it 3-5%
-  // faster than the plain promotion at 128x192 and 2-6% at 64x192 ping-pong; narrower, 1-30% slower
-  // (2026-12-06). So the short lists of block scales hold it at 192 wide; with rowwise scales, not
-  // raced, only the exhaustive list.
+  // By halves: at 192 wide, where promotion ahead does not fit, the block race measured it 3.5% and
+  // 5.4% faster than the plain promotion at 128x192 with the TMA store (its best kernels; -4..+2%
+  // with other stores and pairs) and 1-6% at 64x192 ping-pong; narrower, where ahead fits, up to 32%
+  // slower than the better of the two (2026-12-06). So the short lists of block scales hold it at
+  // 192 wide; with rowwise scales, not raced, only the exhaustive list.
   if (is_fp8(p.a) && (block_scaled || level == Search::exhaustive)) promotions.push_back({true, false, true});
   // Swap-AB at small M: the kernel's N is the problem's M, its width the narrowest that covers it.
   const bool swappable = p.m <= kSwapMaxM && p.layout == Layout::tn && p.epilogue.gate == GateKind::none &&
@@ -269,6 +270,7 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                     // Split-K only where whole tiles leave SMs idle.
                     int64_t tiles = q.batch * ceil_div(q.m, c.bm) * ceil_div(q.n, bn);
                     if (split > 1 && tiles >= sms) continue;
+                    if (c.halves && level != Search::exhaustive && c.bn != 192) continue;
                     // With a C input, staging the whole tile (C then lands during the main loop) is
                     // offered beside the deepest pipeline. The large-M model charges nothing for the
                     // stage it gives up, so there it ranks first; the two measured alike at 4096^3
@@ -280,12 +282,12 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                       if (illegal_reason(whole, p, d).empty()) into.emplace_back(estimate_us(whole, p, d), whole);
                     }
                     if (!illegal_reason(c, p, d).empty()) continue;
-                    if (c.halves && level != Search::exhaustive && c.bn != 192) continue;
                     into.emplace_back(estimate_us(c, p, d), c);
                   }
   }
   if (scored.empty() && swapped.empty()) return {};
-  const size_t keep = level == Search::fast ? 8 : level == Search::normal ? 30 : scored.size();
+  const size_t fast_keep = 8;
+  const size_t keep = level == Search::fast ? fast_keep : level == Search::normal ? 30 : scored.size();
   // Four distinct tiles first, then variants (pairs, TMA store) of the best ones, so that each
   // short list starts the next (fast is the head of default):
   // pairs of the best tile were 17% faster than its single CTAs at 1000x4096x1000 and within 1%
@@ -309,7 +311,8 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
         head, scored, [](const NativeConfig& c) { return c.pingpong; },
         [&](const NativeConfig& c) {
           return c.pingpong && p.batch * ceil_div(p.m, c.bm) * ceil_div(p.n, c.bn) >= 2 * sms;
-        });
+        },
+        fast_keep);
   // Swap-AB's first two are the best whole-K kernel and the best split one: both kinds won races
   // (split 2 at llama3-8b o in bf16 at 16 tokens, 2026-12-06; split 2-3 picked in fp8 that day),
   // and the model ranks the two within a few percent.
