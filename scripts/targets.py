@@ -133,12 +133,15 @@ def copy(t, paths, rng):
 
 
 def quantize(t, paths, rng):
+    # "copy_of": the copy timed beside another scaling of the same shape (the same bytes within a
+    # few), where a run's own copy for these scalings is not to be trusted (named in the target).
     shares = []
     for path in paths:
         q = json.load(open(path))
+        copies = {(r["scaling"], r["shape"]): r.get("copy_same_bytes", q["copy_tbps"]) for r in q["rows"]}
         for r in q["rows"]:
             if r["scaling"] in t["scalings"]:
-                shares.append(r["gemmforge"] / r.get("copy_same_bytes", q["copy_tbps"]))
+                shares.append(r["gemmforge"] / copies[(t.get("copy_of", r["scaling"]), r["shape"])])
     if not shares:
         return None, False
     return f"{span(shares, '.0%')} of the copy ({count(len(shares), 'shape')})", min(shares) >= t["at_least"]
