@@ -56,12 +56,12 @@ struct Model {
   // A unit's trips take kNarrowBase + kNarrowPer64 * 64 / BN round trips: narrow B boxes stream
   // somewhat worse (the same races).
   static constexpr double kNarrowBase = 0.9, kNarrowPer64 = 0.1;
-  // An SM streams its weights' boxes at most this fast: a trip takes at least its `stages` boxes'
-  // bytes over it. Without it the model saw no cost in streaming the same bytes through half the
-  // SMs: at llama3-8b down at 16 tokens swap-AB's 128x16 tiles split 2 (64 CTAs) ran 6% behind
-  // 64x16 ones (128 CTAs, the same trips). The fastest an SM drew in that race was 117 GB/s (256x16
-  // whole-K, 16 CTAs); 80-120 GB/s rank the six fitted races alike (2026-12-06).
-  static constexpr double kSmBytesPerSecond = 120e9;
+  // A grid of one wave that leaves SMs idle streams slower than its trips alone say: at llama3-8b
+  // down at 16 tokens swap-AB's 128x16 tiles split 2 (64 CTAs) ran 6% behind 64x16 ones (128 CTAs,
+  // the same trips). The unit's stream takes 1 + kIdleSmCost * (its idle SMs' share) as long;
+  // 0.1-0.5 rank the six fitted races alike (2026-12-06). (A bound on an SM's bytes a trip fitted
+  // them too but dropped the whole-K 256x16 tiles that won gate_up at 16 tokens.)
+  static constexpr double kIdleSmCost = 0.2;
   // A ping-pong kernel whose CTAs get one unit each runs it on one consumer, and pays for the turns:
   // 0-6% behind the one-consumer cooperative kernel of the same tile and split without clusters, in
   // the full bf16 races of llama3-8b o and down at 16 tokens (2026-12-06). A tie-breaker: in fp8 at
@@ -106,8 +106,8 @@ double unit_compute_s(const NativeConfig& c, const GemmProblem& p, double k) {
 
 // Small M: the weights stream from DRAM, shared by few tiles, and the tensor cores mostly wait.
 // Per unit: each k-block waits about a round trip, `stages` of them in flight, narrow B boxes
-// streaming worse, and a trip no faster than its weight bytes at an SM's streaming rate; each wave
-// past the first costs a whole unit. The pipeline overlaps the loads
+// streaming worse, and slower where a one-wave grid leaves SMs idle; each wave past the first
+// costs a whole unit. The pipeline overlaps the loads
 // with the tensor-core work only once it is full: the first trip's loads (or the last trip's work)
 // are exposed, the smaller of the two over the number of trips (with K = 1000 and 8 stages, two
 // trips, that is most of it: there the time follows the tile's area). The grid cannot beat DRAM
@@ -125,9 +125,8 @@ double estimate_streaming_us(const NativeConfig& c, const GemmProblem& p, const 
   const int weight_rows = c.swap_ab ? c.bm : c.bn;
   const double narrow = Model::kNarrowBase + Model::kNarrowPer64 * 64.0 / weight_rows;
   const double trips = std::ceil(k_blocks / c.stages);
-  const double trip_bytes = double(c.stages) * weight_rows * block_k(p) * dtype_bytes(p.b);
-  const double trip_s = std::max(Model::kRoundTripS * narrow, trip_bytes / Model::kSmBytesPerSecond);
-  const double unit_stream_s = trips * trip_s;
+  const double idle_sms = 1.0 + Model::kIdleSmCost * (1.0 - std::min<double>(units, sms) / sms);
+  const double unit_stream_s = trips * Model::kRoundTripS * narrow * idle_sms;
   const double unit_compute = unit_compute_s(c, p, k_blocks * block_k(p));
   const double grid_s = waves * (std::max(unit_compute, unit_stream_s) + std::min(unit_compute, unit_stream_s) / trips);
   const double partial_bytes = c.split_k > 1 ? 2.0 * units * c.bm * c.bn * 4 : 0.0;
