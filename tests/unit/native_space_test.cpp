@@ -315,6 +315,14 @@ TEST(NativeSpace, FastListNearTheExhaustiveBestOnFp8Decode) {
   }
 }
 
+// fp8 block scales at 4096 tokens: every kernel of the exhaustive list's g8m rasters, promotion by
+// halves among them (H200, 2026-12-06 03:07 UTC).
+TEST(NativeSpace, FastListNearTheExhaustiveBestOnBlockScales) {
+  const auto races = test::load_races(std::string(GF_RUNS_DIR) + "/fp8/block-race-halves.json", "native");
+  ASSERT_GE(races.size(), 2u);
+  expect_fast_list_near_best(races);
+}
+
 // ptxas's report on every config of the default lists: no spills, and no wgmma serialized (C7514,
 // which the overlapped promotion's run-time choice of accumulators once caused).
 TEST(NativeSpace, DefaultSpaceCompilesWithoutSpillsOrSerializedWgmma) {
