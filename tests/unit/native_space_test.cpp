@@ -197,6 +197,25 @@ TEST(NativeSpace, Fp8PromotesWhereBlockScalesNeedIt) {
   EXPECT_EQ(native::unsupported_reason(GemmProblem::parse("64x64x80:e4m3:scale=rowcol")), "");
 }
 
+// Swap-AB's tokens in two tiles (77 tokens: two of 48), paired along N to share the weights' tile
+// as cuBLASLt's pick there does: in the exhaustive list, until raced.
+TEST(NativeSpace, SwapAbTwoTokenTilesInTheExhaustiveList) {
+  const DeviceInfo d = DeviceInfo::assumed_hopper();
+  const GemmProblem p = GemmProblem::parse("77x3584x3584:bf16");
+  auto halves = [&](Search level) {
+    const auto list = native::ranked_configs(p, d, level);
+    return std::count_if(list.begin(), list.end(), [](const NativeConfig& c) { return c.swap_ab && c.bn == 48; });
+  };
+  EXPECT_GT(halves(Search::exhaustive), 0);
+  EXPECT_EQ(halves(Search::normal), 0);
+  const auto all = native::ranked_configs(p, d, Search::exhaustive);
+  EXPECT_TRUE(std::any_of(all.begin(), all.end(),
+                          [](const NativeConfig& c) { return c.swap_ab && c.bn == 48 && c.pair_n() == 2; }));
+  // 16 tokens fit one tile of 16: nothing narrower.
+  for (const NativeConfig& c : native::ranked_configs(GemmProblem::parse("16x4096x4096:bf16"), d, Search::exhaustive))
+    EXPECT_TRUE(!c.swap_ab || c.bn == 16);
+}
+
 // Promotion by halves: promoted, not ahead, halves of a multiple of 16 columns (wgmma's shapes),
 // named and stored apart. The short lists of block scales hold it at 192 wide, where promotion
 // ahead does not fit (it won the block race at 4096x28672x4096, 2026-12-06); rowwise ones, not

@@ -228,7 +228,12 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
     if (swap && !swappable) continue;
     auto& into = swap ? swapped : scored;
     const GemmProblem q = kernel_problem(NativeConfig{.swap_ab = swap}, p);  // what the kernel runs
-    const std::vector<int> bns = swap ? std::vector<int>{int(ceil_div(p.m, 16) * 16)} : widths;
+    std::vector<int> bns = swap ? std::vector<int>{int(ceil_div(p.m, 16) * 16)} : widths;
+    // Swap-AB's tokens in two tiles too, for pairs along N that share the weights' tile: cuBLASLt's
+    // pick at 77 tokens (qwen2.5-7b and phi3-mini o, 2026-12-06) is 64 weight rows x 40 tokens in
+    // clusters 4x2, 1.2x native's best single tile. Not raced yet: the exhaustive list alone.
+    const int half = int(ceil_div(ceil_div(p.m, 2), 16) * 16);
+    if (swap && level == Search::exhaustive && half < bns[0]) bns.push_back(half);
     for (const Family& f : families)
       for (const Promotion promotion : promotions)
         for (int bn : bns)
