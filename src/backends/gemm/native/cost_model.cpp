@@ -2,8 +2,8 @@
 // anything is compiled. Two regimes: at M > kSmallM the tensor cores and L2 bound each wave; at
 // smaller M the weights stream from DRAM and each unit's k-blocks arrive a round trip per trip of
 // `stages` of them. Its constants were fitted to exhaustive searches of llama3's GEMMs on an H200
-// (docs/journal/native-notes.md); tests/data/fitted-races.json and docs/data/search hold the races the
-// unit tests judge its fast lists by.
+// (docs/journal/native-notes.md); tests/data/fitted-races.json, docs/data/search and
+// docs/data/fp8/block-race-halves.json hold the races the unit tests judge its fast lists by.
 #include <algorithm>
 #include <cmath>
 
@@ -60,7 +60,8 @@ struct Model {
   // down at 16 tokens swap-AB's 128x16 tiles split 2 (64 CTAs) ran 6% behind 64x16 ones (128 CTAs,
   // the same trips). The unit's stream takes 1 + kIdleSmCost * (its idle SMs' share) as long;
   // 0.1-0.5 rank the six fitted races alike (2026-12-06). (A bound on an SM's bytes a trip fitted
-  // them too but dropped the whole-K 256x16 tiles that won gate_up at 16 tokens.)
+  // them too, but a 256x16 kernel drew 117 GB/s an SM, and at 120 the bound still dropped the
+  // whole-K 256x16 tiles the bench's tune picked for gate_up and lm_head at 16 tokens.)
   static constexpr double kIdleSmCost = 0.2;
   // A ping-pong kernel whose CTAs get one unit each runs it on one consumer, and pays for the turns:
   // 0-6% behind the one-consumer cooperative kernel of the same tile and split without clusters, in
@@ -125,8 +126,8 @@ double estimate_streaming_us(const NativeConfig& c, const GemmProblem& p, const 
   const int weight_rows = c.swap_ab ? c.bm : c.bn;
   const double narrow = Model::kNarrowBase + Model::kNarrowPer64 * 64.0 / weight_rows;
   const double trips = std::ceil(k_blocks / c.stages);
-  const double idle_sms = 1.0 + Model::kIdleSmCost * (1.0 - std::min<double>(units, sms) / sms);
-  const double unit_stream_s = trips * Model::kRoundTripS * narrow * idle_sms;
+  const double idle_slowdown = 1.0 + Model::kIdleSmCost * (1.0 - std::min<double>(units, sms) / sms);
+  const double unit_stream_s = trips * Model::kRoundTripS * narrow * idle_slowdown;
   const double unit_compute = unit_compute_s(c, p, k_blocks * block_k(p));
   const double grid_s = waves * (std::max(unit_compute, unit_stream_s) + std::min(unit_compute, unit_stream_s) / trips);
   const double partial_bytes = c.split_k > 1 ? 2.0 * units * c.bm * c.bn * 4 : 0.0;

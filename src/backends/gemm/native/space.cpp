@@ -229,7 +229,7 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
     auto& into = swap ? swapped : scored;
     const GemmProblem q = kernel_problem(NativeConfig{.swap_ab = swap}, p);  // what the kernel runs
     std::vector<int> bns = swap ? std::vector<int>{int(ceil_div(p.m, 16) * 16)} : widths;
-    // Swap-AB's tokens in two tiles too, for pairs along N that share the weights' tile: cuBLASLt's
+    // Swap-AB's tokens in two tiles too, as pairs along N that share the weights' tile: cuBLASLt's
     // pick at 77 tokens (qwen2.5-7b and phi3-mini o, 2026-12-06) is 64 weight rows x 40 tokens in
     // clusters 4x2, 1.2x native's best single tile. Not raced yet: the exhaustive list alone.
     const int half = int(ceil_div(ceil_div(p.m, 2), 16) * 16);
@@ -242,7 +242,8 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
               for (bool store_tma : {false, true})
                 for (int group : groups)
                   for (bool raster_n : {false, true}) {
-                    if (swap && store_tma) continue;  // stored transposed, from registers
+                    if (swap && store_tma) continue;                    // stored transposed, from registers
+                    if (swap && bn < bns[0] && pairing != 1) continue;  // two token tiles: as pairs along N
                     NativeConfig c{.bm = f.bm,
                                    .bn = bn,
                                    .stages = 2,
