@@ -244,6 +244,7 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                   for (bool raster_n : {false, true}) {
                     if (swap && store_tma) continue;                    // stored transposed, from registers
                     if (swap && bn < bns[0] && pairing != 1) continue;  // two token tiles: as pairs along N
+                    if (promotion.halves && level != Search::exhaustive && bn != 192) continue;
                     NativeConfig c{.bm = f.bm,
                                    .bn = bn,
                                    .stages = 2,
@@ -276,7 +277,6 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                     // Split-K only where whole tiles leave SMs idle.
                     int64_t tiles = q.batch * ceil_div(q.m, c.bm) * ceil_div(q.n, bn);
                     if (split > 1 && tiles >= sms) continue;
-                    if (c.halves && level != Search::exhaustive && c.bn != 192) continue;
                     // With a C input, staging the whole tile (C then lands during the main loop) is
                     // offered beside the deepest pipeline. The large-M model charges nothing for the
                     // stage it gives up, so there it ranks first; the two measured alike at 4096^3
