@@ -224,6 +224,14 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   const bool swappable = p.m <= kSwapMaxM && p.layout == Layout::tn && p.epilogue.gate == GateKind::none &&
                          p.epilogue.scale != ScaleKind::block128;
   std::vector<std::pair<double, NativeConfig>> scored, swapped;  // swap-AB's ranked apart
+  // The ring's depth: 8 stages, as shared memory allows. At small M the weights stream from DRAM
+  // through few SMs, each with at most `stages` k-blocks in flight, and 12 stages ran 2-9% faster
+  // than 8 in 7 of 8 races of llama3-8b's bf16 and fp8 rowwise GEMMs at 16 and 128 tokens (the
+  // best of each tile; 16 and 22 stages no better than 12, often worse; H100, 2026-12-06). The
+  // exhaustive list offers each depth.
+  std::vector<int> depths = {8};
+  if (p.m <= kDeepPipelineMaxM)
+    depths = level == Search::exhaustive ? std::vector<int>{8, 12, 16, 24} : std::vector<int>{12};
   for (bool swap : {false, true}) {
     if (swap && !swappable) continue;
     auto& into = swap ? swapped : scored;
@@ -231,9 +239,43 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
     std::vector<int> bns = swap ? std::vector<int>{int(ceil_div(p.m, 16) * 16)} : widths;
     // Swap-AB's tokens in two tiles too, as pairs along N that share the weights' tile: cuBLASLt's
     // pick at 77 tokens (qwen2.5-7b and phi3-mini o, 2026-12-06) is 64 weight rows x 40 tokens in
-    // clusters 4x2, 1.2x native's best single tile. Not raced yet: the exhaustive list alone.
+    // clusters 4x2, 1.2x native's best single tile. Raced (H100, 2026-12-06) they ran 6-11% behind
+    // native's best single tile at four 77-token shapes: the exhaustive list alone.
     const int half = int(ceil_div(ceil_div(p.m, 2), 16) * 16);
     if (swap && level == Search::exhaustive && half < bns[0]) bns.push_back(half);
+    // A config at each depth of the ring: the deepest pipeline that fits (capped at the depth)
+    // beside one staging box, then as many staging boxes as still fit; a depth whose pipeline a
+    // shallower one already reached is skipped.
+    auto offer = [&](const NativeConfig& base, bool store_tma) {
+      for (size_t i = 0; i < depths.size(); ++i) {
+        NativeConfig c = base;
+        c.store_boxes = store_tma ? 1 : 0;
+        c.stages = depths[i];
+        deepest_pipeline(c);
+        if (i > 0 && c.stages <= depths[i - 1]) continue;
+        const int out_boxes = tile_out_boxes(c.bn, q);
+        if (store_tma)
+          for (int boxes = out_boxes; boxes > 1; --boxes) {
+            NativeConfig wider = c;
+            wider.store_boxes = boxes;
+            if (out_boxes % boxes == 0 && wider.smem_bytes(p) <= d.smem_per_block_optin) {
+              c = wider;
+              break;
+            }
+          }
+        // With a C input, staging the whole tile (C then lands during the main loop) is offered
+        // beside the deepest pipeline. The large-M model charges nothing for the stage it gives
+        // up, so there it ranks first; the two measured alike at 4096^3. The small-M model charges
+        // for it.
+        if (store_tma && p.epilogue.has_c() && c.store_boxes < out_boxes) {
+          NativeConfig whole = c;
+          whole.store_boxes = out_boxes;
+          deepest_pipeline(whole);
+          if (illegal_reason(whole, p, d).empty()) into.emplace_back(estimate_us(whole, p, d), whole);
+        }
+        if (illegal_reason(c, p, d).empty()) into.emplace_back(estimate_us(c, p, d), c);
+      }
+    };
     for (const Family& f : families)
       for (const Promotion promotion : promotions)
         for (int bn : bns)
@@ -245,50 +287,23 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                     if (swap && store_tma) continue;                    // stored transposed, from registers
                     if (swap && bn < bns[0] && pairing != 1) continue;  // two token tiles: as pairs along N
                     if (promotion.halves && level != Search::exhaustive && bn != 192) continue;
-                    NativeConfig c{.bm = f.bm,
-                                   .bn = bn,
-                                   .stages = 2,
-                                   .consumers = f.consumers,
-                                   .pingpong = f.pingpong,
-                                   .split_k = split,
-                                   .cluster = pairing ? 2 : 1,
-                                   .cluster_m = pairing == 2,
-                                   .group = group,
-                                   .raster_n = raster_n,
-                                   .promote = promotion.promote,
-                                   .promote_ahead = promotion.ahead,
-                                   .halves = promotion.halves,
-                                   .swap_ab = swap};
-                    // The deepest pipeline that fits (capped at 8) beside one staging box, then as
-                    // many staging boxes as still fit.
-                    c.store_boxes = store_tma ? 1 : 0;
-                    c.stages = 8;
-                    deepest_pipeline(c);
-                    const int out_boxes = tile_out_boxes(bn, q);
-                    if (store_tma)
-                      for (int boxes = out_boxes; boxes > 1; --boxes) {
-                        NativeConfig wider = c;
-                        wider.store_boxes = boxes;
-                        if (out_boxes % boxes == 0 && wider.smem_bytes(p) <= d.smem_per_block_optin) {
-                          c = wider;
-                          break;
-                        }
-                      }
                     // Split-K only where whole tiles leave SMs idle.
-                    int64_t tiles = q.batch * ceil_div(q.m, c.bm) * ceil_div(q.n, bn);
-                    if (split > 1 && tiles >= sms) continue;
-                    // With a C input, staging the whole tile (C then lands during the main loop) is
-                    // offered beside the deepest pipeline. The large-M model charges nothing for the
-                    // stage it gives up, so there it ranks first; the two measured alike at 4096^3
-                    // The small-M model charges for it.
-                    if (store_tma && p.epilogue.has_c() && c.store_boxes < out_boxes) {
-                      NativeConfig whole = c;
-                      whole.store_boxes = out_boxes;
-                      deepest_pipeline(whole);
-                      if (illegal_reason(whole, p, d).empty()) into.emplace_back(estimate_us(whole, p, d), whole);
-                    }
-                    if (!illegal_reason(c, p, d).empty()) continue;
-                    into.emplace_back(estimate_us(c, p, d), c);
+                    if (split > 1 && q.batch * ceil_div(q.m, f.bm) * ceil_div(q.n, bn) >= sms) continue;
+                    offer(NativeConfig{.bm = f.bm,
+                                       .bn = bn,
+                                       .stages = 2,
+                                       .consumers = f.consumers,
+                                       .pingpong = f.pingpong,
+                                       .split_k = split,
+                                       .cluster = pairing ? 2 : 1,
+                                       .cluster_m = pairing == 2,
+                                       .group = group,
+                                       .raster_n = raster_n,
+                                       .promote = promotion.promote,
+                                       .promote_ahead = promotion.ahead,
+                                       .halves = promotion.halves,
+                                       .swap_ab = swap},
+                          store_tma);
                   }
   }
   if (scored.empty() && swapped.empty()) return {};
@@ -321,8 +336,10 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
         fast_keep);
   // Swap-AB's first two are the best whole-K kernel and the best split one: both kinds won races
   // (split 2 at llama3-8b o in bf16 at 16 tokens, 2026-12-06; split 2-3 picked in fp8 that day),
-  // and the model ranks the two within a few percent.
-  const size_t swap_keep = level == Search::fast ? 2 : level == Search::normal ? 6 : swapped.size();
+  // and the model ranks the two within a few percent. The fast list takes two more: in the race of
+  // ring depths (H100, 2026-12-06) swap-AB's best two missed the race's best by up to 7% (one
+  // race's spread), its best four by 1.3% at most.
+  const size_t swap_keep = level == Search::fast ? 4 : level == Search::normal ? 6 : swapped.size();
   std::vector<std::function<std::string(const NativeConfig&)>> swap_tiers = {
       [](const NativeConfig& c) { return std::string(c.split_k > 1 ? "split" : "whole"); }};
   swap_tiers.insert(swap_tiers.end(), tiers.begin(), tiers.end());

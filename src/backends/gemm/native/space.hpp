@@ -68,6 +68,9 @@ struct NativeConfig {
 // Swap-AB variants are offered up to this many rows: the kernel's N then holds them all in one
 // tile of at most 128 columns (wgmma n16..n128; the held-out M = 77 takes n80).
 inline constexpr int64_t kSwapMaxM = 128;
+// Up to this many rows the weights stream from DRAM (the cost model's small-M regime), and
+// pipelines deeper than 8 stages are offered.
+inline constexpr int64_t kDeepPipelineMaxM = 256;
 // The problem the kernel of this config runs: the problem itself, or with swap_ab its transpose
 // D^T = B A^T (M and N, A's and B's dtypes, row and column bias exchanged).
 GemmProblem kernel_problem(const NativeConfig& c, const GemmProblem& p);
