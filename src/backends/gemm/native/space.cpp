@@ -225,10 +225,11 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                          p.epilogue.scale != ScaleKind::block128;
   std::vector<std::pair<double, NativeConfig>> scored, swapped;  // swap-AB's ranked apart
   // The ring's depth: 8 stages, as shared memory allows. At small M the weights stream from DRAM
-  // through few SMs, each with at most `stages` k-blocks in flight, and 12 stages ran 2-9% faster
-  // than 8 in 7 of 8 races of llama3-8b's bf16 and fp8 rowwise GEMMs at 16 and 128 tokens (the
-  // best of each tile; 16 and 22 stages no better than 12, often worse; H100, 2026-12-06). The
-  // exhaustive list offers each depth.
+  // through few SMs, each with at most `stages` k-blocks in flight: in races of every depth (8, 12,
+  // 16, 24) of llama3-8b's bf16 and fp8 rowwise GEMMs at 16 and 128 tokens, the best 12-stage
+  // kernel ran 1.4-7.1% ahead of the best with 8 or fewer in 7 of 8 and within 1.9% of each race's
+  // best (13 and 16 stages won three races by under 2%, 22 none; H100, 2026-12-06). So 12 here;
+  // the exhaustive list offers each depth.
   std::vector<int> depths = {8};
   if (p.m <= kDeepPipelineMaxM)
     depths = level == Search::exhaustive ? std::vector<int>{8, 12, 16, 24} : std::vector<int>{12};
@@ -244,8 +245,8 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
     const int half = int(ceil_div(ceil_div(p.m, 2), 16) * 16);
     if (swap && level == Search::exhaustive && half < bns[0]) bns.push_back(half);
     // A config at each depth of the ring: the deepest pipeline that fits (capped at the depth)
-    // beside one staging box, then as many staging boxes as still fit; a depth whose pipeline a
-    // shallower one already reached is skipped.
+    // beside one staging box, then as many staging boxes as still fit; a config whose pipeline a
+    // shallower depth already reached (so offered there) is skipped.
     auto offer = [&](const NativeConfig& base, bool store_tma) {
       for (size_t i = 0; i < depths.size(); ++i) {
         NativeConfig c = base;
@@ -271,7 +272,9 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
           NativeConfig whole = c;
           whole.store_boxes = out_boxes;
           deepest_pipeline(whole);
-          if (illegal_reason(whole, p, d).empty()) into.emplace_back(estimate_us(whole, p, d), whole);
+          const bool shallower_has_it = i > 0 && whole.stages <= depths[i - 1];
+          if (!shallower_has_it && illegal_reason(whole, p, d).empty())
+            into.emplace_back(estimate_us(whole, p, d), whole);
         }
         if (illegal_reason(c, p, d).empty()) into.emplace_back(estimate_us(c, p, d), c);
       }
@@ -338,7 +341,7 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   // (split 2 at llama3-8b o in bf16 at 16 tokens, 2026-12-06; split 2-3 picked in fp8 that day),
   // and the model ranks the two within a few percent. The fast list takes two more: in the race of
   // ring depths (H100, 2026-12-06) swap-AB's best two missed the race's best by up to 7% (one
-  // race's spread), its best four by 1.3% at most.
+  // race's spread), its best four by 1.8% at most.
   const size_t swap_keep = level == Search::fast ? 4 : level == Search::normal ? 6 : swapped.size();
   std::vector<std::function<std::string(const NativeConfig&)>> swap_tiers = {
       [](const NativeConfig& c) { return std::string(c.split_k > 1 ? "split" : "whole"); }};
