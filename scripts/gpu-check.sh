@@ -2,12 +2,13 @@
 # Runs on the GPU machine: the GPU tests, tuning of the llama3-8b set (twice: the second run must
 # hit the DB for all 15 GEMMs), and the side-by-side benchmarks. Every step has a time limit;
 # full logs go to $OUT; a short table comes last. Uses build/ as carried (or builds it).
-#   scripts/gpu-check.sh [tests|tune|bench|heldout|runtime|python|cute|ab|rowops|faults|sass|epilogue|ops|triton|search|cutlass|fused|fp8|chain|fleet|all]
+#   scripts/gpu-check.sh [tests|tune|bench|heldout|runtime|launch|python|cute|ab|rowops|faults|sass|epilogue|ops|triton|search|cutlass|fused|fp8|chain|fleet|all]
 #   (default: all)
 #   tests: GPU tests; tune: llama3-8b tuned twice; bench: backends side by side (llama3-8b, BENCH_EXTRA);
 #   heldout: the same for shapes no cost-model constant was fitted on (qwen2.5-7b, phi3-mini at odd
 #   token counts, and odd shapes: primes, tiny N or K); runtime: host time of a gf::Runtime::gemm call
-#   over a bare cuBLASLt call;
+#   over a bare cuBLASLt call; launch: an empty kernel's device time alone and back to back (decode
+#   GEMMs' launch shapes: what a lone launch costs before any work);
 #   ab: the llama3-8b bench (or AB_ARGS' problems) of another build (BEFORE=path/to/gemmforge, made
 #   by scripts/build-at.sh REV) and of this one, one after the other (AB_TURNS times); rowops:
 #   bench-ops of the default row ops (and of BEFORE's, when given); faults: bench-ops
@@ -308,6 +309,12 @@ if [ "$what" = all ] || [ "$what" = runtime ]; then
   step "host time of a Runtime::gemm call over a bare cuBLASLt call"
   timeout "${T_RUNTIME:-120}" "$gf" bench-runtime --json "$out/runtime.json" > "$out/runtime.txt" 2>&1 || status=1
   tail -6 "$out/runtime.txt"
+fi
+
+if [ "$what" = launch ]; then
+  step "device time of an empty kernel alone and back to back, decode GEMMs' launch shapes"
+  timeout "${T_LAUNCH:-120}" "$gf" bench-launch --json "$out/launch.json" > "$out/launch.txt" 2>&1 || status=1
+  tail -7 "$out/launch.txt"
 fi
 
 if [ "$what" = ab ]; then

@@ -11,6 +11,7 @@ void add_compile(CLI::App& app);
 void add_db(CLI::App& app);
 void add_doctor(CLI::App& app);
 void add_bench_runtime(CLI::App& app);
+void add_bench_launch(CLI::App& app);
 void add_bench_chain(CLI::App& app);
 void add_prepare(CLI::App& app);
 }  // namespace gf::cli

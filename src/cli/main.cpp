@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   gf::cli::add_bench(app);
   gf::cli::add_bench_ops(app);
   gf::cli::add_bench_runtime(app);
+  gf::cli::add_bench_launch(app);
   gf::cli::add_bench_chain(app);
   gf::cli::add_candidates(app);
   gf::cli::add_compile(app);

@@ -30,9 +30,11 @@ done
 # Without a GPU, prepare says so in one line.
 if GEMMFORGE_HOME=$tmp/home "$gf" prepare -p 64x64x64:bf16 >/dev/null 2>"$tmp/err"; then fail "prepare ran without a GPU"; fi
 [ "$(grep -c . "$tmp/err")" -eq 1 ] && grep -q "needs a GPU" "$tmp/err" || fail "prepare without a GPU: $(cat "$tmp/err")"
-# So does bench-chain.
-if GEMMFORGE_HOME=$tmp/home "$gf" bench-chain >/dev/null 2>"$tmp/err"; then fail "bench-chain ran without a GPU"; fi
-[ "$(grep -c . "$tmp/err")" -eq 1 ] && grep -q "needs a GPU" "$tmp/err" || fail "bench-chain without a GPU: $(cat "$tmp/err")"
+# So do bench-chain and bench-launch.
+for cmd in bench-chain bench-launch; do
+  if GEMMFORGE_HOME=$tmp/home "$gf" "$cmd" >/dev/null 2>"$tmp/err"; then fail "$cmd ran without a GPU"; fi
+  [ "$(grep -c . "$tmp/err")" -eq 1 ] && grep -q "needs a GPU" "$tmp/err" || fail "$cmd without a GPU: $(cat "$tmp/err")"
+done
 # Without a GPU, --gpus says so, and what still works.
 GEMMFORGE_HOME=$tmp/home "$gf" tune --gpus all -p 64x64x64:bf16 >/dev/null 2>"$tmp/err"
 grep -q "gemmforge compile" "$tmp/err" || fail "--gpus without a GPU does not say what still works: $(cat "$tmp/err")"
