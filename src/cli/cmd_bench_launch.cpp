@@ -3,7 +3,6 @@
 // the fixed cost a lone launch pays before any work.
 #include <fmt/format.h>
 
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -32,11 +31,7 @@ void run_bench_launch(const std::string& json_path) {
                                {"single_us", c.single_us},
                                {"graph_us", c.graph_us}});
   }
-  if (!json_path.empty()) {
-    std::ofstream f(json_path);
-    GF_CHECK(f, "cannot write {}", json_path);
-    f << out.dump(2) << "\n";
-  }
+  if (!json_path.empty()) write_json(json_path, out);
 }
 
 }  // namespace

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -154,11 +153,7 @@ void run_bench_runtime(const Options& o) {
                fmt::format("[{:.2f}, {:.2f}]", quantile(m.us, 0.1), quantile(m.us, 0.9)), over, spread);
     out["modes"].push_back(std::move(row));
   }
-  if (!o.json_path.empty()) {
-    std::ofstream f(o.json_path);
-    GF_CHECK(f, "cannot write {}", o.json_path);
-    f << out.dump(2) << "\n";
-  }
+  if (!o.json_path.empty()) write_json(o.json_path, out);
 }
 
 }  // namespace

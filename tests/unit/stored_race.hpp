@@ -10,6 +10,7 @@
 #include <regex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gemmforge/problem.hpp"
@@ -23,11 +24,27 @@ struct StoredRace {
   int deepest_ring = 0;              // the most stages a native kernel of the race has
 };
 
-// A native kernel's ring depth (its name's `_s<stages>_`), or 0 for a name without one.
+// A native kernel name's ring depth field, `_s<stages>_`.
+inline const std::regex& ring_field() {
+  static const std::regex field("_s([0-9]+)_");
+  return field;
+}
+
+// A native kernel's ring depth, or 0 for a name without one.
 inline int ring_depth(const std::string& name) {
-  static const std::regex stages("_s([0-9]+)_");
   std::smatch m;
-  return std::regex_search(name, m, stages) ? std::stoi(m[1]) : 0;
+  return std::regex_search(name, m, ring_field()) ? std::stoi(m[1]) : 0;
+}
+
+// A race of these times: its best and its deepest ring derived from them.
+inline StoredRace race_of(GemmProblem problem, std::map<std::string, double> us) {
+  StoredRace race{
+      .problem = std::move(problem), .us = std::move(us), .best_us = std::numeric_limits<double>::infinity()};
+  for (const auto& [name, t] : race.us) {
+    race.best_us = std::min(race.best_us, t);
+    race.deepest_ring = std::max(race.deepest_ring, ring_depth(name));
+  }
+  return race;
 }
 
 // The races of one backend in a file: a list of records, or {"races": [...]} beside an "about".
@@ -39,14 +56,10 @@ inline std::vector<StoredRace> load_races(const std::string& path, const std::st
   const nlohmann::json& records = doc.is_object() ? doc.at("races") : doc;
   std::vector<StoredRace> races;
   for (const auto& r : records) {
-    StoredRace race{.problem = GemmProblem::parse(r.at("problem").get<std::string>()),
-                    .best_us = std::numeric_limits<double>::infinity()};
+    std::map<std::string, double> us;
     for (const auto& c : r.at("candidates"))
-      if (c.at("verified").get<bool>() && c.at("backend") == backend) race.us[c.at("candidate")] = c.at("us");
-    for (const auto& [name, t] : race.us) {
-      race.best_us = std::min(race.best_us, t);
-      race.deepest_ring = std::max(race.deepest_ring, ring_depth(name));
-    }
+      if (c.at("verified").get<bool>() && c.at("backend") == backend) us[c.at("candidate")] = c.at("us");
+    StoredRace race = race_of(GemmProblem::parse(r.at("problem").get<std::string>()), std::move(us));
     if (r.contains("best_us")) race.best_us = r.at("best_us").get<double>();
     races.push_back(std::move(race));
   }
@@ -60,9 +73,8 @@ inline std::vector<StoredRace> load_races(const std::string& path, const std::st
 // the depth race), and a kernel whose deeper ring left room for fewer staging boxes has no twin.
 inline const double* stored_time(const StoredRace& race, const std::string& name, bool* by_twin = nullptr) {
   if (auto it = race.us.find(name); it != race.us.end()) return &it->second;
-  static const std::regex stages("_s[0-9]+_");
   if (race.deepest_ring <= 8 && name.starts_with("sm90_") && ring_depth(name) > 8)
-    if (auto it = race.us.find(std::regex_replace(name, stages, "_s8_")); it != race.us.end()) {
+    if (auto it = race.us.find(std::regex_replace(name, ring_field(), "_s8_")); it != race.us.end()) {
       if (by_twin) *by_twin = true;
       return &it->second;
     }

@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -16,12 +15,7 @@ using namespace gf;
 namespace {
 
 test::StoredRace race_of(std::map<std::string, double> us) {
-  test::StoredRace race{.problem = GemmProblem::parse("16x4096x4096:bf16"), .us = std::move(us), .best_us = 1e30};
-  for (const auto& [name, t] : race.us) {
-    race.best_us = std::min(race.best_us, t);
-    race.deepest_ring = std::max(race.deepest_ring, test::ring_depth(name));
-  }
-  return race;
+  return test::race_of(GemmProblem::parse("16x4096x4096:bf16"), std::move(us));
 }
 
 const std::string kEight = "sm90_bf16_bf16_tn_64x16x64_co_s8_c1_k1_x1_g8m_plain_swap";

@@ -249,11 +249,12 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
     // shallower depth already reached (so offered there) is skipped.
     auto offer = [&](const NativeConfig& base, bool store_tma) {
       for (size_t i = 0; i < depths.size(); ++i) {
+        auto offered_shallower = [&](const NativeConfig& c) { return i > 0 && c.stages <= depths[i - 1]; };
         NativeConfig c = base;
         c.store_boxes = store_tma ? 1 : 0;
         c.stages = depths[i];
         deepest_pipeline(c);
-        if (i > 0 && c.stages <= depths[i - 1]) continue;
+        if (offered_shallower(c)) continue;
         const int out_boxes = tile_out_boxes(c.bn, q);
         if (store_tma)
           for (int boxes = out_boxes; boxes > 1; --boxes) {
@@ -272,8 +273,7 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
           NativeConfig whole = c;
           whole.store_boxes = out_boxes;
           deepest_pipeline(whole);
-          const bool shallower_has_it = i > 0 && whole.stages <= depths[i - 1];
-          if (!shallower_has_it && illegal_reason(whole, p, d).empty())
+          if (!offered_shallower(whole) && illegal_reason(whole, p, d).empty())
             into.emplace_back(estimate_us(whole, p, d), whole);
         }
         if (illegal_reason(c, p, d).empty()) into.emplace_back(estimate_us(c, p, d), c);
