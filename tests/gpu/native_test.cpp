@@ -164,7 +164,9 @@ INSTANTIATE_TEST_SUITE_P(
                       // Several tiles a CTA, promoted: the consumers' turns carry across tiles.
                       "2000x2048x1024:e4m3:scale=block128", "2000x2048x1040:e4m3->bf16:scale=rowcol+bias",
                       // One k-block (promotion ahead's peeled block alone); 192-wide tiles from n0 % 128 = 64.
-                      "200x448x128:e4m3:scale=block128"));
+                      "200x448x128:e4m3:scale=block128",
+                      // Promotion ahead's runs of four k-blocks after the first, then a pair: 7 k-blocks.
+                      "300x640x896:e4m3:scale=block128"));
 
 TEST(Native, DeclinesWhatTmaCannotAddress) {
   EXPECT_NE(native::unsupported_reason(GemmProblem::parse("64x64x77:bf16")), "");

@@ -85,8 +85,8 @@ struct Gemm : Traits<Cfg> {
     const u64 da = Mma<Cfg>::desc_a(sa, consumer), db = Mma<Cfg>::desc_b(sb);
     float acc[kMmaM][kAcc];
     constexpr bool kWholeParts = kPromote && !kPromoteHalves;
-    float part[kWholeParts ? kMmaM : 1][kWholeParts ? kAcc : 1];       // one k-block's products, to promote
-    float part2[kPromoteAhead ? kMmaM : 1][kPromoteAhead ? kAcc : 1];  // the next one's, promoting ahead
+    float part[kWholeParts ? kMmaM : 1][kWholeParts ? kAcc : 1];             // one k-block's products, to promote
+    float part2[kPromoteAhead ? kMmaM : 1][kPromoteAhead ? kAcc : 1];        // the next one's, promoting ahead
     float left[kPromoteHalves ? kMmaM : 1][kPromoteHalves ? kAcc / 2 : 1];   // by halves: the left half's
     float right[kPromoteHalves ? kMmaM : 1][kPromoteHalves ? kAcc / 2 : 1];  // and the right half's
     const int rank = kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0;
@@ -116,15 +116,17 @@ struct Gemm : Traits<Cfg> {
         }
       };
       if constexpr (kPromoteAhead) {
-        // Two sets of partial accumulators taken in turn: while a k-block's wgmma run into one, the
-        // previous k-block's products, in the other, are promoted. Each k-block ends with its
-        // wgmma done (wait 0), so the set promoted under them is never one a wgmma in flight
-        // writes: ptxas serializes every wgmma otherwise (C7514). Each set's factors load when
+        // Two sets of partial accumulators taken in turn, so that a k-block's products are promoted
+        // while the next k-block's wgmma run, and the wgmma drain (wait 0) only once every four
+        // k-blocks: in between, a k-block's wgmma are issued before the one before it is waited
+        // for (wait 1). ptxas follows the groups in straight-line code only (a group in flight
+        // across the loop's back edge, or a set written while a wgmma may, serializes every wgmma:
+        // C7514), hence runs of four unrolled, each ending drained. Each set's factors load when
         // its stage has landed.
         using Factors = typename Scales<Cfg>::BlockFactors;
         Factors f, f2;
-        auto k_block = [&](int kb, float(&into)[kMmaM][kAcc], Factors& into_factors, float(&done)[kMmaM][kAcc],
-                           const Factors& done_factors, bool promote_done) {
+        int s_last = 0;  // the stage of the k-block issued last
+        auto issue = [&](int kb, float(&into)[kMmaM][kAcc], Factors& into_factors) {
           prefetch_c(kb);
           const int s = it % kStages, phase = (it / kStages) & 1;
           ++it;
@@ -133,21 +135,53 @@ struct Gemm : Traits<Cfg> {
           ptx::wgmma_fence();
           Mma<Cfg>::mma_stage(into, ptx::desc_advance(da, s * kStageA), ptx::desc_advance(db, s * kStageB), false);
           ptx::wgmma_commit();
-          if (promote_done) Scales<Cfg>::promote(acc, done, done_factors, u);
-          ptx::wgmma_wait<0>();
+          const int before = s_last;
+          s_last = s;
+          return before;
+        };
+        // Between runs `part` holds the finished products of the k-block before, f its factors.
+        // A run's even steps issue into part2 and promote part; its odd steps the other way round.
+        auto even_step = [&](int kb, bool first) {
+          const int s = issue(kb, part2, f2);
+          if (!first) {
+            ptx::wgmma_wait<1>();
+            release_stage(&empty[s], leader);
+          }
+          Scales<Cfg>::promote(acc, part, f, u);
+        };
+        auto odd_step = [&](int kb) {
+          const int s = issue(kb, part, f);
+          ptx::wgmma_wait<1>();
           release_stage(&empty[s], leader);
+          Scales<Cfg>::promote(acc, part2, f2, u);
+        };
+        auto drain = [&] {
+          ptx::wgmma_wait<0>();
+          release_stage(&empty[s_last], leader);
         };
         zero(acc);
-        k_block(u.kb_begin, part, f, part2, f2, false);
-        for (int kb = u.kb_begin + 1; kb < u.kb_end; kb += 2) {
-          k_block(kb, part2, f2, part, f, true);
-          if (kb + 1 < u.kb_end) k_block(kb + 1, part, f, part2, f2, true);
+        issue(u.kb_begin, part, f);
+        drain();
+        int kb = u.kb_begin + 1;
+        for (; kb + 3 < u.kb_end; kb += 4) {
+          even_step(kb, true);
+          odd_step(kb + 1);
+          even_step(kb + 2, false);
+          odd_step(kb + 3);
+          drain();
         }
-        // The last k-block's products: in part2 after an even count of k-blocks, else in part.
-        if ((u.kb_end - u.kb_begin) % 2 == 0)
+        for (; kb + 1 < u.kb_end; kb += 2) {
+          even_step(kb, true);
+          odd_step(kb + 1);
+          drain();
+        }
+        if (kb < u.kb_end) {  // one k-block left: its products end in part2
+          even_step(kb, true);
+          drain();
           Scales<Cfg>::promote(acc, part2, f2, u);
-        else
+        } else {
           Scales<Cfg>::promote(acc, part, f, u);
+        }
       } else if constexpr (kPromoteHalves) {
         // The k-block's wgmma in two groups, the left and the right half of the tile's columns,
         // each into a set of its own: while the left half's run, the previous k-block's right half
@@ -247,7 +281,7 @@ struct Gemm : Traits<Cfg> {
     u8* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
     u8* sa = smem;
     u8* sb = sa + kStages * kStageA;
-    u8* staging = sb + kStages * kStageB;  // 1024-aligned: whole stages before it
+    u8* staging = sb + kStages * kStageB;                       // 1024-aligned: whole stages before it
     float* sfa = reinterpret_cast<float*>(staging + kStaging);  // 1024-aligned: whole boxes before it
     u64* full = reinterpret_cast<u64*>(staging + kStaging + kStages * kStageScales);
     u64* empty = full + kStages;
