@@ -184,16 +184,18 @@ struct Gemm : Traits<Cfg> {
         }
       } else if constexpr (kPromoteHalves) {
         // The k-block's wgmma in two groups, the left and the right half of the tile's columns,
-        // each into a set of its own: while the left half's run, the previous k-block's right half
-        // is promoted, and while the right half's run, this k-block's left half. Each group ends
-        // with its wait, as promotion ahead's k-blocks do (ptxas serializes the wgmma otherwise);
-        // the sets are fixed registers, two factor sets taken in turn (k-blocks in pairs), B's
-        // factors loaded a k-block ahead.
+        // each into a set of its own, one group always in flight: while the left half's run, the
+        // previous k-block's right half is promoted, and while the right half's run, this
+        // k-block's left half (wait 1 before each). As promotion ahead's, in straight-line runs of
+        // four k-blocks, each ending drained; two factor sets taken in turn, B's factors loaded a
+        // k-block ahead.
         using Factors = typename Scales<Cfg>::BlockFactors;
         Factors f, f2;
         float b_next[Scales<Cfg>::kBBlocks];
         Scales<Cfg>::load_b_factors(p, u, u.kb_begin, b_next);
-        auto k_block = [&](int kb, Factors& fac, const Factors& prev, bool promote_prev) {
+        int s_last = 0;  // the stage of the k-block issued last
+        // drained: the right half before (if any) is done and its stage released.
+        auto step = [&](int kb, Factors& fac, const Factors& prev, bool drained, bool has_prev) {
           prefetch_c(kb);
           const int s = it % kStages, phase = (it / kStages) & 1;
           ++it;
@@ -203,26 +205,47 @@ struct Gemm : Traits<Cfg> {
           ptx::wgmma_fence();
           Mma<Cfg>::template mma_half<0>(left, da_s, db_s);
           ptx::wgmma_commit();
-          if (promote_prev) Scales<Cfg>::template promote_half<1>(acc, right, prev, u);
-          ptx::wgmma_wait<0>();
+          if (has_prev) {
+            if (!drained) {
+              ptx::wgmma_wait<1>();
+              release_stage(&empty[s_last], leader);
+            }
+            Scales<Cfg>::template promote_half<1>(acc, right, prev, u);
+          }
           ptx::wgmma_fence();
           Mma<Cfg>::template mma_half<1>(right, da_s, db_s);
           ptx::wgmma_commit();
+          ptx::wgmma_wait<1>();
           Scales<Cfg>::template promote_half<0>(acc, left, fac, u);
+          s_last = s;
+        };
+        auto drain = [&] {
           ptx::wgmma_wait<0>();
-          release_stage(&empty[s], leader);
+          release_stage(&empty[s_last], leader);
         };
         zero(acc);
-        k_block(u.kb_begin, f, f2, false);
-        for (int kb = u.kb_begin + 1; kb < u.kb_end; kb += 2) {
-          k_block(kb, f2, f, true);
-          if (kb + 1 < u.kb_end) k_block(kb + 1, f, f2, true);
+        step(u.kb_begin, f, f2, true, false);
+        drain();
+        int kb = u.kb_begin + 1;
+        for (; kb + 3 < u.kb_end; kb += 4) {
+          step(kb, f2, f, true, true);
+          step(kb + 1, f, f2, false, true);
+          step(kb + 2, f2, f, false, true);
+          step(kb + 3, f, f2, false, true);
+          drain();
         }
-        // The last k-block's right half: its factors are f2 after an even count of k-blocks, else f.
-        if ((u.kb_end - u.kb_begin) % 2 == 0)
+        for (; kb + 1 < u.kb_end; kb += 2) {
+          step(kb, f2, f, true, true);
+          step(kb + 1, f, f2, false, true);
+          drain();
+        }
+        if (kb < u.kb_end) {  // one k-block left: its factors are f2
+          step(kb, f2, f, true, true);
+          drain();
           Scales<Cfg>::template promote_half<1>(acc, right, f2, u);
-        else
+        } else {
           Scales<Cfg>::template promote_half<1>(acc, right, f, u);
+        }
       } else if constexpr (kPromote) {
         // Each k-block's products land in their own accumulators and are added to acc once done,
         // times its factors: A's read while its wgmma run, B's loaded a k-block ahead (from L2, as
