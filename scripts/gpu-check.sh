@@ -248,7 +248,12 @@ fi
 if [ "$what" = chain ]; then
   step "a decoder layer's GEMMs back to back: cuBLASLt, native, native + PDL (CHAIN_MODELS at CHAIN_TOKENS)"
   for model in ${CHAIN_MODELS:-llama3-8b llama3-70b}; do
-    for t in ${CHAIN_TOKENS:-1 16 128}; do
+    # The chain runs native's tuned choices, as a serving process would (untuned, its first-ranked kernels).
+    tokens=${CHAIN_TOKENS:-1 16 128}
+    timeout "${T_CHAIN_TUNE:-200}" "$gf" tune --model "$model" --tokens "${tokens// /,}" --fuse natural -b native -s fast \
+      > "$out/chain-tune-$model.txt" 2>&1 || status=1
+    tail -1 "$out/chain-tune-$model.txt"
+    for t in $tokens; do
       timeout "${T_CHAIN:-60}" "$gf" bench-chain -m "$model" --tokens "$t" --json "$out/chain-$model-$t.json" \
         > "$out/chain-$model-$t.txt" 2>&1 || status=1
       tail -5 "$out/chain-$model-$t.txt"

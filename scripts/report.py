@@ -237,10 +237,14 @@ def chain_section(paths):
     """A layer's GEMMs back to back (`gemmforge bench-chain --json`, a file per model and token count):
     each chain's median with the rounds' p10-p90, its speed against cuBLASLt's chain, and what
     programmatic dependent launch saves, paired by round."""
-    lines = ["| model | tokens | chain | median us | [p10, p90] | vs cuBLASLt | PDL saves us | PDL output |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["Native runs the tuning DB's decision for each GEMM where it has one, else its first-ranked "
+             "kernel untuned (the H200 runs of 2026-12-03 had no decisions; `gpu-check.sh chain` tunes first "
+             "since 2026-12-06).", "",
+             "| GPU | model | tokens | chain | median us | [p10, p90] | vs cuBLASLt | PDL saves us | PDL output |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for path in paths:
         d = json.load(open(path))
+        gpu = re.search(r"H[12]00", d.get("device", "")) or None
         base = d["modes"][0]["median_us"]
         for m in d["modes"]:
             pdl = m["name"].endswith("PDL")
@@ -250,7 +254,7 @@ def chain_section(paths):
             same = ""
             if pdl:
                 same = f"the same (rel err {d.get('pdl_rel_err', 0):.1e})" if d["pdl_matches"] else "DIFFERS"
-            lines.append(f"| {d['model']} | {d['tokens']} | {m['name']} | {m['median_us']:.2f} | "
+            lines.append(f"| {gpu and gpu.group(0) or '-'} | {d['model']} | {d['tokens']} | {m['name']} | {m['median_us']:.2f} | "
                          f"[{m['p10_us']:.2f}, {m['p90_us']:.2f}] | {base / m['median_us']:.3f} | {saves} | {same} |")
     return lines
 

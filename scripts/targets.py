@@ -8,8 +8,11 @@ Measures, with their keys (files are relative to the manifest; m, where given, k
 problem_has, a regular expression, the problems that match it):
   speed        backend's geomean speed against the best cuBLASLt kernel, with its 95% interval;
                field "graph" for CUDA-graph replays; at_least (geomean), each_at_least (every GEMM),
-               neither: reported; copy_bound: true adds the same ratio for a copy of the same bytes
-  tflops       backend's geomean TFLOP/s; at_least
+               neither: reported; copy_bound: true adds the same ratio for a copy of the same bytes;
+               launch_bound (a `bench-launch --json` file) adds the ratio a kernel would read that
+               streamed at the backend's or the copy's back-to-back rate, whichever is faster, plus
+               the smallest lone-launch cost of an empty kernel (single launches: their floor)
+  tflops       backend's geomean TFLOP/s; at_least, or none: reported
   fused        each fused GEMM's time over its plain GEMM's (the same problem without its epilogue
                terms, from any of the files), backend's own kernels; at_most (the overhead, 0.03 = 3%)
   copy         backend's graph-mode speed as a share of a copy of the same bytes, for GEMMs whose
@@ -69,15 +72,25 @@ def weight_bytes(key):
     return n * k * FP8_BYTES.get(key.split(":")[1].split("->")[0].split("x")[-1], 2)
 
 
+def lone_launch_us(path):
+    """An empty kernel's smallest cost alone after the L2 flush over its cost back to back."""
+    return min(x["single_us"] - x["graph_us"] for x in json.load(open(path))["launches"])
+
+
 def speed(t, paths, rng):
     field = "round_graph_us" if t.get("field") == "graph" else "round_us"
-    samples, bounds = [], []
+    launch = t.get("launch_bound") and lone_launch_us(os.path.join(os.path.dirname(paths[0]), t["launch_bound"]))
+    samples, bounds, floors = [], [], []
     for e in select(load_bench(paths), t).values():
         base, row = baseline_of(e["rows"], field), e["rows"].get(t["backend"])
         if base and row and row[field]:
             samples.append(paired(base, row, field))
-            copy_us = e["rows"].get("copy", {}).get("graph_us" if field == "round_graph_us" else "us")
+            copy = e["rows"].get("copy", {})
+            copy_us = copy.get("graph_us" if field == "round_graph_us" else "us")
             bounds.append(statistics.median(base[field]) / copy_us if copy_us else None)
+            if launch:
+                stream = min(x for x in (statistics.median(row["round_graph_us"]), copy.get("graph_us")) if x)
+                floors.append(statistics.median(base[field]) / (stream + launch))
     if not samples:
         return None, False
     p, lo, hi = interval(samples, rng)
@@ -87,6 +100,9 @@ def speed(t, paths, rng):
     # copy_bound: what a kernel moving the same bytes at a copy's speed would read, the ceiling of
     # a memory-bound target.
     ceiling = f"; a copy of the same bytes: {geomean(bounds):.3f}" if t.get("copy_bound") and None not in bounds else ""
+    if floors:
+        ceiling += (f"; streaming at the faster of its and the copy's back-to-back rate after an empty kernel's "
+                    f"lone-launch cost ({launch:.2f} us): {geomean(floors):.3f}")
     return f"{fmt_ci(p, lo, hi)}, min {worst:.3f} ({count(len(samples), 'GEMM')}){ceiling}", met
 
 
@@ -100,7 +116,7 @@ def tflops(t, paths, rng):
     if not rates:
         return None, False
     return (f"{geomean(rates):.0f} TFLOP/s geomean, {span(rates, '.0f')} ({count(len(rates), 'GEMM')})",
-            geomean(rates) >= t["at_least"])
+            geomean(rates) >= t["at_least"] if "at_least" in t else None)
 
 
 def fused(t, paths, rng):

@@ -40,7 +40,7 @@ struct Model {
   // at 128x128, 1.05-1.11 at 256x64 and 128x64 (cooperative, geomean of each config's pair, block
   // scales at 4096^3 and 4096x28672x4096, 2026-12-05 03:4x); ping-pong gains 1.00-1.02. With a
   // k-block's wgmma kept in flight across the promotion (2026-12-06) the H100's block race read
-  // 1.10-1.25 (0.92-0.98 at 256x64; docs/data/fp8/block-race-inflight-h100-*.json), kernels timed
+  // 1.10-1.25 (0.92-0.98 at 256x64; docs/data/fp8/race-inflight-ahead-h100-*.json), kernels timed
   // alone 1.00-1.07. Not refitted: the short lists hold the 128x128 kernels ahead either way.
   static constexpr double kAheadGain = 1.06;
   // Promotion by column halves (in the short lists at 192 wide, where ahead does not fit): 1.035 and
