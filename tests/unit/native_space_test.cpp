@@ -343,10 +343,11 @@ TEST(NativeSpace, FastListNearTheExhaustiveBestOnRingDepths) {
   expect_fast_list_near_best(std::string(GF_RUNS_DIR) + "/search/deep-pipelines-small-m-h100.json", 8);
 }
 
-// fp8 block scales at 4096 tokens: every kernel of the exhaustive list's g8m rasters, promotion by
-// halves among them (H200, 2026-12-06 03:07 UTC). In-sample: kHalvesGain was fitted on this race.
+// fp8 block scales at 4096 tokens: every kernel of the exhaustive list's g8m rasters, with a
+// wgmma group in flight across the promotion (H100, 2026-12-06 09:0x UTC). In-sample: kAheadGain
+// and the list's unpaired best tile were fitted on this race.
 TEST(NativeSpace, FastListNearTheExhaustiveBestOnBlockScales) {
-  expect_fast_list_near_best(std::string(GF_RUNS_DIR) + "/fp8/block-race-halves.json", 2);
+  expect_fast_list_near_best(std::string(GF_RUNS_DIR) + "/fp8/block-race-inflight-h100.json", 2);
 }
 
 // ptxas's report on every config of the default lists: no spills, and no wgmma serialized (C7514,

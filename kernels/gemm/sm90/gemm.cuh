@@ -46,6 +46,8 @@ struct Gemm : Traits<Cfg> {
       T::kPromoteHalves, T::kReleasesPerReader, T::kSplitK, T::kStageA, T::kStageB, T::kStageReaders, T::kStages,
       T::kStageScales, T::kStaging, T::kStoreTma;
   using Unit = typename Scheduler<Cfg>::Unit;
+  // Promotion ahead and by halves: k-blocks between two drains of the wgmma (an even count).
+  static constexpr int kPromoteRun = 4;
 
   template <int kRows, int kCols>
   static __device__ __forceinline__ void zero(float (&acc)[kRows][kCols]) {
@@ -117,12 +119,12 @@ struct Gemm : Traits<Cfg> {
       };
       if constexpr (kPromoteAhead) {
         // Two sets of partial accumulators taken in turn, so that a k-block's products are promoted
-        // while the next k-block's wgmma run, and the wgmma drain (wait 0) only once every four
-        // k-blocks: in between, a k-block's wgmma are issued before the one before it is waited
-        // for (wait 1). ptxas follows the groups in straight-line code only (a group in flight
-        // across the loop's back edge, or a set written while a wgmma may, serializes every wgmma:
-        // C7514), hence runs of four unrolled, each ending drained. Each set's factors load when
-        // its stage has landed.
+        // while the next k-block's wgmma run, and the wgmma drain (wait 0) only at the end of a run
+        // of kPromoteRun k-blocks: in between, a k-block's wgmma are issued before the one before
+        // it is waited for (wait 1). ptxas follows the groups in straight-line code only (a group
+        // in flight across the loop's back edge, or a set written while a wgmma may, serializes
+        // every wgmma: C7514), hence the runs, unrolled. Each set's factors load when its stage
+        // has landed.
         using Factors = typename Scales<Cfg>::BlockFactors;
         Factors f, f2;
         int s_last = 0;  // the stage of the k-block issued last
@@ -163,11 +165,12 @@ struct Gemm : Traits<Cfg> {
         issue(u.kb_begin, part, f);
         drain();
         int kb = u.kb_begin + 1;
-        for (; kb + 3 < u.kb_end; kb += 4) {
-          even_step(kb, true);
-          odd_step(kb + 1);
-          even_step(kb + 2, false);
-          odd_step(kb + 3);
+        for (; kb + kPromoteRun - 1 < u.kb_end; kb += kPromoteRun) {
+#pragma unroll
+          for (int j = 0; j < kPromoteRun; j += 2) {
+            even_step(kb + j, j == 0);
+            odd_step(kb + j + 1);
+          }
           drain();
         }
         for (; kb + 1 < u.kb_end; kb += 2) {
@@ -187,7 +190,7 @@ struct Gemm : Traits<Cfg> {
         // each into a set of its own, one group always in flight: while the left half's run, the
         // previous k-block's right half is promoted, and while the right half's run, this
         // k-block's left half (wait 1 before each). As promotion ahead's, in straight-line runs of
-        // four k-blocks, each ending drained; two factor sets taken in turn, B's factors loaded a
+        // kPromoteRun k-blocks, each ending drained; two factor sets taken in turn, B's factors loaded a
         // k-block ahead.
         using Factors = typename Scales<Cfg>::BlockFactors;
         Factors f, f2;
@@ -227,11 +230,12 @@ struct Gemm : Traits<Cfg> {
         step(u.kb_begin, f, f2, true, false);
         drain();
         int kb = u.kb_begin + 1;
-        for (; kb + 3 < u.kb_end; kb += 4) {
-          step(kb, f2, f, true, true);
-          step(kb + 1, f, f2, false, true);
-          step(kb + 2, f2, f, false, true);
-          step(kb + 3, f, f2, false, true);
+        for (; kb + kPromoteRun - 1 < u.kb_end; kb += kPromoteRun) {
+#pragma unroll
+          for (int j = 0; j < kPromoteRun; j += 2) {
+            step(kb + j, f2, f, j == 0, true);
+            step(kb + j + 1, f, f2, false, true);
+          }
           drain();
         }
         for (; kb + 1 < u.kb_end; kb += 2) {

@@ -36,13 +36,11 @@ struct Model {
   // Measured at 4096^3 with 128x128 tiles: 0.92 (rowwise scales), 0.82 (block scales, whose
   // factors it loads and multiplies too).
   static constexpr double kPromoteShare = 0.85;
-  // Promotion ahead overlaps it with the next k-block's wgmma: 1.065x the plain promotion's speed
-  // at 128x128, 1.05-1.11 at 256x64 and 128x64 (cooperative, geomean of each config's pair, block
-  // scales at 4096^3 and 4096x28672x4096, 2026-12-05 03:4x); ping-pong gains 1.00-1.02. With a
-  // k-block's wgmma kept in flight across the promotion (2026-12-06) the H100's block race read
-  // 1.10-1.25 (0.92-0.98 at 256x64; docs/data/fp8/race-inflight-ahead-h100-*.json), kernels timed
-  // alone 1.00-1.07. Not refitted: the short lists hold the 128x128 kernels ahead either way.
-  static constexpr double kAheadGain = 1.06;
+  // Promotion ahead overlaps it with the next k-block's wgmma, a k-block's wgmma kept in flight
+  // across it: 1.10-1.13x the plain promotion's speed at 128x128 cooperative, 1.02-1.22 at the
+  // other tiles but 256x64 (0.92-0.98), ping-pong 1.16-1.25 (H100 block races at 4096^3 and
+  // 4096x28672x4096, 2026-12-06, docs/data/fp8/race-inflight-ahead-h100-*.json).
+  static constexpr double kAheadGain = 1.12;
   // Promotion by column halves (in the short lists at 192 wide, where ahead does not fit): 1.035 and
   // 1.054 the plain promotion's speed at 128x192 with the TMA store (block scales at
   // 4096x28672x4096 and 4096^3; 0.96-1.02 with other stores and pairs), 1.01-1.06 at 64x192
