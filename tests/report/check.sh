@@ -49,7 +49,12 @@ grep -q "| 1 | native at M = 16, none below 1.0 | 0.979 .*, min 0.978 (2 GEMMs) 
 grep -q "| 1 | native at M = 4096, N = 6144 | .*(1 GEMM) | test |" "$page" || fail "targets: problem_has"
 grep -q "| 1 | native at M = 16, beside a copy | 0.980 .*(1 GEMM); a copy of the same bytes: 1.308 | test | - |" "$page" \
   || fail "targets: copy_bound"
+# the launch floor: cuBLASLt's 20.02 us over (the copy's 14.4 us back to back + the smallest lone-launch cost, 2.0)
+grep -q "| 1 | native at M = 16, beside its launch floor | 0.980 .*lone-launch cost (2.00 us): 1.221 | test | - |" "$page" \
+  || fail "targets: launch_bound"
 grep -q "| 1 | native at M = 8192 | - | test | not measured |" "$page" || fail "targets: no data"
+grep -q "| 2 | cuBLASLt TFLOP/s at M = 4096, a report | 561 TFLOP/s geomean, 457 to 687 (2 GEMMs) | test | - |" "$page" \
+  || fail "targets: tflops without a bound"
 grep -q "| 2 | native TFLOP/s at M = 4096 | 577 TFLOP/s geomean, 473 to 703 (2 GEMMs) | test | met |" "$page" \
   || fail "targets: tflops"
 grep -q "| 2 | fused within 3% | +2.0% to +5.0% (2 epilogues; worst \`128x14336x4096:e4m3:scale=rowcol+bias+gelu\`) | test | not met |" \
