@@ -55,6 +55,17 @@ void add_best_of(std::vector<Config>& head, const std::vector<std::pair<double, 
   if (best && std::find(head.begin(), head.end(), best->second) == head.end()) head.push_back(best->second);
 }
 
+// The fastest time but `best`'s within `band` of it (times of 0 or less count as failed), or
+// times.size(): a close call, worth timing again another way.
+inline size_t close_runner_up(const std::vector<double>& times, size_t best, double band) {
+  size_t second = times.size();
+  for (size_t i = 0; i < times.size(); ++i)
+    if (i != best && times[i] > 0 && times[i] <= times[best] * band &&
+        (second == times.size() || times[i] < times[second]))
+      second = i;
+  return second;
+}
+
 // Whether a candidate's name contains one of the comma-separated texts of `only` (empty: every
 // name): the --only filter of tune, compile, candidates and bench-ops, for timing a few variants
 // side by side.

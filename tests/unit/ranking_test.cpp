@@ -53,3 +53,10 @@ TEST(NameMatches, AnyOfItsCommaSeparatedParts) {
   EXPECT_FALSE(name_matches(name, "128x256,_tma2"));
   EXPECT_FALSE(name_matches(name, ","));
 }
+
+TEST(CloseRunnerUp, TheFastestOtherWithinTheBandOrNone) {
+  const std::vector<double> times = {103.5, 102.5, 101.0, 0.0, 100.0};
+  EXPECT_EQ(close_runner_up(times, 4, 1.03), 2u);             // 101 beats 102.5; 103.5 is out; failed (0) never counts
+  EXPECT_EQ(close_runner_up(times, 4, 1.005), times.size());  // nothing within 0.5% of 100
+  EXPECT_EQ(close_runner_up({50.0}, 0, 1.5), 1u);
+}
