@@ -32,8 +32,10 @@ constexpr size_t kContenders = 3;
 // `bench` times them. At 8192x6144x4096 on an H100 the race put 128x192 ping-pong 1.6% ahead of
 // 256x192 cooperative, which ran 3.5% faster alone (2026-12-06). So where the final race's best
 // two are within kConfirmBand, each is timed alone (twice, in ABBA order against drift) and the
-// faster alone is the pick.
+// faster alone is the pick: for kernels of kConfirmMinUs and longer, where the power they draw
+// sets the clock (each alone timing costs a 100 ms warm-up; short kernels skip it).
 constexpr double kConfirmBand = 1.03;
+constexpr double kConfirmMinUs = 100.0;
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -65,7 +67,7 @@ const Measurement* confirmed_alone(tune::MeasureSession& session, const std::vec
     times.push_back(m.verified ? m.us : 0.0);
     if (&m == best) at = i;
   }
-  if (at == contenders.size()) return best;
+  if (at == contenders.size() || best->us < kConfirmMinUs) return best;
   const size_t second = close_runner_up(times, at, kConfirmBand);
   if (second == times.size()) return best;
   const Measurement* pair[2] = {best, contenders[second]};
