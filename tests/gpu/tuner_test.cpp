@@ -156,6 +156,28 @@ TEST(Tuner, ChoosesNoSlowerThanDefaultAndBenchReportsAll) {
   EXPECT_LT(chosen->measurement.us, deflt->measurement.us * 1.10);  // within noise, or faster
 }
 
+// A close call of long kernels (the final race's best two within 3%, 100 us and more: two rasters
+// of one tile) is timed alone as well; the decision is one of the two, at its race time.
+TEST(Tuner, CloseCallOfLongKernelsDecidesBetweenTheTwo) {
+  TuneOptions o;
+  o.backends = {"native"};
+  o.db_path = fresh_db("close-call");
+  o.search.level = Search::exhaustive;
+  const std::string a = "sm90_bf16_bf16_tn_128x256x64_co_s4_c2_k1_x1_g8m_plain_tma2",
+                    b = "sm90_bf16_bf16_tn_128x256x64_co_s4_c2_k1_x1_g4m_plain_tma2";
+  o.only = a + "," + b;
+  Tuner tuner(o);
+  const TuneResult r = tuner.tune(GemmProblem::parse("4096x4096x8192:bf16"));
+  ASSERT_EQ(r.measurements.size(), 2u);
+  for (const auto& m : r.measurements) EXPECT_TRUE(m.verified) << m.candidate << ": " << m.error;
+  EXPECT_TRUE(r.decision.candidate == a || r.decision.candidate == b) << r.decision.candidate;
+  EXPECT_GE(r.decision.us, 100.0);
+  const auto picked = std::find_if(r.measurements.begin(), r.measurements.end(),
+                                   [&](const Measurement& m) { return m.candidate == r.decision.candidate; });
+  ASSERT_NE(picked, r.measurements.end());
+  EXPECT_EQ(r.decision.us, picked->us);
+}
+
 TEST(Runtime, DispatchesToWinnerAndFallsBack) {
   auto db = fresh_db("runtime");
   GemmProblem tuned = GemmProblem::parse("200x384x256:bf16:bias+relu");
