@@ -76,6 +76,33 @@ struct Gemm : Traits<Cfg> {
     }
   }
 
+  // Promotion ahead's and by halves' schedule of a unit's k-blocks after the first: straight-line
+  // runs of kPromoteRun, then pairs, then one left, each run ending drained. Steps alternate
+  // between the two sets: even(kb, first_of_run), odd(kb). True where the last k-block was an
+  // even step (its products in the even steps' set).
+  template <class Even, class Odd, class Drain>
+  static __device__ __forceinline__ bool in_runs(int kb, int kb_end, Even even, Odd odd, Drain drain) {
+    for (; kb + kPromoteRun - 1 < kb_end; kb += kPromoteRun) {
+#pragma unroll
+      for (int j = 0; j < kPromoteRun; j += 2) {
+        even(kb + j, j == 0);
+        odd(kb + j + 1);
+      }
+      drain();
+    }
+    for (; kb + 1 < kb_end; kb += 2) {
+      even(kb, true);
+      odd(kb + 1);
+      drain();
+    }
+    if (kb < kb_end) {  // one k-block left
+      even(kb, true);
+      drain();
+      return true;
+    }
+    return false;
+  }
+
   static __device__ __forceinline__ void consume(const GemmParams& p, const u8* sa, const u8* sb, const float* sfa,
                                                  u64* full, u64* empty, int units, volatile int* last_flags,
                                                  u8* staging, u64* c_full) {
@@ -164,27 +191,10 @@ struct Gemm : Traits<Cfg> {
         zero(acc);
         issue(u.kb_begin, part, f);
         drain();
-        int kb = u.kb_begin + 1;
-        for (; kb + kPromoteRun - 1 < u.kb_end; kb += kPromoteRun) {
-#pragma unroll
-          for (int j = 0; j < kPromoteRun; j += 2) {
-            even_step(kb + j, j == 0);
-            odd_step(kb + j + 1);
-          }
-          drain();
-        }
-        for (; kb + 1 < u.kb_end; kb += 2) {
-          even_step(kb, true);
-          odd_step(kb + 1);
-          drain();
-        }
-        if (kb < u.kb_end) {  // one k-block left: its products end in part2
-          even_step(kb, true);
-          drain();
+        if (in_runs(u.kb_begin + 1, u.kb_end, even_step, odd_step, drain))
           Scales<Cfg>::promote(acc, part2, f2, u);
-        } else {
+        else
           Scales<Cfg>::promote(acc, part, f, u);
-        }
       } else if constexpr (kPromoteHalves) {
         // The k-block's wgmma in two groups, the left and the right half of the tile's columns,
         // each into a set of its own, one group always in flight: while the left half's run, the
@@ -229,27 +239,13 @@ struct Gemm : Traits<Cfg> {
         zero(acc);
         step(u.kb_begin, f, f2, true, false);
         drain();
-        int kb = u.kb_begin + 1;
-        for (; kb + kPromoteRun - 1 < u.kb_end; kb += kPromoteRun) {
-#pragma unroll
-          for (int j = 0; j < kPromoteRun; j += 2) {
-            step(kb + j, f2, f, j == 0, true);
-            step(kb + j + 1, f, f2, false, true);
-          }
-          drain();
-        }
-        for (; kb + 1 < u.kb_end; kb += 2) {
-          step(kb, f2, f, true, true);
-          step(kb + 1, f, f2, false, true);
-          drain();
-        }
-        if (kb < u.kb_end) {  // one k-block left: its factors are f2
-          step(kb, f2, f, true, true);
-          drain();
+        auto even = [&](int kb, bool first) { step(kb, f2, f, first, true); };
+        auto odd = [&](int kb) { step(kb, f, f2, false, true); };
+        // The last k-block's right half: its factors are f2 after an even step, else f.
+        if (in_runs(u.kb_begin + 1, u.kb_end, even, odd, drain))
           Scales<Cfg>::template promote_half<1>(acc, right, f2, u);
-        } else {
+        else
           Scales<Cfg>::template promote_half<1>(acc, right, f, u);
-        }
       } else if constexpr (kPromote) {
         // Each k-block's products land in their own accumulators and are added to acc once done,
         // times its factors: A's read while its wgmma run, B's loaded a k-block ahead (from L2, as
