@@ -244,7 +244,8 @@ def chain_section(paths):
              "|---|---|---|---|---|---|---|---|---|"]
     for path in paths:
         d = json.load(open(path))
-        gpu = re.search(r"H[12]00", d.get("device", "")) or None
+        gpu = re.search(r"H[12]00", d.get("device", ""))
+        gpu = gpu.group(0) if gpu else "-"
         base = d["modes"][0]["median_us"]
         for m in d["modes"]:
             pdl = m["name"].endswith("PDL")
@@ -254,7 +255,7 @@ def chain_section(paths):
             same = ""
             if pdl:
                 same = f"the same (rel err {d.get('pdl_rel_err', 0):.1e})" if d["pdl_matches"] else "DIFFERS"
-            lines.append(f"| {gpu and gpu.group(0) or '-'} | {d['model']} | {d['tokens']} | {m['name']} | {m['median_us']:.2f} | "
+            lines.append(f"| {gpu} | {d['model']} | {d['tokens']} | {m['name']} | {m['median_us']:.2f} | "
                          f"[{m['p10_us']:.2f}, {m['p90_us']:.2f}] | {base / m['median_us']:.3f} | {saves} | {same} |")
     return lines
 
