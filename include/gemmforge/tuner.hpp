@@ -44,6 +44,9 @@ struct TuneResult {
   // Where the seconds went (wall time; 0 for a decision from the DB): listing and compiling the candidates,
   // verifying each in the worker (with the worker's setup), and the races.
   double compile_seconds = 0, verify_seconds = 0, race_seconds = 0;
+  // The close contenders of long kernels timed alone after the final race (candidate id -> median
+  // us, the mean of two timings); the pick is the fastest of them.
+  std::map<std::string, double> alone_us;
 };
 
 // One row of a bench: a backend's best kernel timed again beside the others in one run.

@@ -85,6 +85,7 @@ void run_tune(const TuneArgs& a) {
                    {"compile_seconds", r.compile_seconds},
                    {"verify_seconds", r.verify_seconds},
                    {"race_seconds", r.race_seconds},
+                   {"alone_us", r.alone_us},
                    {"skipped", r.skipped},
                    {"failed", std::count_if(r.measurements.begin(), r.measurements.end(),
                                             [](const Measurement& m) { return !m.verified; })},

@@ -55,15 +55,15 @@ void add_best_of(std::vector<Config>& head, const std::vector<std::pair<double, 
   if (best && std::find(head.begin(), head.end(), best->second) == head.end()) head.push_back(best->second);
 }
 
-// The fastest time but `best`'s within `band` of it (times of 0 or less count as failed), or
-// times.size(): a close call, worth timing again another way.
-inline size_t close_runner_up(const std::vector<double>& times, size_t best, double band) {
-  size_t second = times.size();
+// The indices of `best` and of the other times within `band` of it, fastest first, at most
+// `count` in all (times of 0 or less count as failed): a close field, worth timing again another way.
+inline std::vector<size_t> close_field(const std::vector<double>& times, size_t best, double band, size_t count) {
+  std::vector<size_t> field = {best};
   for (size_t i = 0; i < times.size(); ++i)
-    if (i != best && times[i] > 0 && times[i] <= times[best] * band &&
-        (second == times.size() || times[i] < times[second]))
-      second = i;
-  return second;
+    if (i != best && times[i] > 0 && times[i] <= times[best] * band) field.push_back(i);
+  std::stable_sort(field.begin() + 1, field.end(), [&](size_t a, size_t b) { return times[a] < times[b]; });
+  if (field.size() > count) field.resize(count);
+  return field;
 }
 
 // Whether a candidate's name contains one of the comma-separated texts of `only` (empty: every

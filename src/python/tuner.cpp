@@ -31,7 +31,8 @@ nlohmann::json tune_json(const TuneResult& r) {
           {"rate", d.rate},         {"search", d.search},   {"backend_version", d.backend_version},
           {"from_db", r.from_db},   {"seconds", r.seconds}, {"skipped", r.skipped},
           {"compile_seconds", r.compile_seconds}, {"verify_seconds", r.verify_seconds},
-          {"race_seconds", r.race_seconds},     {"measurements", ms}};
+          {"race_seconds", r.race_seconds},     {"alone_us", r.alone_us},
+          {"measurements", ms}};
 }
 
 nlohmann::json bench_json(const BenchResult& b) {

@@ -29,12 +29,14 @@ constexpr double kContenderBand = 1.10;
 constexpr size_t kContenders = 3;
 // A race times its kernels side by side, at the clock their mix of power allows; alone, each runs
 // at the clock its own power allows, as a layer's large GEMMs do under the power cap and as
-// `bench` times them. At 8192x6144x4096 on an H100 the race put 128x192 ping-pong 1.6% ahead of
-// 256x192 cooperative, which ran 3.5% faster alone (2026-12-06). So where the final race's best
-// two are within kConfirmBand, each is timed alone (twice, in ABBA order against drift) and the
-// faster alone is the pick: for kernels of kConfirmMinUs and longer, where the power they draw
-// sets the clock (each alone timing costs a 100 ms warm-up; short kernels skip it).
-constexpr double kConfirmBand = 1.03;
+// `bench` times them. On an H100 the race put 128x192 ping-pong 1.6% ahead of 256x192 cooperative
+// at 8192x6144x4096, which ran 3.5% faster alone, and a cuBLASLt kernel ahead of cuBLASLt's default
+// at 4096x4096x14336, which ran 12% faster alone (2026-12-06). So where the final race's best runs
+// kConfirmMinUs or longer (where the power a kernel draws sets the clock), it and the contenders
+// within kConfirmBand of it, kConfirmCount at most, are each timed alone (in order, then in reverse
+// against drift; each timing costs a 100 ms warm-up), and the fastest alone is the pick.
+constexpr double kConfirmBand = 1.10;
+constexpr size_t kConfirmCount = 4;
 constexpr double kConfirmMinUs = 100.0;
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -57,9 +59,10 @@ const Measurement* fastest(const std::vector<Measurement*>& ms) {
 
 Candidate candidate_of(const Measurement& m) { return {m.backend, m.candidate, m.config}; }
 
-// The final race's best, or its runner-up where that is within kConfirmBand and ran faster alone.
+// The final race's best, or the close contender that ran fastest alone (see kConfirmBand); each
+// one's alone time goes to `alone_us`, by candidate id.
 const Measurement* confirmed_alone(tune::MeasureSession& session, const std::vector<Measurement*>& contenders,
-                                   const Measurement* best) {
+                                   const Measurement* best, std::map<std::string, double>& alone_us) {
   std::vector<double> times;
   size_t at = contenders.size();
   for (size_t i = 0; i < contenders.size(); ++i) {
@@ -68,18 +71,24 @@ const Measurement* confirmed_alone(tune::MeasureSession& session, const std::vec
     if (&m == best) at = i;
   }
   if (at == contenders.size() || best->us < kConfirmMinUs) return best;
-  const size_t second = close_runner_up(times, at, kConfirmBand);
-  if (second == times.size()) return best;
-  const Measurement* pair[2] = {best, contenders[second]};
-  double alone[2] = {0.0, 0.0};
-  for (int i : {0, 1, 1, 0}) {
-    const Measurement t = session.measure(candidate_of(*pair[i]), /*time=*/true);
-    if (!t.verified || t.us <= 0) return best;
-    alone[i] += t.us / 2;
+  const std::vector<size_t> field = close_field(times, at, kConfirmBand, kConfirmCount);
+  if (field.size() < 2) return best;
+  std::vector<double> alone(field.size(), 0.0);
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t k = 0; k < field.size(); ++k) {
+      const size_t i = pass == 0 ? k : field.size() - 1 - k;
+      const Measurement t = session.measure(candidate_of(*contenders[field[i]]), /*time=*/true);
+      if (!t.verified || t.us <= 0) return best;
+      alone[i] += t.us / 2;
+    }
+  size_t pick = 0;
+  for (size_t i = 0; i < field.size(); ++i) {
+    const Measurement& m = *contenders[field[i]];
+    alone_us[candidate_of(m).id()] = alone[i];
+    log().debug("{}: {} race {:.2f} us, alone {:.2f} us", m.problem, m.candidate, m.us, alone[i]);
+    if (alone[i] < alone[pick]) pick = i;
   }
-  log().debug("{}: race {:.2f} / {:.2f} us, alone {:.2f} / {:.2f} us: {}", best->problem, best->us, pair[1]->us,
-              alone[0], alone[1], alone[1] < alone[0] ? pair[1]->candidate : best->candidate);
-  return alone[1] < alone[0] ? pair[1] : best;
+  return contenders[field[pick]];
 }
 
 // A backend's own default (rank 0 of cuBLASLt's heuristic list, with its default exact fp8
@@ -414,7 +423,7 @@ TuneResult Tuner::Impl::tune(const Problem& problem) {
     rescale_others(result.measurements, contenders, screened, problem);
   }
   const Measurement* best = contenders.size() > 1 ? fastest(contenders) : nullptr;
-  if (best) best = confirmed_alone(session, contenders, best);
+  if (best) best = confirmed_alone(session, contenders, best, result.alone_us);
   result.race_seconds = seconds_since(race_start);
   if (!best) best = best_of(result.measurements);
   GF_CHECK(best, "no candidate passed verification for {} ({} tried; first error: {})", key, cands.size(),

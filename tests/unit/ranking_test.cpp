@@ -54,9 +54,10 @@ TEST(NameMatches, AnyOfItsCommaSeparatedParts) {
   EXPECT_FALSE(name_matches(name, ","));
 }
 
-TEST(CloseRunnerUp, TheFastestOtherWithinTheBandOrNone) {
+TEST(CloseField, TheBestThenTheOthersWithinTheBandFastestFirst) {
   const std::vector<double> times = {103.5, 102.5, 101.0, 0.0, 100.0};
-  EXPECT_EQ(close_runner_up(times, 4, 1.03), 2u);             // 101 beats 102.5; 103.5 is out; failed (0) never counts
-  EXPECT_EQ(close_runner_up(times, 4, 1.005), times.size());  // nothing within 0.5% of 100
-  EXPECT_EQ(close_runner_up({50.0}, 0, 1.5), 1u);
+  EXPECT_EQ(close_field(times, 4, 1.03, 4), (std::vector<size_t>{4, 2, 1}));  // 103.5 is out; failed (0) never counts
+  EXPECT_EQ(close_field(times, 4, 1.04, 2), (std::vector<size_t>{4, 2}));     // at most two
+  EXPECT_EQ(close_field(times, 4, 1.005, 4), (std::vector<size_t>{4}));       // nothing within 0.5% of 100
+  EXPECT_EQ(close_field({50.0}, 0, 1.5, 3), (std::vector<size_t>{0}));
 }
