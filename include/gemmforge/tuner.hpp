@@ -45,7 +45,7 @@ struct TuneResult {
   // verifying each in the worker (with the worker's setup), and the races.
   double compile_seconds = 0, verify_seconds = 0, race_seconds = 0;
   // The close contenders of long kernels timed alone after the final race (candidate id -> median
-  // us, the mean of two timings); the pick is the fastest of them.
+  // us, the mean of two timings): their measurements carry these times, the others are rescaled.
   std::map<std::string, double> alone_us;
 };
 

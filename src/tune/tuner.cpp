@@ -32,11 +32,11 @@ constexpr size_t kContenders = 3;
 // `bench` times them. On an H100 the race put 128x192 ping-pong 1.6% ahead of 256x192 cooperative
 // at 8192x6144x4096, which ran 3.5% faster alone, and a cuBLASLt kernel ahead of cuBLASLt's default
 // at 4096x4096x14336, which ran 12% faster alone (2026-12-06). So where the final race's best runs
-// kConfirmMinUs or longer (where the power a kernel draws sets the clock), it and the contenders
-// within kConfirmBand of it, kConfirmCount at most, are each timed alone (in order, then in reverse
-// against drift; each timing costs a 100 ms warm-up), and the fastest alone is the pick.
+// kConfirmMinUs or longer (where the power a kernel draws sets the clock), each backend's
+// kConfirmEach fastest within kConfirmBand of its best, and its default pick there, are timed
+// alone (in order, then in reverse against drift; each timing costs a 100 ms warm-up).
 constexpr double kConfirmBand = 1.10;
-constexpr size_t kConfirmCount = 4;
+constexpr size_t kConfirmEach = 2;
 constexpr double kConfirmMinUs = 100.0;
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -58,38 +58,6 @@ const Measurement* fastest(const std::vector<Measurement*>& ms) {
 }
 
 Candidate candidate_of(const Measurement& m) { return {m.backend, m.candidate, m.config}; }
-
-// The final race's best, or the close contender that ran fastest alone (see kConfirmBand); each
-// one's alone time goes to `alone_us`, by candidate id.
-const Measurement* confirmed_alone(tune::MeasureSession& session, const std::vector<Measurement*>& contenders,
-                                   const Measurement* best, std::map<std::string, double>& alone_us) {
-  std::vector<double> times;
-  size_t at = contenders.size();
-  for (size_t i = 0; i < contenders.size(); ++i) {
-    const Measurement& m = *contenders[i];
-    times.push_back(m.verified ? m.us : 0.0);
-    if (&m == best) at = i;
-  }
-  if (at == contenders.size() || best->us < kConfirmMinUs) return best;
-  const std::vector<size_t> field = close_field(times, at, kConfirmBand, kConfirmCount);
-  if (field.size() < 2) return best;
-  std::vector<double> alone(field.size(), 0.0);
-  for (int pass = 0; pass < 2; ++pass)
-    for (size_t k = 0; k < field.size(); ++k) {
-      const size_t i = pass == 0 ? k : field.size() - 1 - k;
-      const Measurement t = session.measure(candidate_of(*contenders[field[i]]), /*time=*/true);
-      if (!t.verified || t.us <= 0) return best;
-      alone[i] += t.us / 2;
-    }
-  size_t pick = 0;
-  for (size_t i = 0; i < field.size(); ++i) {
-    const Measurement& m = *contenders[field[i]];
-    alone_us[candidate_of(m).id()] = alone[i];
-    log().debug("{}: {} race {:.2f} us, alone {:.2f} us", m.problem, m.candidate, m.us, alone[i]);
-    if (alone[i] < alone[pick]) pick = i;
-  }
-  return contenders[field[pick]];
-}
 
 // A backend's own default (rank 0 of cuBLASLt's heuristic list, with its default exact fp8
 // accumulation), from its candidate's config.
@@ -243,6 +211,54 @@ void rescale_others(std::vector<Measurement>& all, const std::vector<Measurement
       m.us *= ratio;
       m.rate = problem.rate(m.us);
     }
+}
+
+// The close contenders of long kernels timed alone (see kConfirmBand): their alone times replace
+// their race times, and the others of `all` are put on the alone scale as rescale_others does, so
+// that the pick and each backend's best (which bench reports) are what each runs at alone.
+// `alone_us` records the alone times by candidate id. Where one fails alone, nothing changes.
+template <class Problem>
+void time_alone(tune::MeasureSession& session, std::vector<Measurement>& all,
+                const std::vector<Measurement*>& contenders, const Problem& problem,
+                std::map<std::string, double>& alone_us) {
+  const Measurement* best = fastest(contenders);
+  if (!best || best->us < kConfirmMinUs) return;
+  std::vector<Measurement*> field;
+  std::set<std::string> backends;
+  for (const Measurement* m : contenders) backends.insert(m->backend);
+  for (const std::string& backend : backends) {
+    std::vector<Measurement*> mine;
+    std::vector<double> times;
+    for (Measurement* m : contenders)
+      if (m->backend == backend) {
+        mine.push_back(m);
+        times.push_back(m->verified ? m->us : 0.0);
+      }
+    const auto first = std::find(mine.begin(), mine.end(), fastest(mine));
+    if (first == mine.end()) continue;
+    const std::vector<size_t> close = close_field(times, size_t(first - mine.begin()), kConfirmBand, times.size());
+    for (size_t k = 0; k < close.size(); ++k)
+      if (k < kConfirmEach || is_default_pick(mine[close[k]]->config)) field.push_back(mine[close[k]]);
+  }
+  if (field.size() < 2) return;
+  std::vector<double> alone(field.size(), 0.0);
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t k = 0; k < field.size(); ++k) {
+      const size_t i = pass == 0 ? k : field.size() - 1 - k;
+      const Measurement t = session.measure(candidate_of(*field[i]), /*time=*/true);
+      if (!t.verified || t.us <= 0) return;
+      alone[i] += t.us / 2;
+    }
+  std::vector<double> raced;
+  for (size_t i = 0; i < field.size(); ++i) {
+    Measurement& m = *field[i];
+    raced.push_back(m.us);
+    log().debug("{}: {} race {:.2f} us, alone {:.2f} us", m.problem, m.candidate, m.us, alone[i]);
+    alone_us[candidate_of(m).id()] = alone[i];
+    m.us = alone[i];
+    m.rate = problem.rate(m.us);
+  }
+  rescale_others(all, field, raced, problem);
 }
 
 // Times the measurements at `which` against each other in one race, or, when the race fails (a
@@ -422,8 +438,8 @@ TuneResult Tuner::Impl::tune(const Problem& problem) {
     time_together(session, contenders, kFinalRounds, problem);
     rescale_others(result.measurements, contenders, screened, problem);
   }
+  if (contenders.size() > 1) time_alone(session, result.measurements, contenders, problem, result.alone_us);
   const Measurement* best = contenders.size() > 1 ? fastest(contenders) : nullptr;
-  if (best) best = confirmed_alone(session, contenders, best, result.alone_us);
   result.race_seconds = seconds_since(race_start);
   if (!best) best = best_of(result.measurements);
   GF_CHECK(best, "no candidate passed verification for {} ({} tried; first error: {})", key, cands.size(),
