@@ -1,8 +1,8 @@
 // The native templates against the reference on fresh random data of awkward sizes, over a set of
 // configs that covers every code path (1 and 2 consumers, cooperative and ping-pong, 64/128-row
-// warpgroups, up to 192 accumulators a thread, split-K, 2-CTA clusters, both together, the TMA-store epilogue
-// (tiles of whole and partial boxes), both raster orders, N-major B, batch, every epilogue), and
-// fp8 with each scale kind, promoted (ahead too) and not.
+// warpgroups, up to 192 accumulators a thread, split-K, 2-CTA clusters and 2x2 quads, both with split-K, the TMA-store
+// epilogue (tiles of whole and partial boxes), both raster orders, N-major B, batch, every epilogue), and fp8 with each
+// scale kind, promoted (ahead too) and not.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -41,7 +41,15 @@ std::vector<NativeConfig> covering_configs() {
   // Split-K in pairs: K-slices of tiles that share B (along M, TMA store) or A (along N).
   NativeConfig split_pp_pair_m{64, 128, 8, 2, true, 2, 2, true, 8, false, 2};
   NativeConfig split_pair_n{128, 96, 6, 2, false, 3, 2, false, 8, false};
+  // 2x2 quads (A shared along N, B along M): cooperative with the TMA store, ping-pong from
+  // registers grouped along N, and split-K.
+  NativeConfig quad_tma{128, 256, 4, 2, false, 1, 4, false, 8, false, 2};
+  NativeConfig quad_pp{128, 128, 6, 2, true, 1, 4, false, 8, true};
+  NativeConfig quad_split{128, 128, 6, 2, false, 2, 4, false, 8, false, 1};
   return {
+      quad_tma,
+      quad_pp,
+      quad_split,
       split_pp_pair_m,
       split_pair_n,
       tma_160,

@@ -105,6 +105,32 @@ TEST(NativeSpace, KernelSymbolsAreIdentifiersNamedAfterTheCandidate) {
   }
 }
 
+// 2x2 quads: offered by the exhaustive list alone (they lost every race: only 30 fit at once),
+// at large M; never at small M, with swap-AB or split-K. A quad is neither pair's kind.
+TEST(NativeSpace, QuadsInTheExhaustiveListAtLargeM) {
+  DeviceInfo d = DeviceInfo::assumed_hopper();
+  for (const char* spec : {"4096x28672x4096:e4m3:scale=rowcol", "8192x4096x14336:bf16"}) {
+    GemmProblem p = GemmProblem::parse(spec);
+    for (Search level : {Search::fast, Search::normal})
+      for (const auto& c : native::ranked_configs(p, d, level)) EXPECT_NE(c.cluster, 4) << c.name(p);
+    size_t quads = 0;
+    for (const auto& c : native::ranked_configs(p, d, Search::exhaustive))
+      if (c.cluster == 4) {
+        ++quads;
+        EXPECT_NE(c.name(p).find("_x4_"), std::string::npos) << c.name(p);
+        EXPECT_EQ(c.pair_m() * c.pair_n(), 4);
+        EXPECT_EQ(c.split_k, 1);
+      }
+    EXPECT_GT(quads, 0u) << spec;
+  }
+  for (const char* spec : {"128x4096x4096:bf16", "16x4096x14336:e4m3:scale=rowcol", "77x1000x1000:bf16"})
+    for (const auto& c : native::ranked_configs(GemmProblem::parse(spec), d, Search::exhaustive))
+      EXPECT_NE(c.cluster, 4) << spec << " " << c.name(GemmProblem::parse(spec));
+  GemmProblem big = GemmProblem::parse("4096x4096x4096:bf16");
+  EXPECT_EQ(native::illegal_reason({.cluster = 3}, big, d), "clusters are 1, 2 or 4 (2x2) CTAs");
+  EXPECT_EQ(native::illegal_reason({.cluster = 4, .cluster_m = true}, big, d), "cluster_m stacks a pair");
+}
+
 TEST(NativeSpace, ShortListsKeepPairsAndWholeTileStaging) {
   DeviceInfo d = DeviceInfo::assumed_hopper();
   // The fast list holds pairs of its best tile (v8: 17% faster at 1000x4096x1000).

@@ -17,8 +17,9 @@
 //
 // With kCluster = 2, CTA pairs take adjacent tiles and share an operand, each CTA loading half of
 // it for both (TMA multicast): vertically adjacent tiles (kClusterAlongM) share the B block,
-// horizontally adjacent ones the A block. A stage is then refilled only once the consumers of
-// both CTAs have released it.
+// horizontally adjacent ones the A block. With kCluster = 4, a 2x2 quad of tiles shares both:
+// each CTA its A block with its neighbour along N, its B block with its neighbour along M. A stage
+// is then refilled only once the consumers of every CTA it fills have released it.
 //
 // The parts: traits.cuh (the shape derived from Cfg), scheduler.cuh (work units), producer.cuh
 // (the TMA ring), mma.cuh (wgmma on a stage), scales.cuh (fp8 dequantisation and promotion),
@@ -57,13 +58,20 @@ struct Gemm : Traits<Cfg> {
       for (int c = 0; c < kCols; ++c) acc[r][c] = 0.0f;
   }
 
-  // A stage is free once every CTA that multicasts into it has been told.
+  // A stage is free once every CTA that multicasts into it has been told: in a quad this CTA and
+  // its neighbours along M (rank ^ 1) and N (rank ^ 2), not the one across.
   static __device__ __forceinline__ void release(u64* empty) {
-    if (kCluster == 1)
+    if constexpr (kCluster == 1) {
       ptx::mbar_arrive(empty);
-    else
+    } else if constexpr (T::kQuad) {
+      const u32 rank = ptx::cluster_cta_rank();
+      ptx::mbar_arrive_cluster(empty, rank);
+      ptx::mbar_arrive_cluster(empty, rank ^ 1u);
+      ptx::mbar_arrive_cluster(empty, rank ^ 2u);
+    } else {
 #pragma unroll
       for (int r = 0; r < kCluster; ++r) ptx::mbar_arrive_cluster(empty, r);
+    }
   }
   // A consumer is done with a stage once its wgmma are (waited for): its leader says so. With
   // block scales each warp has read its rows' scales there too, so each warp says so.
@@ -313,7 +321,7 @@ struct Gemm : Traits<Cfg> {
     if (threadIdx.x == 0) {
       for (int s = 0; s < kStages; ++s) {
         ptx::mbar_init(&full[s], 1);
-        ptx::mbar_init(&empty[s], kStageReaders * kReleasesPerReader * kCluster);
+        ptx::mbar_init(&empty[s], kStageReaders * kReleasesPerReader * T::kFillers);
       }
       for (int c = 0; c < 2; ++c) ptx::mbar_init(&c_full[c], 1);
       ptx::mbar_fence_init();

@@ -1,9 +1,9 @@
 #pragma once
 // The producer of the pipeline: one thread streams the A and B tiles (and A's block scales) of
 // every k-block of its units through the ring of kStages shared-memory stages with TMA. A stage is
-// refilled once its consumers (of both CTAs of a pair) have released it on its empty barrier; it
-// is ready for them once its bytes have landed on its full barrier. In a pair each CTA loads half
-// of the shared operand for both (multicast).
+// refilled once the consumers of every CTA it fills (both of a pair, three of a quad) have
+// released it on its empty barrier; it is ready for them once its bytes have landed on its full
+// barrier. Each CTA sharing an operand loads half of it for both (multicast).
 #include "gemm/sm90/scheduler.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/sync.cuh"
@@ -14,7 +14,8 @@ namespace gf {
 template <class Cfg>
 struct Producer : Traits<Cfg> {
   using T = Traits<Cfg>;
-  using T::BK, T::BM, T::BN, T::kCluster, T::kPairM, T::kPairN, T::kStageA, T::kStageB, T::kStages, T::kStageScales;
+  using T::BK, T::BM, T::BN, T::kCluster, T::kPairM, T::kPairN, T::kStageA, T::kStageB, T::kStages, T::kStageScales,
+      T::rank_m, T::rank_n, T::a_peers, T::b_peers;
   using Unit = typename Scheduler<Cfg>::Unit;
 
   static __device__ __forceinline__ void produce(const GemmParams& p, u8* sa, u8* sb, float* sfa, u64* full, u64* empty,
@@ -33,7 +34,8 @@ struct Producer : Traits<Cfg> {
         u8* b = sb + s * kStageB;
         if (kPairN) {
           constexpr int kHalf = BM / 2;
-          ptx::tma_load_3d_multicast(a + rank * kHalf * 128, &p.a, &full[s], kb * BK, u.m0 + rank * kHalf, u.b, 0x3);
+          ptx::tma_load_3d_multicast(a + rank_n(rank) * kHalf * 128, &p.a, &full[s], kb * BK,
+                                     u.m0 + rank_n(rank) * kHalf, u.b, a_peers(rank));
         } else {
           ptx::tma_load_3d(a, &p.a, &full[s], kb * BK, u.m0, u.b);
         }
@@ -73,13 +75,13 @@ struct Producer : Traits<Cfg> {
     const Unit u = Scheduler<Cfg>::unit_at(p, unit, rank);
     if constexpr (T::kSwapAB) {
       for (int kb = u.kb_begin; kb < min(u.kb_end, u.kb_begin + kStages); ++kb)
-        ptx::tma_prefetch_l2(&p.a, kb * BK, u.m0 + (kPairN ? rank * (BM / 2) : 0), u.b);
+        ptx::tma_prefetch_l2(&p.a, kb * BK, u.m0 + rank_n(rank) * (BM / 2), u.b);
       return;
     }
     const int first = first_b_row(u), second = second_b_row(p, u);
     for (int kb = u.kb_begin; kb < min(u.kb_end, u.kb_begin + kStages); ++kb) {
       if (kPairM) {
-        ptx::tma_prefetch_l2(&p.b, kb * BK, rank ? second : first, u.b);
+        ptx::tma_prefetch_l2(&p.b, kb * BK, rank_m(rank) ? second : first, u.b);
       } else {
         ptx::tma_prefetch_l2(&p.b, kb * BK, first, u.b);
         if (Cfg::kGate == GateKind::split) ptx::tma_prefetch_l2(&p.b, kb * BK, second, u.b);
@@ -87,16 +89,17 @@ struct Producer : Traits<Cfg> {
     }
   }
 
-  // The B tile of k-block kb: whole, or (kPairM) this CTA's half of it, multicast to the pair.
+  // The B tile of k-block kb: whole, or (kPairM) this CTA's half of it, multicast to its neighbour along M.
   static __device__ __forceinline__ void load_b(const GemmParams& p, u8* b, u64* full, int kb, const Unit& u,
                                                 int rank) {
     if (Cfg::kNN) {
       constexpr int kBoxes = BN / 64, kMine = kPairM ? kBoxes / 2 : kBoxes;
 #pragma unroll
       for (int i = 0; i < kMine; ++i) {
-        const int j = (kPairM ? rank * kMine : 0) + i;
+        const int j = rank_m(rank) * kMine + i;
         if (kPairM)
-          ptx::tma_load_3d_multicast(b + j * 64 * kGemmRowBytes, &p.b, full, u.n0 + 64 * j, kb * BK, u.b, 0x3);
+          ptx::tma_load_3d_multicast(b + j * 64 * kGemmRowBytes, &p.b, full, u.n0 + 64 * j, kb * BK, u.b,
+                                     b_peers(rank));
         else
           ptx::tma_load_3d(b + j * 64 * kGemmRowBytes, &p.b, full, u.n0 + 64 * j, kb * BK, u.b);
       }
@@ -104,8 +107,8 @@ struct Producer : Traits<Cfg> {
     }
     const int first = first_b_row(u), second = second_b_row(p, u);
     if (kPairM) {
-      ptx::tma_load_3d_multicast(b + rank * (BN / 2) * kGemmRowBytes, &p.b, full, kb * BK, rank ? second : first, u.b,
-                                 0x3);
+      ptx::tma_load_3d_multicast(b + rank_m(rank) * (BN / 2) * kGemmRowBytes, &p.b, full, kb * BK,
+                                 rank_m(rank) ? second : first, u.b, b_peers(rank));
     } else if (Cfg::kGate == GateKind::split) {
       ptx::tma_load_3d(b, &p.b, full, kb * BK, first, u.b);
       ptx::tma_load_3d(b + BN / 2 * kGemmRowBytes, &p.b, full, kb * BK, second, u.b);

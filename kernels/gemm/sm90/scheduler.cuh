@@ -8,7 +8,7 @@ namespace gf {
 template <class Cfg>
 struct Scheduler : Traits<Cfg> {
   using T = Traits<Cfg>;
-  using T::BK, T::BM, T::BN, T::kCluster, T::kPairM, T::kPairN, T::kSplitK;
+  using T::BK, T::BM, T::BN, T::kCluster, T::kPairM, T::kPairN, T::kSplitK, T::rank_m, T::rank_n;
 
   // The work unit's coordinates: batch, tile row and column, K-slice.
   struct Unit {
@@ -22,7 +22,7 @@ struct Scheduler : Traits<Cfg> {
     return kb * p.m + u.m0;
   }
 
-  // Work units are numbered per cluster; a pair's CTAs take adjacent tile rows or columns.
+  // Work units are numbered per cluster; a cluster's CTAs take adjacent tile rows, columns or both.
   static __device__ __forceinline__ int cluster_tiles_m(const GemmParams& p) {
     return kPairM ? (p.tiles_m + 1) / 2 : p.tiles_m;
   }
@@ -56,9 +56,9 @@ struct Scheduler : Traits<Cfg> {
       nb = first + t % per_group % size;
       mb = t % per_group / size;
     }
-    // The spare CTA of an odd last pair lands past M or N: it loads zeros and stores nothing.
-    u.m0 = (kPairM ? mb * 2 + rank : mb) * BM;
-    u.n0 = (kPairN ? nb * 2 + rank : nb) * BN;
+    // A spare CTA of an odd last pair lands past M or N: it loads zeros and stores nothing.
+    u.m0 = (kPairM ? mb * 2 + rank_m(rank) : mb) * BM;
+    u.n0 = (kPairN ? nb * 2 + rank_n(rank) : nb) * BN;
     if (kCluster > 1) u.tile = u.tile * kCluster + rank;
     const int k_blocks = (p.k + BK - 1) / BK;
     u.kb_begin = split * k_blocks / kSplitK;

@@ -38,11 +38,15 @@ struct Traits {
   static constexpr bool kPingpong = Cfg::kPingpong;
   static constexpr int kWgRows = kPingpong ? BM : BM / kConsumers;  // rows of the tile per consumer
   static constexpr int kStageReaders = kPingpong ? 1 : kConsumers;  // consumers that read each stage
+  // Clusters: a pair along M (sharing B), a pair along N (sharing A), or a 2x2 quad, where each
+  // CTA shares A with its neighbour along N and B with its neighbour along M. Rank r of a quad
+  // sits at (r % 2, r / 2) along (M, N).
   static constexpr int kCluster = Cfg::kCluster;
-  static constexpr bool kPairM = kCluster > 1 && Cfg::kClusterAlongM;   // pairs share B
-  static constexpr bool kPairN = kCluster > 1 && !Cfg::kClusterAlongM;  // pairs share A
-  static constexpr int kMmaM = kWgRows / 64;                            // m64 wgmma tiles per consumer
-  static constexpr int kAcc = BN / 2;                                   // f32 accumulators per thread per m64 tile
+  static constexpr bool kQuad = kCluster == 4;
+  static constexpr bool kPairM = kQuad || (kCluster == 2 && Cfg::kClusterAlongM);   // tiles along M share B
+  static constexpr bool kPairN = kQuad || (kCluster == 2 && !Cfg::kClusterAlongM);  // tiles along N share A
+  static constexpr int kMmaM = kWgRows / 64;                                        // m64 wgmma tiles per consumer
+  static constexpr int kAcc = BN / 2;  // f32 accumulators per thread per m64 tile
   static constexpr u32 kStageA = BM * kGemmRowBytes, kStageB = BN * kGemmRowBytes;
   // Block scales: each stage also holds A's scales of the tile's rows for its k-block (TMA; the
   // layout in params.h), read by every warp; so each warp, not its warpgroup's leader, releases a
@@ -52,7 +56,7 @@ struct Traits {
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static_assert(kWgRows == 64 || kWgRows == 128, "Each consumer warpgroup owns 64 or 128 rows.");
   static_assert(!kPingpong || kConsumers == 2, "Ping-pong alternates two consumers.");
-  static_assert(kCluster == 1 || kCluster == 2, "Clusters are pairs.");
+  static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "Clusters are pairs or 2x2 quads.");
   static_assert(!kPairM || !Cfg::kNN || BN % 128 == 0, "Sharing N-major B splits it into whole 64-column boxes.");
   static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "wgmma takes N in [16, 256], a multiple of 16 here.");
   static_assert(!Cfg::kNN || BN % 64 == 0, "N-major B is loaded in 64-column boxes.");
@@ -88,6 +92,15 @@ struct Traits {
   // The first boxes of C load while the mainloop runs; not with split-K, where a slice may not
   // reach the epilogue.
   static constexpr bool kPrefetchC = kLoadC && kSplitK == 1;
+
+  // A CTA's place in its cluster along M and along N (0 or 1), from its rank.
+  static __device__ __forceinline__ int rank_m(int rank) { return kPairM ? rank % 2 : 0; }
+  static __device__ __forceinline__ int rank_n(int rank) { return kPairN ? (kQuad ? rank / 2 : rank) : 0; }
+  // The CTAs a half of A (of B) is multicast to: this CTA and its neighbour along N (along M).
+  static __device__ __forceinline__ u16 a_peers(int rank) { return kQuad ? u16(0x5 << rank_m(rank)) : u16(0x3); }
+  static __device__ __forceinline__ u16 b_peers(int rank) { return kQuad ? u16(0x3 << 2 * rank_n(rank)) : u16(0x3); }
+  // The CTAs whose producers fill a CTA's stages (it among them), each waiting on its consumers.
+  static constexpr int kFillers = kQuad ? 3 : kCluster;
 
   // Which kWgRows-row part of the tile a consumer owns: its own in the cooperative schedule, the
   // whole tile (part 0) in ping-pong.

@@ -19,7 +19,7 @@ std::string NativeConfig::name(const GemmProblem& p) const {
       p.b == p.a ? std::string(to_string(p.a)) : fmt::format("{}x{}", to_string(p.a), to_string(p.b));
   return fmt::format("sm90_{}_{}_{}_{}x{}x{}_{}_s{}_c{}_k{}_x{}{}_g{}{}_{}", in, to_string(p.out), to_string(p.layout),
                      bm, bn, block_k(p), pingpong ? "pp" : "co", stages, consumers, split_k, cluster,
-                     cluster > 1 ? (cluster_m ? "m" : "n") : "", group, raster_n ? "n" : "m", epi) +
+                     cluster == 2 ? (cluster_m ? "m" : "n") : "", group, raster_n ? "n" : "m", epi) +
          (store_tma() ? fmt::format("_tma{}", store_boxes) : "") + (promote ? "_promote" : "") +
          (promote_ahead ? "_ahead" : "") + (halves ? "_halves" : "") + (swap_ab ? "_swap" : "");
 }
@@ -170,8 +170,8 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
   int k_blocks = ceil_div(p.k, block_k(p));
   if (c.split_k < 1 || c.split_k > k_blocks) return "split-K needs at least one K-block per slice";
   if (c.group < 1) return "group must be >= 1";
-  if (c.cluster != 1 && c.cluster != 2) return "clusters are 1 or 2 CTAs";
-  if (c.cluster == 1 && c.cluster_m) return "cluster_m needs a cluster";
+  if (c.cluster != 1 && c.cluster != 2 && c.cluster != 4) return "clusters are 1, 2 or 4 (2x2) CTAs";
+  if (c.cluster != 2 && c.cluster_m) return "cluster_m stacks a pair";
   if (c.store_boxes < 0) return "store_boxes must be >= 0";
   if (c.store_tma()) {
     const int out_n = tile_out_cols(c.bn, p);
@@ -284,13 +284,22 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
       for (const Promotion promotion : promotions)
         for (int bn : bns)
           for (int split : {1, 2, 3, 4, 6, 8})
-            for (int pairing : {0, 1, 2})  // no cluster, a pair along N (shares A), a pair along M (shares B)
+            // No cluster, a pair along N (shares A), a pair along M (shares B), a 2x2 quad (shares
+            // both; exhaustive lists only, at large M, whole-K, where the tile grid is 2x2 at least).
+            // Quads halve both operands' L2 traffic, yet only 30 clusters of 4 fit on an H100's
+            // GPCs at once (120 of 132 SMs): raced at llama3-8b's fp8 rowwise GEMMs at 4096 tokens,
+            // the best tile as a quad ran 10-36% behind each race's best, and 128x128 quads 13% behind
+            // the same tile alone (2026-12-06).
+            for (int pairing : {0, 1, 2, 3})
               for (bool store_tma : {false, true})
                 for (int group : groups)
                   for (bool raster_n : {false, true}) {
                     if (swap && store_tma) continue;                    // stored transposed, from registers
                     if (swap && bn < bns[0] && pairing != 1) continue;  // two token tiles: as pairs along N
                     if (promotion.halves && level != Search::exhaustive && bn != 192) continue;
+                    if (pairing == 3 && (level != Search::exhaustive || swap || split > 1 || q.m <= kDeepPipelineMaxM ||
+                                         q.m < 2 * f.bm || q.n < 2 * bn))
+                      continue;
                     // Split-K only where whole tiles leave SMs idle.
                     if (split > 1 && q.batch * ceil_div(q.m, f.bm) * ceil_div(q.n, bn) >= sms) continue;
                     offer(NativeConfig{.bm = f.bm,
@@ -299,7 +308,9 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
                                        .consumers = f.consumers,
                                        .pingpong = f.pingpong,
                                        .split_k = split,
-                                       .cluster = pairing ? 2 : 1,
+                                       .cluster = pairing == 3 ? 4
+                                                  : pairing    ? 2
+                                                               : 1,
                                        .cluster_m = pairing == 2,
                                        .group = group,
                                        .raster_n = raster_n,

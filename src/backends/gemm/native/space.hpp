@@ -16,8 +16,10 @@ struct NativeConfig {
   int consumers = 2;       // consumer warpgroups
   bool pingpong = false;   // consumers take alternate tiles (else both share each tile)
   int split_k = 1;         // K-slices per tile, reduced by the last slice to finish
-  int cluster = 1;         // CTAs per cluster (1 or 2), sharing an operand by TMA multicast
-  bool cluster_m = false;  // the pair stacks along M and shares B (else along N, sharing A)
+  // CTAs per cluster, sharing operands by TMA multicast: 1, a pair (2) or a 2x2 quad (4), whose
+  // tiles along M share B and along N share A.
+  int cluster = 1;
+  bool cluster_m = false;  // a pair stacks along M and shares B (else along N, sharing A)
   int group = 8;           // tiles swept together in the grouped raster order
   bool raster_n = false;   // group along N instead of M
   // The epilogue through shared memory and a TMA store, staging this many 64-column boxes per
@@ -40,8 +42,8 @@ struct NativeConfig {
   bool swap_ab = false;
 
   int threads() const { return 128 * (1 + consumers); }
-  int pair_m() const { return cluster > 1 && cluster_m ? 2 : 1; }
-  int pair_n() const { return cluster > 1 && !cluster_m ? 2 : 1; }
+  int pair_m() const { return cluster == 4 || (cluster == 2 && cluster_m) ? 2 : 1; }
+  int pair_n() const { return cluster == 4 || (cluster == 2 && !cluster_m) ? 2 : 1; }
   int wg_rows() const { return pingpong ? bm : bm / consumers; }
   // The fp32 accumulators of a consumer thread's output (64 rows x bn a warpgroup's wgmma step),
   // what the epilogue holds; promotion keeps one or two more sets of them in the main loop.
