@@ -31,7 +31,7 @@ constexpr size_t kContenders = 3;
 // at the clock its own power allows, as a layer's large GEMMs do under the power cap and as
 // `bench` times them. On an H100 the race put 128x192 ping-pong 1.6% ahead of 256x192 cooperative
 // at 8192x6144x4096, which ran 3.5% faster alone, and a cuBLASLt kernel ahead of cuBLASLt's default
-// at 4096x4096x14336, which ran 12% faster alone (2026-12-06). So where the final race's best runs
+// at 4096x4096x14336, which ran 12-20% faster alone (2026-12-06). So where the final race's best runs
 // kConfirmMinUs or longer (where the power a kernel draws sets the clock), each backend's
 // kConfirmEach fastest within kConfirmBand of its best, and its default pick there, are timed
 // alone (in order, then in reverse against drift; each timing costs a 100 ms warm-up).
