@@ -800,40 +800,63 @@ class Sm90Gemm:
                               frag_b: cute.Tensor, ring, read, release, source, k_tiles, k_first,
                               refill: cutlass.Constexpr):
         """A tile's main loop with block scales, k-blocks k_first .. k_first + k_tiles - 1, both
-        schedules': in pairs, the first's products into parts[0] and the second's into parts[1]
-        (an odd count ends on a lone first), so each set keeps its registers. ptxas notes a wait it
-        injects (C7517) for the set promoted under the other's wgmma; in the SASS it lands beside
-        the k-block's own, after the promotion (ARRIVE, 4 QGMMA, 64 FFMA, DEPBAR). refill: the
-        one-CTA-a-tile kernel's (warp, load state, loads), whose warp 0 refills each stage it
-        releases; None for the persistent one's producer. Returns the states advanced (read,
-        release, load), which the DSL's tracer does not carry out of a helper through their
-        attributes."""
+        schedules'. The k-blocks alternate between the two sets of products, so each keeps its
+        registers. In runs of four, one k-block's wgmma stay in flight while the one before is
+        awaited (wait 1), its stage released and its products promoted: the tensor cores do not
+        drain between k-blocks. Each run ends drained (its last set promoted after), since ptxas
+        serializes every wgmma (C7514) where a group is in flight across a loop's back edge; a
+        promotion between a run's first two k-blocks made ptxas drain there too (its SASS: one
+        DEPBAR 0x0 a run now, against one a k-block before). The k-blocks past the last whole run
+        go one at a time, each drained (promote_ahead). refill: the one-CTA-a-tile kernel's
+        (warp, load state, loads), whose warp 0 refills each stage it releases; None for the
+        persistent one's producer. Returns the states advanced (read, release, load), which the
+        DSL's tracer does not carry out of a helper through their attributes."""
         load = refill[1] if cutlass.const_expr(refill is not None) else read
-        for pair in cutlass.range((k_tiles + 1) // 2, unroll=1):
+        runs = k_tiles // 4
+        for run in cutlass.range(runs, unroll=1):
+            for j in cutlass.range_constexpr(4):
+                ring.consumer_wait(read)
+                self.issue_block(mma, parts[j % 2], parts[2], frag_a, frag_b, read.index, source,
+                                 k_first + run * 4 + j)
+                read.advance()
+                if cutlass.const_expr(j > 0):
+                    cute.nvgpu.warpgroup.wait_group(1)
+                    release, load = self.give_back(ring, release, load, refill, k_tiles, k_first)
+                    self.promote(acc, parts[1 - j % 2])
+            cute.nvgpu.warpgroup.wait_group(0)
+            release, load = self.give_back(ring, release, load, refill, k_tiles, k_first)
+            self.promote(acc, parts[1])
+        rest = k_tiles - runs * 4
+        for pair in cutlass.range((rest + 1) // 2, unroll=1):
             for half in cutlass.range_constexpr(2):
-                if half == 0 or pair * 2 + half < k_tiles:
+                if half == 0 or pair * 2 + half < rest:
                     ring.consumer_wait(read)
                     self.promote_ahead(mma, acc, parts, half, frag_a, frag_b, read.index, source,
-                                       k_first + pair * 2 + half)
+                                       k_first + runs * 4 + pair * 2 + half)
                     read.advance()
-                    ring.consumer_release(release)
-                    release.advance()
-                    if cutlass.const_expr(refill is not None):
-                        if refill[0] == 0 and load.count < k_tiles:
-                            self.load_stage(ring, load, *refill[2], k_first)
-                            load.advance()
+                    release, load = self.give_back(ring, release, load, refill, k_tiles, k_first)
         self.promote_rest(acc, parts)
         return read, release, load
 
     @cute.jit
-    def promote_ahead(self, mma: cute.TiledMma, acc: cute.Tensor, parts, half: cutlass.Constexpr,
-                      frag_a: cute.Tensor, frag_b: cute.Tensor, stage, source, k):
-        """One k-block with block scales: its wgmma into parts[half] (from zero), its scales loaded
-        meanwhile; the other set, the k-block before's, promoted into acc while they run; then
-        the wgmma awaited. Waiting on
-        all of them each k-block keeps ptxas from serializing them (its C7514): a wait that left
-        one batch in flight would reissue into the set just read."""
-        products, row_scales, col_scale = parts[half]
+    def give_back(self, ring, release, load, refill: cutlass.Constexpr, k_tiles, k_first):
+        """A stage whose wgmma are done goes back to the producer; in the one-CTA-a-tile kernel
+        warp 0 refills it (never before the release: it would wait on its own warp). Returns the
+        states advanced (release, load)."""
+        ring.consumer_release(release)
+        release.advance()
+        if cutlass.const_expr(refill is not None):
+            if refill[0] == 0 and load.count < k_tiles:
+                self.load_stage(ring, load, *refill[2], k_first)
+                load.advance()
+        return release, load
+
+    @cute.jit
+    def issue_block(self, mma: cute.TiledMma, part, fresh: cute.TiledMma, frag_a: cute.Tensor,
+                    frag_b: cute.Tensor, stage, source, k):
+        """One k-block's wgmma into a set of products (from zero), committed as one group, with
+        its k-block's scales loaded into the set meanwhile."""
+        products, row_scales, col_scale = part
         rows, col_blocks, m, scale_a, scale_b = source
         for i in cutlass.range_constexpr(cute.size(rows)):
             row_scales[i] = scale_a[k * m + rows[i]]  # A's (kb, m) lies at kb * M + m
@@ -841,9 +864,17 @@ class Sm90Gemm:
             col_scale[h] = scale_b[col_blocks[h] + k]
         cute.nvgpu.warpgroup.fence()
         for kb in cutlass.range_constexpr(cute.size(frag_a, mode=[2])):
-            cute.gemm(mma if kb > 0 else parts[2], products, frag_a[None, None, kb, stage],
+            cute.gemm(mma if kb > 0 else fresh, products, frag_a[None, None, kb, stage],
                       frag_b[None, None, kb, stage], products)
         cute.nvgpu.warpgroup.commit_group()
+
+    @cute.jit
+    def promote_ahead(self, mma: cute.TiledMma, acc: cute.Tensor, parts, half: cutlass.Constexpr,
+                      frag_a: cute.Tensor, frag_b: cute.Tensor, stage, source, k):
+        """One k-block with block scales on its own: its wgmma into parts[half], the other set,
+        the k-block before's, promoted into acc while they run, then the wgmma awaited (wait 0: a
+        wait that left the group in flight across the loop's back edge would serialize them)."""
+        self.issue_block(mma, parts[half], parts[2], frag_a, frag_b, stage, source, k)
         self.promote(acc, parts[1 - half])
         cute.nvgpu.warpgroup.wait_group(0)
 
