@@ -66,6 +66,34 @@ inline std::vector<size_t> close_field(const std::vector<double>& times, size_t 
   return field;
 }
 
+// Per group (a backend), the close field of its fastest: its `each` fastest within `band` of it,
+// and any of `keep` within the band besides; the indices, group by group in order of first
+// appearance, each group's fastest first. Times of 0 or less count as failed.
+inline std::vector<size_t> close_fields(const std::vector<std::string>& groups, const std::vector<double>& times,
+                                        const std::vector<bool>& keep, double band, size_t each) {
+  std::vector<size_t> out;
+  std::vector<std::string> seen;
+  for (const std::string& group : groups) {
+    if (std::find(seen.begin(), seen.end(), group) != seen.end()) continue;
+    seen.push_back(group);
+    std::vector<size_t> mine;
+    std::vector<double> mine_times;
+    for (size_t i = 0; i < groups.size(); ++i)
+      if (groups[i] == group) {
+        mine.push_back(i);
+        mine_times.push_back(times[i]);
+      }
+    size_t first = mine.size();
+    for (size_t k = 0; k < mine.size(); ++k)
+      if (mine_times[k] > 0 && (first == mine.size() || mine_times[k] < mine_times[first])) first = k;
+    if (first == mine.size()) continue;
+    const std::vector<size_t> field = close_field(mine_times, first, band, mine.size());
+    for (size_t k = 0; k < field.size(); ++k)
+      if (k < each || keep[mine[field[k]]]) out.push_back(mine[field[k]]);
+  }
+  return out;
+}
+
 // Whether a candidate's name contains one of the comma-separated texts of `only` (empty: every
 // name): the --only filter of tune, compile, candidates and bench-ops, for timing a few variants
 // side by side.

@@ -223,23 +223,16 @@ void time_alone(tune::MeasureSession& session, std::vector<Measurement>& all,
                 std::map<std::string, double>& alone_us) {
   const Measurement* best = fastest(contenders);
   if (!best || best->us < kConfirmMinUs) return;
-  std::vector<Measurement*> field;
-  std::set<std::string> backends;
-  for (const Measurement* m : contenders) backends.insert(m->backend);
-  for (const std::string& backend : backends) {
-    std::vector<Measurement*> mine;
-    std::vector<double> times;
-    for (Measurement* m : contenders)
-      if (m->backend == backend) {
-        mine.push_back(m);
-        times.push_back(m->verified ? m->us : 0.0);
-      }
-    const auto first = std::find(mine.begin(), mine.end(), fastest(mine));
-    if (first == mine.end()) continue;
-    const std::vector<size_t> close = close_field(times, size_t(first - mine.begin()), kConfirmBand, times.size());
-    for (size_t k = 0; k < close.size(); ++k)
-      if (k < kConfirmEach || is_default_pick(mine[close[k]]->config)) field.push_back(mine[close[k]]);
+  std::vector<std::string> backends;
+  std::vector<double> times;
+  std::vector<bool> defaults;
+  for (const Measurement* m : contenders) {
+    backends.push_back(m->backend);
+    times.push_back(m->verified ? m->us : 0.0);
+    defaults.push_back(is_default_pick(m->config));
   }
+  std::vector<Measurement*> field;
+  for (size_t i : close_fields(backends, times, defaults, kConfirmBand, kConfirmEach)) field.push_back(contenders[i]);
   if (field.size() < 2) return;
   std::vector<double> alone(field.size(), 0.0);
   for (int pass = 0; pass < 2; ++pass)

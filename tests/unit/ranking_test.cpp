@@ -61,3 +61,17 @@ TEST(CloseField, TheBestThenTheOthersWithinTheBandFastestFirst) {
   EXPECT_EQ(close_field(times, 4, 1.005, 4), (std::vector<size_t>{4}));       // nothing within 0.5% of 100
   EXPECT_EQ(close_field({50.0}, 0, 1.5, 3), (std::vector<size_t>{0}));
 }
+
+TEST(CloseFields, EachGroupsBestTwoWithinTheBandAndItsKeptOnes) {
+  const std::vector<std::string> groups = {"cublaslt", "native", "cublaslt", "native", "cublaslt", "native", "cute"};
+  const std::vector<double> times = {100.0, 98.0, 104.0, 0.0, 108.0, 120.0, 50.0};
+  const std::vector<bool> keep = {false, false, false, false, true, false, false};
+  // cuBLASLt: 100 and 104, and its kept 108 (within 10%); native: 98 alone (failed 0; 120 is out);
+  // cute: 50 alone.
+  EXPECT_EQ(close_fields(groups, times, keep, 1.10, 2), (std::vector<size_t>{0, 2, 4, 1, 6}));
+  // One each, the kept one still: 100, 108; 98; 50.
+  EXPECT_EQ(close_fields(groups, times, keep, 1.10, 1), (std::vector<size_t>{0, 4, 1, 6}));
+  // A band too narrow for the kept one.
+  EXPECT_EQ(close_fields(groups, times, keep, 1.05, 2), (std::vector<size_t>{0, 2, 1, 6}));
+  EXPECT_TRUE(close_fields({"native"}, {0.0}, {false}, 1.10, 2).empty());
+}
