@@ -65,6 +65,22 @@ bool is_default_pick(const nlohmann::json& config) {
   return config.is_object() && config.value("rank", -1) == 0 && !config.value("fast_accum", false);
 }
 
+// Each backend's `each` fastest of `ms` within `band` of its best, and its default pick there
+// (core/ranking.hpp close_fields; unverified ones count as failed).
+std::vector<Measurement*> close_per_backend(const std::vector<Measurement*>& ms, double band, size_t each) {
+  std::vector<std::string> backends;
+  std::vector<double> times;
+  std::vector<bool> defaults;
+  for (const Measurement* m : ms) {
+    backends.push_back(m->backend);
+    times.push_back(m->verified ? m->us : 0.0);
+    defaults.push_back(is_default_pick(m->config));
+  }
+  std::vector<Measurement*> out;
+  for (size_t i : close_fields(backends, times, defaults, band, each)) out.push_back(ms[i]);
+  return out;
+}
+
 // The baselines a bench times beside each backend's best. GEMMs: cuBLASLt's own pick (with its
 // fused epilogue where it has one), and eager: cuBLASLt's pick for the plain GEMM followed by the
 // epilogue as a separate kernel. Row ops are set against the copy bandwidth instead.
@@ -223,16 +239,7 @@ void time_alone(tune::MeasureSession& session, std::vector<Measurement>& all,
                 std::map<std::string, double>& alone_us) {
   const Measurement* best = fastest(contenders);
   if (!best || best->us < kConfirmMinUs) return;
-  std::vector<std::string> backends;
-  std::vector<double> times;
-  std::vector<bool> defaults;
-  for (const Measurement* m : contenders) {
-    backends.push_back(m->backend);
-    times.push_back(m->verified ? m->us : 0.0);
-    defaults.push_back(is_default_pick(m->config));
-  }
-  std::vector<Measurement*> field;
-  for (size_t i : close_fields(backends, times, defaults, kConfirmBand, kConfirmEach)) field.push_back(contenders[i]);
+  const std::vector<Measurement*> field = close_per_backend(contenders, kConfirmBand, kConfirmEach);
   if (field.size() < 2) return;
   std::vector<double> alone(field.size(), 0.0);
   for (int pass = 0; pass < 2; ++pass)
@@ -407,31 +414,18 @@ TuneResult Tuner::Impl::tune(const Problem& problem) {
   time_together(session, verified, kScreenRounds, problem);
 
   // Each backend's fastest within the band of its best, timed again in a longer race: the pick of
-  // the problem and each backend's own best (which bench reports) come from that race. A
+  // the problem and each backend's own best (which bench reports) come from that race (and, for
+  // long kernels, from the close ones timed alone after it: time_alone). A
   // backend's default pick (rank 0: cuBLASLt's heuristic) within the band races too: benches
   // found it faster than the tuned pick in 9 of 20 large GEMMs.
-  std::vector<Measurement*> contenders;
-  for (const auto& b : family)
-    if (const Measurement* first = best_of(result.measurements, b->name())) {
-      std::vector<Measurement*> mine;
-      Measurement* default_pick = nullptr;
-      for (auto& m : result.measurements)
-        if (m.verified && m.backend == b->name() && m.us <= first->us * kContenderBand) {
-          mine.push_back(&m);
-          if (is_default_pick(m.config)) default_pick = &m;
-        }
-      std::sort(mine.begin(), mine.end(), [](auto* x, auto* y) { return x->us < y->us; });
-      if (mine.size() > kContenders) mine.resize(kContenders);
-      if (default_pick && std::find(mine.begin(), mine.end(), default_pick) == mine.end()) mine.push_back(default_pick);
-      contenders.insert(contenders.end(), mine.begin(), mine.end());
-    }
+  const std::vector<Measurement*> contenders = close_per_backend(verified, kContenderBand, kContenders);
   if (contenders.size() > 1) {
     std::vector<double> screened;
     for (const Measurement* m : contenders) screened.push_back(m->us);
     time_together(session, contenders, kFinalRounds, problem);
     rescale_others(result.measurements, contenders, screened, problem);
+    time_alone(session, result.measurements, contenders, problem, result.alone_us);
   }
-  if (contenders.size() > 1) time_alone(session, result.measurements, contenders, problem, result.alone_us);
   const Measurement* best = contenders.size() > 1 ? fastest(contenders) : nullptr;
   result.race_seconds = seconds_since(race_start);
   if (!best) best = best_of(result.measurements);
