@@ -63,7 +63,13 @@ def copy_tbps():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
+    ap.add_argument("--scalings", default=",".join(SCALINGS), help="comma-separated, of " + ", ".join(SCALINGS))
+    ap.add_argument("--no-torch", action="store_true", help="gemmforge and the copy alone (A/B turns)")
     args = ap.parse_args()
+    scalings = args.scalings.split(",")
+    bad = [s for s in scalings if s not in SCALINGS]
+    if bad:
+        ap.error(f"unknown scaling {', '.join(bad)} (of {', '.join(SCALINGS)})")
     global STATIC_SCALE
     STATIC_SCALE = torch.tensor(4.0 / FMAX, device="cuda")
     copy = copy_tbps()
@@ -74,7 +80,7 @@ def main():
     rows = []
     for r, c in SHAPES:
         x = torch.randn(r, c, device="cuda", dtype=torch.bfloat16)
-        for scaling in SCALINGS:
+        for scaling in scalings:
             op = gemmforge_static if scaling == "static" else torch.ops.gemmforge.quantize_fp8
             q, s = op(x, scaling, FP8)
             want_q, _ = torch_quantize(x, scaling)
@@ -89,15 +95,16 @@ def main():
             row = {"scaling": scaling, "shape": f"{r}x{c}", "agree": agree,
                    "copy_same_bytes": 2 * half / (graphed_us(dst.copy_, src) * 1e-6) / 1e12,
                    "gemmforge": tb(graphed_us(op, x, scaling, FP8)),
-                   "eager": tb(graphed_us(torch_quantize, x, scaling)),
-                   "compile": tb(graphed_us(compiled, x, scaling))}
+                   "eager": None if args.no_torch else tb(graphed_us(torch_quantize, x, scaling)),
+                   "compile": None if args.no_torch else tb(graphed_us(compiled, x, scaling))}
             rows.append(row)
         del x
     print(f"copy bandwidth {copy:.2f} TB/s (torch copy_ of 2 GiB, same run)")
     print(f"{'scaling':8} {'rows x cols':13} {'eager':>7} {'compile':>8} {'gemmforge':>10} {'copy':>6} "
           f"{'% copy':>7} {'q agrees':>9}")
     for row in rows:
-        print(f"{row['scaling']:8} {row['shape']:13} {row['eager']:7.2f} {row['compile']:8.2f} "
+        torch_cols = "      -        -" if args.no_torch else f"{row['eager']:7.2f} {row['compile']:8.2f}"
+        print(f"{row['scaling']:8} {row['shape']:13} {torch_cols} "
               f"{row['gemmforge']:10.2f} {row['copy_same_bytes']:6.2f} "
               f"{100 * row['gemmforge'] / row['copy_same_bytes']:7.1f} {row['agree']:9.4f}")
     if args.json:

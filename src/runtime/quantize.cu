@@ -131,44 +131,60 @@ __device__ __forceinline__ float team_max(float v) {
   }
 }
 
-// Segments of len columns of a row (the whole row, or a 1x128 group), a team of kTeam threads a
-// segment, kPer vectors a thread per chunk of kTeam * kPer vectors. A segment of one chunk is read
-// once and cast from registers; a longer one (rows past 4096 vectors) is read again, from L2.
-// Every thread runs every iteration (teams past the last segment on zeros): the team's shuffles
-// and the block's barriers need them all. Scales at (segment, row) -> segment * rows + row.
-template <bool kVec, int kTeam, int kPer, class T, class Q>
+// Segments of len columns of a row (the whole row, or a 1x128 group), a team of kTeam threads
+// kParts neighbouring segments of a row (a span), kPer vectors a thread per chunk of kTeam * kPer
+// vectors. A span of one chunk is read once and cast from registers; a longer one (rows past 4096
+// vectors, one segment a span) is read again, from L2. With kParts > 1 a chunk is the span, and a
+// thread's vectors i belong to part i / (kPer / kParts), each part with its own max. Every thread
+// runs every iteration (teams past the last span on zeros): the team's shuffles and the block's
+// barriers need them all. Scales at (segment, row) -> segment * rows + row.
+template <bool kVec, int kTeam, int kPer, int kParts, class T, class Q>
 __global__ void __launch_bounds__(kThreads)
     segment_kernel(const T* x, Q* q, float* scales, int64_t rows, int64_t cols, int64_t len) {
+  static_assert(kPer % kParts == 0, "a part is whole vectors of a thread");
   constexpr int64_t kTeams = kThreads / kTeam, kChunk = int64_t(kTeam) * kPer * kVecElems<T>;
-  const int64_t per_row = ceil_div(cols, len), segments = rows * per_row;
+  constexpr int kPartPer = kPer / kParts;
+  const int64_t per_row = ceil_div(cols, len), spans_per_row = ceil_div(per_row, kParts);
+  const int64_t spans = rows * spans_per_row;
   const int lane = threadIdx.x % kTeam;
-  for (int64_t s0 = blockIdx.x * kTeams; s0 < segments; s0 += gridDim.x * kTeams) {
+  for (int64_t s0 = blockIdx.x * kTeams; s0 < spans; s0 += gridDim.x * kTeams) {
     const int64_t s = s0 + threadIdx.x / kTeam;
-    const bool mine = s < segments;
-    const int64_t r = mine ? s / per_row : 0, begin = mine ? s % per_row * len : 0;
-    const int64_t end = mine ? std::min(begin + len, cols) : 0;
+    const bool mine = s < spans;
+    const int64_t r = mine ? s / spans_per_row : 0, begin = mine ? s % spans_per_row * kParts * len : 0;
+    const int64_t end = mine ? std::min(begin + kParts * len, cols) : 0;
     const T* xr = x + r * cols;
     auto at = [&](int64_t chunk, int i) { return chunk + (int64_t(i) * kTeam + lane) * kVecElems<T>; };
     Raw v[kPer];
-    float amax = 0.0f;
+    float amax[kParts] = {};
     for (int64_t chunk = begin; chunk < end; chunk += kChunk) {
 #pragma unroll
       for (int i = 0; i < kPer; ++i) v[i] = load<kVec>(xr, at(chunk, i), end);
 #pragma unroll
-      for (int i = 0; i < kPer; ++i) amax = fmaxf(amax, amax_of<T>(v[i]));
+      for (int i = 0; i < kPer; ++i) amax[i / kPartPer] = fmaxf(amax[i / kPartPer], amax_of<T>(v[i]));
     }
-    const float scale = scale_of<Q>(team_max<kTeam>(amax)), inv = 1.0f / scale;
+    float scale[kParts], inv[kParts];
+#pragma unroll
+    for (int p = 0; p < kParts; ++p) {
+      scale[p] = scale_of<Q>(team_max<kTeam>(amax[p]));
+      inv[p] = 1.0f / scale[p];
+    }
     if (!mine) continue;
     Q* qr = q + r * cols;
     if (end - begin <= kChunk) {
 #pragma unroll
-      for (int i = 0; i < kPer; ++i) store<kVec, T>(qr, at(begin, i), end, v[i], inv);
+      for (int i = 0; i < kPer; ++i) store<kVec, T>(qr, at(begin, i), end, v[i], inv[i / kPartPer]);
     } else {
       for (int64_t chunk = begin; chunk < end; chunk += kChunk)
 #pragma unroll
-        for (int i = 0; i < kPer; ++i) store<kVec, T>(qr, at(chunk, i), end, load<kVec>(xr, at(chunk, i), end), inv);
+        for (int i = 0; i < kPer; ++i) store<kVec, T>(qr, at(chunk, i), end, load<kVec>(xr, at(chunk, i), end), inv[0]);
     }
-    if (lane == 0) scales[s % per_row * rows + r] = scale;
+    if (lane == 0) {
+#pragma unroll
+      for (int p = 0; p < kParts; ++p) {
+        const int64_t segment = s % spans_per_row * kParts + p;
+        if (segment < per_row) scales[segment * rows + r] = scale[p];
+      }
+    }
   }
 }
 
@@ -245,26 +261,29 @@ __global__ void finish_scale_kernel(float* scale) {  // the amax's bits become t
 
 unsigned grid_for(int64_t work) { return unsigned(std::clamp<int64_t>(work, 1, 132 * 16)); }
 
-// One segment kernel's launch: enough CTAs for the segments, kThreads / kTeam of them a CTA.
-template <bool kVec, int kTeam, int kPer, class T, class Q>
+// One segment kernel's launch: enough CTAs for the spans, kThreads / kTeam of them a CTA.
+template <bool kVec, int kTeam, int kPer, int kParts = 1, class T, class Q>
 void launch_segment_kernel(const T* x, Q* q, float* scales, int64_t rows, int64_t cols, int64_t len, cudaStream_t s) {
-  const int64_t segments = rows * ceil_div(cols, len);
-  segment_kernel<kVec, kTeam, kPer, T, Q>
-      <<<grid_for(ceil_div(segments, kThreads / kTeam)), kThreads, 0, s>>>(x, q, scales, rows, cols, len);
+  const int64_t spans = rows * ceil_div(ceil_div(cols, len), kParts);
+  segment_kernel<kVec, kTeam, kPer, kParts, T, Q>
+      <<<grid_for(ceil_div(spans, kThreads / kTeam)), kThreads, 0, s>>>(x, q, scales, rows, cols, len);
 }
 
 // Segments of len columns: the team and the vectors a thread fitted to the segment's vectors, so
 // that one chunk covers it (up to 4096 vectors) with at least 4 vectors a thread where it can.
-// Not fewer threads with more vectors each: a bf16 1x128 group in teams of 2 touches 16 cache
-// lines per warp load (32 bytes each) and stores 16 bytes at a time; it read 45-52% of a copy on
-// an H200 where teams of 4 had read 87-92% on an H100 (docs/journal, 2026-12-06).
+// A team is at least 8 threads, so that each of its loads is a whole 128-byte line: a warp's load
+// then touches 4 lines, as the rowwise kernel's do. Segments of 16 vectors (bf16 and f16 1x128
+// groups) go two to a team for it, each thread keeping 4 vectors. Smaller teams read worse on the
+// same bytes in flight: a bf16 1x128 group in teams of 4 (8 lines a warp load) read 87-94% of a
+// copy on an H100 where rows of 4096 read 91-99%, and in teams of 2 (16 lines) 45-52% on an H200
+// (docs/journal, 2026-12-06).
 template <bool kVec, class T, class Q>
 void launch_segments(const T* x, Q* q, float* scales, int64_t rows, int64_t cols, int64_t len, cudaStream_t s) {
   const int64_t vectors = ceil_div(len, kVecElems<T>);
   if constexpr (!kVec) {
     launch_segment_kernel<false, 32, 4>(x, q, scales, rows, cols, len, s);
-  } else if (vectors <= 16) {
-    launch_segment_kernel<true, 4, 4>(x, q, scales, rows, cols, len, s);
+  } else if (vectors == 16 && len == 16 * kVecElems<T>) {
+    launch_segment_kernel<true, 8, 4, 2>(x, q, scales, rows, cols, len, s);
   } else if (vectors <= 32) {
     launch_segment_kernel<true, 8, 4>(x, q, scales, rows, cols, len, s);
   } else if (vectors <= 64) {
