@@ -54,6 +54,9 @@ INSTANTIATE_TEST_SUITE_P(
         // bias and scales exchanged, odd M.
         "5x4104x4096:bf16:rowbias+relu", "33x1000x1008:e4m3->bf16:scale=rowcol+bias",
         "64x1000x1000:f16:alpha=0.5+bias+residual",
+        // C with split-K (swap-AB and not): every slice loads C's
+        // first pieces, the last one adds them.
+        "16x1000x4104:bf16:alpha=0.5+residual",
         // 256-row tiles (default list) past M's and N's tiles: C and a bias.
         "4100x4000x2048:bf16:residual", "4100x6000x1024:bf16:bias+gelu_tanh",
         // Block scales: an odd and an even count of k-blocks (the
