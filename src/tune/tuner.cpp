@@ -8,7 +8,6 @@
 #include <numeric>
 #include <optional>
 #include <random>
-#include <set>
 
 #include "core/log.hpp"
 #include "core/parallel.hpp"
