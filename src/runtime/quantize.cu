@@ -273,16 +273,16 @@ void launch_segment_kernel(const T* x, Q* q, float* scales, int64_t rows, int64_
 // that one chunk covers it (up to 4096 vectors) with at least 4 vectors a thread where it can.
 // A team is at least 8 threads, so that each of its loads is a whole 128-byte line: a warp's load
 // then touches 4 lines, as the rowwise kernel's do. Segments of 16 vectors (bf16 and f16 1x128
-// groups) go two to a team for it, each thread keeping 4 vectors. Smaller teams read worse on the
-// same bytes in flight: a bf16 1x128 group in teams of 4 (8 lines a warp load) read 87-94% of a
-// copy on an H100 where rows of 4096 read 91-99%, and in teams of 2 (16 lines) 45-52% on an H200
-// (docs/journal, 2026-12-06).
+// groups, rows holding more than one) go two to a team for it, each thread keeping 4 vectors.
+// Smaller teams read worse on the same bytes in flight: a bf16 1x128 group in teams of 4 (8 lines
+// a warp load) read 87-94% of a copy on an H100 where rows of 4096 read 91-99%, and in teams of 2
+// (16 lines) 45-52% on an H200 (docs/journal, 2026-12-06).
 template <bool kVec, class T, class Q>
 void launch_segments(const T* x, Q* q, float* scales, int64_t rows, int64_t cols, int64_t len, cudaStream_t s) {
   const int64_t vectors = ceil_div(len, kVecElems<T>);
   if constexpr (!kVec) {
     launch_segment_kernel<false, 32, 4>(x, q, scales, rows, cols, len, s);
-  } else if (vectors == 16 && len == 16 * kVecElems<T>) {
+  } else if (vectors == 16 && len == 16 * kVecElems<T> && cols > len) {
     launch_segment_kernel<true, 8, 4, 2>(x, q, scales, rows, cols, len, s);
   } else if (vectors <= 32) {
     launch_segment_kernel<true, 8, 4>(x, q, scales, rows, cols, len, s);
