@@ -123,10 +123,13 @@ struct Scales : Traits<Cfg> {
   }
 
   // The factors dequantize multiplies by, read ahead of the main loop (read after it, every tile's
-  // epilogue waited on their loads): per tensor one product a thread, per row and column the
-  // thread's columns' and rows' (up to 64 + 4 registers beside 128 accumulators: none of the 132
-  // rowwise kernels of four llama3 GEMMs' default lists spills, 2026-12-06).
-  static constexpr bool kAhead = kScale == ScaleKind::tensor || kScale == ScaleKind::rowcol;
+  // epilogue waited on their loads): per tensor one product a thread; per row and column the
+  // thread's columns' and rows' where the epilogue computes no transcendental, or a thread holds 16
+  // accumulators or fewer (up to 64 + 4 registers beside 128 accumulators: none of 132 rowwise
+  // kernels of four GEMMs' default lists spills; with erf GELU a 256x96 tile spilled 16 bytes).
+  static constexpr bool kAhead = kScale == ScaleKind::tensor ||
+                                 (kScale == ScaleKind::rowcol && (kMmaM * kAcc <= 16 || Cfg::kAct == Activation::none ||
+                                                                  Cfg::kAct == Activation::relu));
   struct Ahead {
     float tensor;
     float col[kAhead ? BN / 8 : 1][2];
