@@ -29,6 +29,12 @@ enum class GateKind : unsigned char { GF_GATE_KINDS(GF_CODE_ENUMERATOR) };
 enum class ScaleKind : unsigned char { GF_SCALE_KINDS(GF_CODE_ENUMERATOR) };
 enum class RowOpKind : unsigned char { GF_ROWOP_KINDS(GF_CODE_ENUMERATOR) };
 
+// An activation that takes a transcendental an element (erf or tanh GELU, SiLU): ALU work after
+// the main loop, which a cooperative schedule leaves the tensor cores idle through.
+constexpr bool is_transcendental(Activation a) {
+  return a == Activation::gelu || a == Activation::gelu_tanh || a == Activation::silu;
+}
+
 // The names, indexed by the enumerators' values.
 inline constexpr const char* kDTypeNames[] = {GF_DTYPES(GF_CODE_NAME)};
 inline constexpr const char* kActivationNames[] = {GF_ACTIVATIONS(GF_CODE_NAME)};

@@ -32,10 +32,7 @@ struct Epilogue {
   bool has_c() const { return beta != 0.0f; }
   // A transcendental an element (erf or tanh GELU, SiLU, the SwiGLU gate's): ALU work after the
   // main loop, which a cooperative schedule leaves the tensor cores idle through.
-  bool has_transcendental() const {
-    return gate != GateKind::none || act == Activation::gelu || act == Activation::gelu_tanh ||
-           act == Activation::silu;
-  }
+  bool has_transcendental() const { return gate != GateKind::none || is_transcendental(act); }
   // "" for the identity, else tokens joined by '+': alpha=0.5+bias+residual+gelu_tanh ...
   std::string to_string() const;
   bool operator==(const Epilogue& o) const {

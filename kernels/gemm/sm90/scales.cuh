@@ -124,12 +124,14 @@ struct Scales : Traits<Cfg> {
 
   // The factors dequantize multiplies by, read ahead of the main loop (read after it, every tile's
   // epilogue waited on their loads): per tensor one product a thread; per row and column the
-  // thread's columns' and rows' where the epilogue computes no transcendental, or a thread holds 16
-  // accumulators or fewer (up to 64 + 4 registers beside 128 accumulators: none of 132 rowwise
-  // kernels of four GEMMs' default lists spills; with erf GELU a 256x96 tile spilled 16 bytes).
-  static constexpr bool kAhead = kScale == ScaleKind::tensor ||
-                                 (kScale == ScaleKind::rowcol && (kMmaM * kAcc <= 16 || Cfg::kAct == Activation::none ||
-                                                                  Cfg::kAct == Activation::relu));
+  // thread's columns' and rows' where the epilogue computes no transcendental (no SwiGLU gate,
+  // no GELU or SiLU), or a thread holds 16 accumulators or fewer (up to 64 + 4 registers beside
+  // 128 accumulators: none of 132 rowwise kernels of four GEMMs' default lists spills; with erf
+  // GELU a 256x96 tile spilled 16 bytes).
+  static constexpr bool kAhead =
+      kScale == ScaleKind::tensor ||
+      (kScale == ScaleKind::rowcol &&
+       (kMmaM * kAcc <= 16 || (Cfg::kGate == GateKind::none && !is_transcendental(Cfg::kAct))));
   struct Ahead {
     float tensor;
     float col[kAhead ? BN / 8 : 1][2];
