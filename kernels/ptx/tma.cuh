@@ -33,9 +33,6 @@ __device__ __forceinline__ void tma_prefetch_l2(const TmaDesc* desc, int c0, int
                : "memory");
 }
 
-// The global-memory line holding p into L2, completing on nothing (no register waits on it).
-__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
-
 // The same box, written to the same offset in the shared memory of every CTA in cta_mask.
 __device__ __forceinline__ void tma_load_3d_multicast(void* dst, const TmaDesc* desc, u64* bar, int c0, int c1, int c2,
                                                       u16 cta_mask) {

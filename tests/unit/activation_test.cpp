@@ -1,6 +1,6 @@
 // The kernels' fast erf GELU (epilogue/activation.cuh) against the exact one, in float64, on the
-// host path of the same code: the reciprocal and exponential approximations of the device path add
-// a few ulp of float to what is checked here.
+// host path of the same code: the device path's exponential approximation adds a few ulp of float
+// to what is checked here.
 #include "epilogue/activation.cuh"
 
 #include <gtest/gtest.h>
@@ -15,11 +15,13 @@ TEST(Activation, FastErfGeluMatchesErf) {
   for (double x = -12; x <= 12; x += 1.0 / 1024) {
     const double exact = epi::activate(x, Activation::gelu);
     const double fast = epi::gelu_erf_fast(float(x));
-    worst_abs = std::max(worst_abs, std::fabs(fast - exact));
-    if (std::fabs(exact) > 1e-3) worst_rel = std::max(worst_rel, std::fabs(fast - exact) / std::fabs(exact));
+    if (std::fabs(exact) > 1e-3)
+      worst_rel = std::max(worst_rel, std::fabs(fast - exact) / std::fabs(exact));
+    else
+      worst_abs = std::max(worst_abs, std::fabs(fast - exact));
   }
-  EXPECT_LT(worst_rel, 2e-4);  // bf16 and fp16 round at 2^-9 and 2^-12
-  EXPECT_LT(worst_abs, 1e-6);
+  EXPECT_LT(worst_rel, 1.5e-4);  // bf16 and fp16 round at 2^-9 and 2^-12
+  EXPECT_LT(worst_abs, 2e-7);    // where |GELU| <= 1e-3
   EXPECT_EQ(epi::gelu_erf_fast(0.0f), 0.0f);
   EXPECT_EQ(epi::gelu_erf_fast(-30.0f), -0.0f);  // the left tail underflows to zero, not NaN
   EXPECT_EQ(epi::gelu_erf_fast(30.0f), 30.0f);

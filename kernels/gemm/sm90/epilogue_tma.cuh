@@ -40,21 +40,42 @@ struct TmaEpilogue : Traits<Cfg> {
                        u.n0 + box_group(box0 + box) * 8, u.m0 + part(consumer) * kWgRows, u.b);
   }
 
-  // The column bias at this lane's columns of boxes box0.., 2 per 8-column group (0 past N). Loaded
-  // before the staging buffer is waited for: in the box loop each load would wait for the stmatrix
-  // before it (a memory clobber), its latency exposed once per group.
-  static constexpr int kBoxGroups = kStoreTma ? kStoreBoxes * 8 : 1;  // 8-column groups staged at a time
-  static __device__ __forceinline__ void load_col_bias(const GemmParams& p, const Unit& u, int box0,
-                                                       float (&col_add)[kBoxGroups][2]) {
-    const int lane = threadIdx.x % 32;
-    const Epi* bias = static_cast<const Epi*>(p.bias);
+  // The column bias of the tile, loaded ahead of the main loop: each warp holds the tile's columns
+  // in pairs, pair q = lane + 32j (columns 2q, 2q + 1; 0 past N) in pairs[j], and the epilogue
+  // shuffles each lane the pairs it adds. Loaded after the main loop it cost a trip to DRAM a tile
+  // where the weights' stream had evicted it from L2 (2 us at 128x14336x4096 fp8 on an H100), and
+  // in a register of each pair's lane it costs kOutN / 64 registers through the main loop.
+  static constexpr bool kBiasAhead = kStoreTma && Cfg::kBias == BiasKind::col && Cfg::kGate == GateKind::none;
+  struct BiasAhead {
+    u32 pairs[kBiasAhead ? (kOutN / 2 + 31) / 32 : 1];
+  };
+  static __device__ __forceinline__ void load_bias_ahead(const GemmParams& p, const Unit& u, BiasAhead& ahead) {
+    if constexpr (kBiasAhead) {
+      static_assert(sizeof(Epi) == 2, "The TMA-store epilogue's bias is 16-bit.");
+      const int lane = threadIdx.x % 32;
+      const u16* bias = static_cast<const u16*>(p.bias);
 #pragma unroll
-    for (int g = 0; g < kBoxGroups; ++g)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int col = u.n0 + 8 * (box_group(box0 + g / 8) + g % 8) + 2 * (lane % 4) + e;
-        col_add[g][e] = Cfg::kBias == BiasKind::col && col < p.n ? to_float(bias[col]) : 0.0f;
+      for (int j = 0; j < int(sizeof(ahead.pairs) / 4); ++j) {
+        const int col = u.n0 + 2 * (lane + 32 * j);
+        const bool in_tile = 2 * (lane + 32 * j) < kOutN;
+        const u32 lo = in_tile && col < p.n ? bias[col] : 0u, hi = in_tile && col + 1 < p.n ? bias[col + 1] : 0u;
+        ahead.pairs[j] = lo | hi << 16;
       }
+    }
+  }
+
+  // The column bias at this lane's columns of boxes box0.., 2 per 8-column group: tile group i's
+  // pair for this lane is pair 4i + lane % 4, in register i / 8 of lane 4 (i % 8) + lane % 4.
+  static constexpr int kBoxGroups = kStoreTma ? kStoreBoxes * 8 : 1;  // 8-column groups staged at a time
+  static __device__ __forceinline__ void col_bias(const BiasAhead& ahead, int box0, float (&col_add)[kBoxGroups][2]) {
+    const int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int g = 0; g < kBoxGroups; ++g) {
+      const int i = box_group(box0 + g / 8) + g % 8;
+      const u32 pair = kBiasAhead ? __shfl_sync(0xffffffffu, ahead.pairs[i / 8], 4 * (i % 8) + lane % 4) : 0u;
+      col_add[g][0] = to_float(u16(pair & 0xffff));
+      col_add[g][1] = to_float(u16(pair >> 16));
+    }
   }
 
   // One round of the ungated TMA-store epilogue: boxes box0.. of this consumer's rows, from the
@@ -105,7 +126,8 @@ struct TmaEpilogue : Traits<Cfg> {
   }
 
   static __device__ __forceinline__ void store(const GemmParams& p, float (&acc)[kMmaM][kAcc], const Unit& u,
-                                               int consumer, u8* staging, u64* c_full, u32& c_phase) {
+                                               int consumer, u8* staging, u64* c_full, u32& c_phase,
+                                               const BiasAhead& bias_ahead) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x % 128 / 32;
     const bool leader = threadIdx.x % 128 == 0;
     u8* st = staging_of(staging, consumer);
@@ -115,7 +137,7 @@ struct TmaEpilogue : Traits<Cfg> {
 #pragma unroll
     for (int box0 = 0; box0 < kOutBoxes; box0 += kStoreBoxes) {
       float col_add[kBoxGroups][2];
-      if constexpr (Cfg::kGate == GateKind::none) load_col_bias(p, u, box0, col_add);
+      if constexpr (Cfg::kGate == GateKind::none) col_bias(bias_ahead, box0, col_add);
       if (kLoadC) {
         // C arrives where D will be written; the wait also says the buffer is free.
         if (leader && !(kPrefetchC && box0 == 0)) {

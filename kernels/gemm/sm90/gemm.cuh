@@ -111,17 +111,6 @@ struct Gemm : Traits<Cfg> {
     return false;
   }
 
-  // One lane of a consumer's first warp a line of the bias under the unit's columns.
-  static __device__ __forceinline__ void prefetch_col_bias(const GemmParams& p, const Unit& u) {
-    if constexpr (Cfg::kBias == BiasKind::col && Cfg::kGate == GateKind::none && !T::kSwapAB) {
-      using Epi = typename T::Epi;
-      constexpr int kPerLine = 128 / int(sizeof(Epi)), kLines = T::BN / kPerLine + 1;  // +1: n0 mid-line
-      const int line = threadIdx.x % 128;
-      if (line < kLines && u.n0 + line * kPerLine < p.n)
-        ptx::prefetch_l2(static_cast<const Epi*>(p.bias) + u.n0 + line * kPerLine);
-    }
-  }
-
   static __device__ __forceinline__ void consume(const GemmParams& p, const u8* sa, const u8* sb, const float* sfa,
                                                  u64* full, u64* empty, int units, volatile int* last_flags,
                                                  u8* staging, u64* c_full) {
@@ -149,14 +138,12 @@ struct Gemm : Traits<Cfg> {
       }
       // Ping-pong: wait for the turn (the other consumer finished the previous unit's main loop).
       if (kPingpong && local > 0) ptx::named_barrier(kBarTurn + consumer, 256);
-      // The tile's column bias into L2 ahead of the main loop: the epilogue reads it after the
-      // stream of the tile's operands, and a trip to DRAM there cost 2 us a tile at
-      // 128x14336x4096 fp8 (H100, 2026-12-06).
-      prefetch_col_bias(p, u);
-      // The fp8 scales, and C's elements where the register epilogue's are few, into registers ahead
-      // of the main loop.
+      // The fp8 scales, the column bias of the TMA-store epilogue, and C's elements where the
+      // register epilogue's are few, into registers ahead of the main loop.
       typename Scales<Cfg>::Ahead scales_ahead;
       Scales<Cfg>::load_ahead(p, u, consumer, scales_ahead);
+      typename TmaEpilogue<Cfg>::BiasAhead bias_ahead;
+      if constexpr (kStoreTma) TmaEpilogue<Cfg>::load_bias_ahead(p, u, bias_ahead);
       typename RegisterEpilogue<Cfg>::CAhead c_ahead;
       if constexpr (!kStoreTma) RegisterEpilogue<Cfg>::load_c_ahead(p, u, consumer, c_ahead);
       // C's first boxes load a few k-blocks in, when the last tile's stores have read the staging.
@@ -313,7 +300,7 @@ struct Gemm : Traits<Cfg> {
       Scales<Cfg>::dequantize(p, acc, u, consumer, scales_ahead);
       if (kSplitK > 1 && !SplitK<Cfg>::reduce(p, acc, u, consumer, last_flags)) continue;
       if constexpr (kStoreTma)
-        TmaEpilogue<Cfg>::store(p, acc, u, consumer, staging, &c_full[consumer], c_phase);
+        TmaEpilogue<Cfg>::store(p, acc, u, consumer, staging, &c_full[consumer], c_phase, bias_ahead);
       else
         RegisterEpilogue<Cfg>::store(p, acc, u, consumer, c_ahead);
     }
