@@ -30,7 +30,8 @@
 #   e4m3 benches at M = 128, 4096 for each scale kind of CUTLASS_FP8_SCALES (e.g. "rowcol block128").
 #   fused: fp8 fused epilogues (o + residual, gate_up + SwiGLU, up + bias + GELU) beside their plain
 #   GEMMs, -b cublaslt,native,cute, for each scale kind of FUSED_SCALES (default rowcol) at FUSED_TOKENS
-#   (default "128 4096"); the CuTe DSL kernels from the carried cache as for "cute".
+#   (default "128 4096"), and with FUSED_BF16_TOKENS (e.g. "16 128 4096") bf16 o and down + residual and
+#   gate_up + SwiGLU beside their plain GEMMs in one call; the CuTe DSL kernels from the carried cache as for "cute".
 #   fp8: the fp8 GPU tests (native, cuBLASLt), then llama3-8b in e4m3 with each scale kind of
 #   FP8_SCALES (default "rowcol block128 tensor") at FP8_TOKENS (default 128,4096), -b cublaslt,native
 #   (and triton, but for block128).
@@ -189,7 +190,7 @@ if [ "$what" = fused ]; then
   # SwiGLU, up + bias + erf GELU; each scale kind of FUSED_SCALES at FUSED_TOKENS): what each costs
   # native and cute over its plain kernel, the issues' 3%.
   use_carried_cute_kernels
-  for scale in ${FUSED_SCALES:-rowcol}; do
+  for scale in ${FUSED_SCALES-rowcol}; do  # FUSED_SCALES= (empty): none
     probs=()
     for m in ${FUSED_TOKENS:-128 4096}; do
       for pe in 4096x4096:+residual 28672x4096:+swiglu 14336x4096:+bias+gelu; do  # N x K: the fused epilogue
@@ -202,6 +203,22 @@ if [ "$what" = fused ]; then
       --json "$out/bench-fused-$scale.json" > "$out/bench-fused-$scale.txt" 2>&1 || status=1
     python3 scripts/summarize.py "$out/bench-fused-$scale.json"
   done
+  if [ -n "${FUSED_BF16_TOKENS:-}" ]; then
+    # Issue 24's bf16 set the same way, plain and fused in one call (their interleaved rounds share
+    # the clock: two calls apart differ by up to 4% on the same kernel at 4096 tokens): o and down +
+    # residual, gate_up + SwiGLU.
+    probs=()
+    for m in $FUSED_BF16_TOKENS; do
+      for pe in 4096x4096:residual 4096x14336:residual 28672x4096:swiglu; do
+        shape=${pe%%:*} epi=${pe#*:}
+        probs+=(-p "${m}x$shape:bf16" -p "${m}x$shape:bf16:$epi")
+      done
+    done
+    step "bf16 fused epilogues beside their plain GEMMs at M = $FUSED_BF16_TOKENS"
+    timeout "${T_FUSED:-300}" "$gf" bench -b cublaslt,native,cute -s fast --rounds "${BENCH_ROUNDS:-3}" "${probs[@]}" \
+      --json "$out/bench-fused-bf16.json" > "$out/bench-fused-bf16.txt" 2>&1 || status=1
+    python3 scripts/summarize.py "$out/bench-fused-bf16.json"
+  fi
 fi
 
 if [ "$what" = fp8 ]; then
