@@ -13,12 +13,14 @@ struct RegisterEpilogue : Traits<Cfg> {
   using Epi = typename T::Epi;
   using Unit = typename Scheduler<Cfg>::Unit;
 
-  // C's elements of the thread's accumulators, read before the main loop where they are few (the
-  // decode tiles, swap-AB's among them): read after it, the epilogue waited on their loads (native's
-  // o + residual at 16 tokens cost 12.5% over its plain GEMM, cute's with C ahead 0.6%; 2026-12-04).
+  // Read before the main loop: the row bias of the thread's rows (Traits::load_row_bias), and C's
+  // elements of its accumulators where they are few (the decode tiles, swap-AB's among them): read
+  // after it, the epilogue waited on their loads (native's o + residual at 16 tokens cost 12.5% over
+  // its plain GEMM, cute's with C ahead 0.6%; 2026-12-04).
   static constexpr bool kCAhead = Cfg::kHasC && kMmaM * kAcc <= 16;
-  struct CAhead {
-    Epi v[kCAhead ? kMmaM : 1][kCAhead ? kAcc : 1];
+  struct Ahead {
+    Epi c[kCAhead ? kMmaM : 1][kCAhead ? kAcc : 1];
+    float rows[kMmaM][2];
   };
 
   // The element offset in D (and in C, which has D's layout) of the kernel's (row, col): swap-AB's D
@@ -27,7 +29,8 @@ struct RegisterEpilogue : Traits<Cfg> {
     return T::kSwapAB ? ((long long)u.b * p.n + col) * p.m + row : ((long long)u.b * p.m + row) * p.out_cols + col;
   }
 
-  static __device__ __forceinline__ void load_c_ahead(const GemmParams& p, const Unit& u, int consumer, CAhead& ahead) {
+  static __device__ __forceinline__ void load_ahead(const GemmParams& p, const Unit& u, int consumer, Ahead& ahead) {
+    T::load_row_bias(p, u, consumer, ahead.rows);
     if constexpr (kCAhead) {
       const int lane = threadIdx.x % 32;
       const Epi* c = static_cast<const Epi*>(p.c);
@@ -41,16 +44,16 @@ struct RegisterEpilogue : Traits<Cfg> {
 #pragma unroll
             for (int j = 0; j < 2; ++j) {
               const int col = u.n0 + 8 * i + 2 * (lane % 4) + j;
-              if (row < p.m && col < p.n) ahead.v[mm][4 * i + 2 * half + j] = c[offset(p, u, row, col)];
+              if (row < p.m && col < p.n) ahead.c[mm][4 * i + 2 * half + j] = c[offset(p, u, row, col)];
             }
         }
     }
   }
 
   // C's element behind accumulator (mm, k): read ahead, or now from c.
-  static __device__ __forceinline__ float c_of(const CAhead& ahead, int mm, int k, const Epi* c) {
+  static __device__ __forceinline__ float c_of(const Ahead& ahead, int mm, int k, const Epi* c) {
     if constexpr (kCAhead)
-      return to_float(ahead.v[mm][k]);
+      return to_float(ahead.c[mm][k]);
     else
       return to_float(*c);
   }
@@ -97,7 +100,7 @@ struct RegisterEpilogue : Traits<Cfg> {
   // Per element (Traits::row_of has the accumulators' layout): v = pre(acc), then the activation
   // or the SwiGLU gate.
   static __device__ __forceinline__ void store(const GemmParams& p, float (&acc)[kMmaM][kAcc], const Unit& u,
-                                               int consumer, const CAhead& ahead) {
+                                               int consumer, const Ahead& ahead) {
     if constexpr (T::kSwapAB) {
       store_transposed(p, acc, u, consumer, ahead);
       return;
@@ -115,7 +118,7 @@ struct RegisterEpilogue : Traits<Cfg> {
         const long long row_off = ((long long)u.b * p.m + row) * p.out_cols;
         Out* d = static_cast<Out*>(p.out) + row_off;
         const Epi* c = static_cast<const Epi*>(p.c) + row_off;
-        const float row_add = Cfg::kBias == BiasKind::row ? to_float(bias[row]) : 0.0f;
+        const float row_add = ahead.rows[mm][half];
         auto at = [&](float a, int col) { return pre(p, a, row_add, Cfg::kHasC ? to_float(c[col]) : 0.0f, bias, col); };
         if (Cfg::kGate == GateKind::split) {
           // Columns c and c + BN/2 of the tile are a gate and its up: the same thread holds both.
@@ -158,7 +161,7 @@ struct RegisterEpilogue : Traits<Cfg> {
   // lie in two rows of D: one element each. A warp's store covers 8 rows of 8 consecutive
   // elements; D is small (the problem's M is at most 64).
   static __device__ __forceinline__ void store_transposed(const GemmParams& p, float (&acc)[kMmaM][kAcc], const Unit& u,
-                                                          int consumer, const CAhead& ahead) {
+                                                          int consumer, const Ahead& ahead) {
     const int lane = threadIdx.x % 32;
     const Epi* bias = static_cast<const Epi*>(p.bias);
     const Epi* c = static_cast<const Epi*>(p.c);
@@ -170,7 +173,7 @@ struct RegisterEpilogue : Traits<Cfg> {
       for (int half = 0; half < 2; ++half) {
         const int row = row_of(u, consumer, mm, half);
         if (row >= p.m) continue;
-        const float row_add = Cfg::kBias == BiasKind::row ? to_float(bias[row]) : 0.0f;
+        const float row_add = ahead.rows[mm][half];
 #pragma unroll
         for (int i = 0; i < BN / 8; ++i)
 #pragma unroll

@@ -40,16 +40,19 @@ struct TmaEpilogue : Traits<Cfg> {
                        u.n0 + box_group(box0 + box) * 8, u.m0 + part(consumer) * kWgRows, u.b);
   }
 
-  // The column bias of the tile, loaded ahead of the main loop: each warp holds the tile's columns
-  // in pairs, pair q = lane + 32j (columns 2q, 2q + 1; 0 past N) in pairs[j], and the epilogue
-  // shuffles each lane the pairs it adds. Loaded after the main loop it cost a trip to DRAM a tile
-  // where the weights' stream had evicted it from L2 (2 us at 128x14336x4096 fp8 on an H100), and
-  // in a register of each pair's lane it costs kOutN / 64 registers through the main loop.
+  // The bias, loaded ahead of the main loop: the rows' (Traits::load_row_bias), and the tile's
+  // columns, which each warp holds in pairs, pair q = lane + 32j (columns 2q, 2q + 1; 0 past N) in
+  // pairs[j], for the epilogue to shuffle each lane the pairs it adds. Loaded after the main loop
+  // the column bias cost a trip to DRAM a tile where the weights' stream had evicted it from L2
+  // (2 us at 128x14336x4096 fp8 on an H100); in a register of each pair's lane it costs kOutN / 64
+  // registers through the main loop.
   static constexpr bool kBiasAhead = kStoreTma && Cfg::kBias == BiasKind::col && Cfg::kGate == GateKind::none;
-  struct BiasAhead {
+  struct Ahead {
     u32 pairs[kBiasAhead ? (kOutN / 2 + 31) / 32 : 1];
+    float rows[kMmaM][2];
   };
-  static __device__ __forceinline__ void load_bias_ahead(const GemmParams& p, const Unit& u, BiasAhead& ahead) {
+  static __device__ __forceinline__ void load_ahead(const GemmParams& p, const Unit& u, int consumer, Ahead& ahead) {
+    T::load_row_bias(p, u, consumer, ahead.rows);
     if constexpr (kBiasAhead) {
       static_assert(sizeof(Epi) == 2, "The TMA-store epilogue's bias is 16-bit.");
       const int lane = threadIdx.x % 32;
@@ -67,7 +70,7 @@ struct TmaEpilogue : Traits<Cfg> {
   // The column bias at this lane's columns of boxes box0.., 2 per 8-column group: tile group i's
   // pair for this lane is pair 4i + lane % 4, in register i / 8 of lane 4 (i % 8) + lane % 4.
   static constexpr int kBoxGroups = kStoreTma ? kStoreBoxes * 8 : 1;  // 8-column groups staged at a time
-  static __device__ __forceinline__ void col_bias(const BiasAhead& ahead, int box0, float (&col_add)[kBoxGroups][2]) {
+  static __device__ __forceinline__ void col_bias(const Ahead& ahead, int box0, float (&col_add)[kBoxGroups][2]) {
     const int lane = threadIdx.x % 32;
 #pragma unroll
     for (int g = 0; g < kBoxGroups; ++g) {
@@ -83,20 +86,13 @@ struct TmaEpilogue : Traits<Cfg> {
   // moves 16 rows x 16 columns, both 8-row halves of two 8-column groups, per stmatrix (and
   // ldmatrix for C): lane 8j + k addresses row k of matrix j, which is row half j % 2 of group
   // i + j / 2.
-  static __device__ __forceinline__ void store_boxes(const GemmParams& p, float (&acc)[kMmaM][kAcc], const Unit& u,
-                                                     u8* st, int row0, int box0,
-                                                     const float (&col_add)[kBoxGroups][2]) {
+  static __device__ __forceinline__ void store_boxes(const GemmParams& p, float (&acc)[kMmaM][kAcc], u8* st, int box0,
+                                                     const Ahead& ahead, const float (&col_add)[kBoxGroups][2]) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x % 128 / 32;
-    const Epi* bias = static_cast<const Epi*>(p.bias);
 #pragma unroll
     for (int mm = 0; mm < kMmaM; ++mm) {
-      float row_add[2];
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int row = row0 + mm * 64 + warp * 16 + lane / 4 + half * 8;
-        // Rows past M are computed, never stored (TMA clips them).
-        row_add[half] = Cfg::kBias == BiasKind::row && row < p.m ? to_float(bias[row]) : 0.0f;
-      }
+      // Rows past M are computed, never stored (TMA clips them).
+      const float(&row_add)[2] = ahead.rows[mm];
       const int r = mm * 64 + warp * 16 + lane / 8 % 2 * 8 + lane % 8;  // the row this lane addresses
 #pragma unroll
       for (int j = 0; j < kStoreBoxes * 8; j += 2) {
@@ -127,7 +123,7 @@ struct TmaEpilogue : Traits<Cfg> {
 
   static __device__ __forceinline__ void store(const GemmParams& p, float (&acc)[kMmaM][kAcc], const Unit& u,
                                                int consumer, u8* staging, u64* c_full, u32& c_phase,
-                                               const BiasAhead& bias_ahead) {
+                                               const Ahead& ahead) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x % 128 / 32;
     const bool leader = threadIdx.x % 128 == 0;
     u8* st = staging_of(staging, consumer);
@@ -137,7 +133,7 @@ struct TmaEpilogue : Traits<Cfg> {
 #pragma unroll
     for (int box0 = 0; box0 < kOutBoxes; box0 += kStoreBoxes) {
       float col_add[kBoxGroups][2];
-      if constexpr (Cfg::kGate == GateKind::none) col_bias(bias_ahead, box0, col_add);
+      if constexpr (Cfg::kGate == GateKind::none) col_bias(ahead, box0, col_add);
       if (kLoadC) {
         // C arrives where D will be written; the wait also says the buffer is free.
         if (leader && !(kPrefetchC && box0 == 0)) {
@@ -152,7 +148,7 @@ struct TmaEpilogue : Traits<Cfg> {
         ptx::named_barrier(kBarStaging + consumer, 128);
       }
       if constexpr (Cfg::kGate == GateKind::none) {
-        store_boxes(p, acc, u, st, row0, box0, col_add);
+        store_boxes(p, acc, st, box0, ahead, col_add);
       } else {
 #pragma unroll
         for (int mm = 0; mm < kMmaM; ++mm) {
@@ -161,7 +157,7 @@ struct TmaEpilogue : Traits<Cfg> {
             const int r = mm * 64 + warp * 16 + lane / 4 + half * 8;  // row within this consumer's part
             const int row = row0 + r;
             const bool row_ok = row < p.m;
-            const float row_add = Cfg::kBias == BiasKind::row && row_ok ? to_float(bias[row]) : 0.0f;
+            const float row_add = ahead.rows[mm][half];
             // The staging bytes of D column oc of the tile, on this row.
             auto slot_of = [&](int oc) {
               const int box = oc / 64 - box0, chunk = oc % 64 / 8;

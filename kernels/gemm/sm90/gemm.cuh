@@ -138,14 +138,14 @@ struct Gemm : Traits<Cfg> {
       }
       // Ping-pong: wait for the turn (the other consumer finished the previous unit's main loop).
       if (kPingpong && local > 0) ptx::named_barrier(kBarTurn + consumer, 256);
-      // The fp8 scales, the column bias of the TMA-store epilogue, and C's elements where the
-      // register epilogue's are few, into registers ahead of the main loop.
+      // The fp8 scales, the bias, and C's elements where the register epilogue's are few, into
+      // registers ahead of the main loop.
       typename Scales<Cfg>::Ahead scales_ahead;
       Scales<Cfg>::load_ahead(p, u, consumer, scales_ahead);
-      typename TmaEpilogue<Cfg>::BiasAhead bias_ahead;
-      if constexpr (kStoreTma) TmaEpilogue<Cfg>::load_bias_ahead(p, u, bias_ahead);
-      typename RegisterEpilogue<Cfg>::CAhead c_ahead;
-      if constexpr (!kStoreTma) RegisterEpilogue<Cfg>::load_c_ahead(p, u, consumer, c_ahead);
+      typename TmaEpilogue<Cfg>::Ahead tma_ahead;
+      if constexpr (kStoreTma) TmaEpilogue<Cfg>::load_ahead(p, u, consumer, tma_ahead);
+      typename RegisterEpilogue<Cfg>::Ahead regs_ahead;
+      if constexpr (!kStoreTma) RegisterEpilogue<Cfg>::load_ahead(p, u, consumer, regs_ahead);
       // C's first boxes load a few k-blocks in, when the last tile's stores have read the staging.
       const int c_kb = min(u.kb_begin + 2, u.kb_end - 1);
       auto prefetch_c = [&](int kb) {
@@ -300,9 +300,9 @@ struct Gemm : Traits<Cfg> {
       Scales<Cfg>::dequantize(p, acc, u, consumer, scales_ahead);
       if (kSplitK > 1 && !SplitK<Cfg>::reduce(p, acc, u, consumer, last_flags)) continue;
       if constexpr (kStoreTma)
-        TmaEpilogue<Cfg>::store(p, acc, u, consumer, staging, &c_full[consumer], c_phase, bias_ahead);
+        TmaEpilogue<Cfg>::store(p, acc, u, consumer, staging, &c_full[consumer], c_phase, tma_ahead);
       else
-        RegisterEpilogue<Cfg>::store(p, acc, u, consumer, c_ahead);
+        RegisterEpilogue<Cfg>::store(p, acc, u, consumer, regs_ahead);
     }
     // The shared memory must outlive the last TMA store.
     if (kStoreTma && leader) ptx::bulk_wait();

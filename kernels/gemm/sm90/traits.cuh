@@ -115,6 +115,24 @@ struct Traits {
     return u.m0 + part(consumer) * kWgRows + mm * 64 + warp * 16 + lane / 4 + half * 8;
   }
 
+  // The row bias at this thread's accumulator rows (0 past M, and 0 without one), read before the
+  // main loop by both epilogues: after it, where the operands' stream had evicted the bias from L2,
+  // each tile waited on a trip to DRAM (swap-AB's decode kernels take a problem's column bias as
+  // their row bias).
+  template <class Unit>
+  static __device__ __forceinline__ void load_row_bias(const GemmParams& p, const Unit& u, int consumer,
+                                                       float (&rows)[kMmaM][2]) {
+#pragma unroll
+    for (int mm = 0; mm < kMmaM; ++mm)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int row = row_of(u, consumer, mm, half);
+        rows[mm][half] = Cfg::kBias == BiasKind::row && row < p.m
+                             ? to_float(static_cast<const typename Traits::Epi*>(p.bias)[row])
+                             : 0.0f;
+      }
+  }
+
   // Consumers that share a tile synchronise on a named barrier of their own.
   static __device__ __forceinline__ void tile_barrier(int consumer) {
     if (kPingpong)
