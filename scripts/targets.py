@@ -14,7 +14,8 @@ problem_has, a regular expression, the problems that match it):
                the smallest lone-launch cost of an empty kernel (single launches: their floor)
   tflops       backend's geomean TFLOP/s; at_least, or none: reported
   fused        each fused GEMM's time over its plain GEMM's (the same problem without its epilogue
-               terms, from any of the files), backend's own kernels; at_most (the overhead, 0.03 = 3%)
+               terms, from any of the files), backend's own kernels; at_most (the overhead, 0.03 = 3%),
+               or none: reported
   copy         backend's graph-mode speed as a share of a copy of the same bytes, for GEMMs whose
                weights hold at least min_weight_mb; at_least (every GEMM)
   quantize     gemmforge's TB/s as a share of the same bytes' copy, for the scalings listed; at_least
@@ -133,7 +134,7 @@ def fused(t, paths, rng):
         return None, False
     worst = max(over)
     return (f"{span([o for o, _ in over], '+.1%')} ({count(len(over), 'epilogue')}; worst `{worst[1]}`)",
-            worst[0] <= t["at_most"])
+            worst[0] <= t["at_most"] if "at_most" in t else None)
 
 
 def copy(t, paths, rng):
