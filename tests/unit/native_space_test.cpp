@@ -15,6 +15,15 @@
 using namespace gf;
 using native::NativeConfig;
 
+namespace {
+// ptxas serialized the kernel's wgmma: a group in flight across a loop's back edge or a run-time
+// choice of accumulators (C7514), or an instruction writing accumulators while one is in flight
+// (C7515).
+bool wgmma_serialized(const std::string& log) {
+  return log.find("C7514") != std::string::npos || log.find("C7515") != std::string::npos;
+}
+}  // namespace
+
 TEST(NativeSpace, SizesByLevelAndUniqueNames) {
   DeviceInfo d = DeviceInfo::assumed_hopper();
   for (const char* spec :
@@ -332,7 +341,7 @@ TEST(NativeSpace, OverlappedEpilogue) {
     const std::string name = configs[i].first.name(configs[i].second);
     EXPECT_TRUE(out[i].report.ok) << name << "\n" << out[i].report.log;
     EXPECT_EQ(out[i].report.spill_bytes, 0) << name;
-    EXPECT_EQ(out[i].report.log.find("C7514"), std::string::npos) << name << "\n" << out[i].report.log;
+    EXPECT_FALSE(wgmma_serialized(out[i].report.log)) << name << "\n" << out[i].report.log;
   }
 }
 
@@ -430,7 +439,7 @@ TEST(NativeSpace, FastListNearTheExhaustiveBestOnBlockScales) {
 }
 
 // ptxas's report on every config of the default lists: no spills, and no wgmma serialized (C7514,
-// which the overlapped promotion's run-time choice of accumulators once caused).
+// which the overlapped promotion's run-time choice of accumulators once caused; C7515).
 TEST(NativeSpace, DefaultSpaceCompilesWithoutSpillsOrSerializedWgmma) {
   DeviceInfo d = DeviceInfo::assumed_hopper();
   for (const char* spec : {"4096x6144x4096:bf16", "16x28672x4096:f16->f32", "4096x4096x4096:bf16:nn",
@@ -471,7 +480,7 @@ TEST(NativeSpace, DefaultSpaceCompilesWithoutSpillsOrSerializedWgmma) {
     for (size_t i = 0; i < configs.size(); ++i) {
       EXPECT_TRUE(out[i].report.ok) << configs[i].name(p) << "\n" << out[i].report.log;
       EXPECT_EQ(out[i].report.spill_bytes, 0) << configs[i].name(p);
-      EXPECT_EQ(out[i].report.log.find("C7514"), std::string::npos) << configs[i].name(p) << "\n" << out[i].report.log;
+      EXPECT_FALSE(wgmma_serialized(out[i].report.log)) << configs[i].name(p) << "\n" << out[i].report.log;
     }
   }
 }

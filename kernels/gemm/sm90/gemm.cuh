@@ -367,12 +367,14 @@ struct Gemm : Traits<Cfg> {
                     float(&nxt)[kMmaM][kAcc], ScalesAhead& nxt_sc, EpiAhead& nxt_ep) {
       const Unit u = Scheduler<Cfg>::unit_at(p, unit, rank);
       finish(u, cur, ahead, it0);
+      // Before the next tile's wgmma: an instruction that writes accumulators while any wgmma is
+      // in flight makes ptxas serialize every wgmma of the kernel (C7515).
+      Scales<Cfg>::dequantize(p, cur, u, consumer, cur_sc);
       const bool more = unit + stride < units;
       if (more) {
         it0 = it;
         ahead = start(Scheduler<Cfg>::unit_at(p, unit + stride, rank), nxt, nxt_sc, nxt_ep);
       }
-      Scales<Cfg>::dequantize(p, cur, u, consumer, cur_sc);
       TmaEpilogue<Cfg>::store(p, cur, u, consumer, staging, &c_full[consumer], c_phase, cur_ep);
       return more;
     };
