@@ -11,6 +11,7 @@
 #include "core/ranking.hpp"
 #include "core/strings.hpp"
 #include "gemmforge/error.hpp"
+#include "jit/compile.hpp"
 
 namespace gf::cli {
 namespace {
@@ -132,7 +133,8 @@ void run_compile(const CandidateArgs& a) {
                      {"registers", r.registers},
                      {"spill_bytes", r.spill_bytes},
                      {"cached", r.cached},
-                     {"log", r.ok ? "" : r.log}});
+                     // A failure's whole log; a success's ptxas performance notes (wgmma serialized, ...).
+                     {"log", r.ok ? jit::performance_notes(r.log) : r.log}});
       if (!r.ok) fmt::print(stderr, "{} failed to compile:\n{}\n", c.id(), r.log);
     }
     table.print();

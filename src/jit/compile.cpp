@@ -52,8 +52,8 @@ void dump(const std::string& name, const std::string& source, const cuda::Compil
                                        << ".nvcc.cubin " << name << ".cu\n";
 }
 
-// ptxas's performance notes in a compile log (C75xx: wgmma serialized, setmaxnreg ignored, ...),
-// kept beside the cubin so that a cache hit reports them as a fresh compile does.
+}  // namespace
+
 std::string performance_notes(const std::string& log) {
   std::string notes;
   size_t begin = 0;
@@ -65,8 +65,6 @@ std::string performance_notes(const std::string& log) {
   }
   return notes;
 }
-
-}  // namespace
 
 const std::vector<std::pair<std::string, std::string>>& kernel_headers() {
   static const auto headers = [] {

@@ -20,6 +20,10 @@ const std::vector<std::pair<std::string, std::string>>& kernel_headers();
 // the backends' versions.
 uint64_t toolchain_hash();
 
+// ptxas's performance notes in a compile log, a line each (C75xx: wgmma serialized, setmaxnreg
+// ignored, ...): kept beside the cubin, so that a cache hit reports them as a fresh compile does.
+std::string performance_notes(const std::string& log);
+
 // Compiles `source` (which includes headers from kernels/) for sm_90a. Thread-safe. The cache key
 // is `name` plus a hash of the source and toolchain_hash(). GEMMFORGE_FAIL_ON_SPILL=1 fails
 // kernels that spill; GEMMFORGE_DUMP=DIR writes each compiled kernel's source, log, PTX, cubin and
