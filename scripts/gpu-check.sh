@@ -185,39 +185,34 @@ if [ "$what" = cute ]; then
     tail -14 "$out/rowops-backends.txt"
   fi
 fi
+# Fused epilogues beside their plain GEMMs in one bench call (their interleaved rounds share the
+# clock: two calls apart, one kernel read up to 4% apart at 4096 tokens), cublaslt, native, cute:
+#   bench_fused NAME TOKENS DTYPE SEP NxK:EPI...   (plain MxNxK:DTYPE, fused MxNxK:DTYPE SEP EPI)
+bench_fused() {
+  local name=$1 tokens=$2 dtype=$3 sep=$4 m pe probs=()
+  shift 4
+  for m in $tokens; do
+    for pe in "$@"; do
+      probs+=(-p "${m}x${pe%%:*}:$dtype" -p "${m}x${pe%%:*}:$dtype$sep${pe#*:}")
+    done
+  done
+  step "fused epilogues beside their plain GEMMs, $name, at M = $tokens"
+  timeout "${T_FUSED:-300}" "$gf" bench -b cublaslt,native,cute -s fast --rounds "${BENCH_ROUNDS:-3}" "${probs[@]}" \
+    --json "$out/bench-fused-$name.json" > "$out/bench-fused-$name.txt" 2>&1 || status=1
+  python3 scripts/summarize.py "$out/bench-fused-$name.json"
+}
 if [ "$what" = fused ]; then
-  # fp8 fused epilogues beside their plain GEMMs in one call (llama3-8b's o + residual, gate_up +
-  # SwiGLU, up + bias + erf GELU; each scale kind of FUSED_SCALES at FUSED_TOKENS): what each costs
-  # native and cute over its plain kernel, the issues' 3%.
+  # fp8 fused epilogues (llama3-8b's o + residual, gate_up + SwiGLU, up + bias + erf GELU; each
+  # scale kind of FUSED_SCALES at FUSED_TOKENS): what each costs native and cute over its plain
+  # kernel, the issues' 3%. With FUSED_BF16_TOKENS issue 24's bf16 set too: o and down + residual,
+  # gate_up + SwiGLU.
   use_carried_cute_kernels
   for scale in ${FUSED_SCALES-rowcol}; do  # FUSED_SCALES= (empty): none
-    probs=()
-    for m in ${FUSED_TOKENS:-128 4096}; do
-      for pe in 4096x4096:+residual 28672x4096:+swiglu 14336x4096:+bias+gelu; do  # N x K: the fused epilogue
-        shape=${pe%%:*} epi=${pe#*:}
-        probs+=(-p "${m}x$shape:e4m3->bf16:scale=$scale" -p "${m}x$shape:e4m3->bf16:scale=$scale$epi")
-      done
-    done
-    step "fp8 fused epilogues beside their plain GEMMs, scale=$scale at M = ${FUSED_TOKENS:-128 4096}"
-    timeout "${T_FUSED:-300}" "$gf" bench -b cublaslt,native,cute -s fast --rounds "${BENCH_ROUNDS:-3}" "${probs[@]}" \
-      --json "$out/bench-fused-$scale.json" > "$out/bench-fused-$scale.txt" 2>&1 || status=1
-    python3 scripts/summarize.py "$out/bench-fused-$scale.json"
+    bench_fused "$scale" "${FUSED_TOKENS:-128 4096}" "e4m3->bf16:scale=$scale" + \
+      4096x4096:residual 28672x4096:swiglu 14336x4096:bias+gelu
   done
   if [ -n "${FUSED_BF16_TOKENS:-}" ]; then
-    # Issue 24's bf16 set the same way, plain and fused in one call (their interleaved rounds share
-    # the clock: two calls apart differ by up to 4% on the same kernel at 4096 tokens): o and down +
-    # residual, gate_up + SwiGLU.
-    probs=()
-    for m in $FUSED_BF16_TOKENS; do
-      for pe in 4096x4096:residual 4096x14336:residual 28672x4096:swiglu; do
-        shape=${pe%%:*} epi=${pe#*:}
-        probs+=(-p "${m}x$shape:bf16" -p "${m}x$shape:bf16:$epi")
-      done
-    done
-    step "bf16 fused epilogues beside their plain GEMMs at M = $FUSED_BF16_TOKENS"
-    timeout "${T_FUSED:-300}" "$gf" bench -b cublaslt,native,cute -s fast --rounds "${BENCH_ROUNDS:-3}" "${probs[@]}" \
-      --json "$out/bench-fused-bf16.json" > "$out/bench-fused-bf16.txt" 2>&1 || status=1
-    python3 scripts/summarize.py "$out/bench-fused-bf16.json"
+    bench_fused bf16 "$FUSED_BF16_TOKENS" bf16 : 4096x4096:residual 4096x14336:residual 28672x4096:swiglu
   fi
 fi
 
