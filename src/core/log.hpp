@@ -1,8 +1,9 @@
 #pragma once
 // The library's logger writes to stderr (stdout carries tables, JSON and the worker protocol).
-// GEMMFORGE_LOG=debug|info|warn|error sets its level; GEMMFORGE_LOG=debug also prints the
-// config chosen for each problem. spdlog stays inside log.cpp: its header-only build costs every
-// file that includes it seconds of compile time; callers format with fmt, which they have anyway.
+// GEMMFORGE_LOG=debug|info|warn|error sets its level; GEMMFORGE_LOG=debug also prints every
+// candidate's time in each race and the config chosen for each problem. spdlog stays inside
+// log.cpp: its header-only build costs every file that includes it seconds of compile time;
+// callers format with fmt, which they have anyway.
 #include <fmt/format.h>
 
 #include <functional>

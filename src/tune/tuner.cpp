@@ -280,6 +280,7 @@ void time_together(tune::MeasureSession& session, const std::vector<Measurement*
     m.rel_err = timed[i].rel_err;
     m.us = timed[i].us;
     m.rate = problem.rate(m.us);
+    log().debug("{}: {} race of {} {:.2f} us", m.problem, m.candidate, which.size(), m.us);
   }
 }
 
