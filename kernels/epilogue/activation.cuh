@@ -45,16 +45,21 @@ GF_HOST_DEVICE double exp_of(double x) {
   return exp(x);
 }
 
-// Erf GELU, x * Phi(x), for the kernels: e = Phi(-|x|) as 2^P(|x|), P a degree-6 polynomial fitted
-// (least maximum error) to log2 Phi(-a) on [0, 7], so Phi(x) = 1 - e for x >= 0 and e below.
-// One instruction of the special-function unit (ex2) and ~11 others: in a cooperative kernel's
-// epilogue the SFU was the bound with A&S 7.1.26's reciprocal and exponential (two per element, at
-// 4 lanes a sub-partition against the FMA pipe's 32). Relative error under 1.2e-4 wherever
-// |GELU(x)| > 1e-3 (1.1e-7 absolute), below bf16's and fp16's rounding; Phi(-7) = 1.3e-12, so past
-// 7 the right tail is x and the left one 0.
+// Erf GELU, x * Phi(x), for the kernels: e = Phi(-|x|) as 2^P(a), a = min(|x|, 7), P a degree-6
+// polynomial fitted (least maximum error) to log2 Phi(-a) on [0, 7]. Then x Phi(x) = x - |x| e for
+// x >= 0 and -|x| e below, which is max(x, 0) - a e: ten instructions, one of the special-function
+// unit (ex2; A&S 7.1.26 took a reciprocal and an exponential, and the SFU, at 4 lanes a
+// sub-partition against the FMA pipe's 32, was the cooperative epilogue's bound). Relative error
+// under 1.2e-4 wherever |GELU(x)| > 1e-3 (1.1e-7 absolute), below bf16's and fp16's rounding.
+// Past 7, Phi(-7) = 1.3e-12: the right tail is x and the left one -7 * 2^P(7), -9e-12. The clamp
+// keeps a NaN, so NaN in gives NaN out.
 GF_HOST_DEVICE float gelu_erf_fast(float x) {
   constexpr float kTail = 7.0f;
-  const float a = fminf(fabsf(x), kTail);
+#if defined(__CUDA_ARCH__)
+  const float a = ptx::min_nan(fabsf(x), kTail);
+#else
+  const float a = x != x ? x : fminf(fabsf(x), kTail);  // NaN stays NaN
+#endif
   float p = 1.74876513e-05f;
   p = fmaf(p, a, -5.13729174e-04f);
   p = fmaf(p, a, 6.55415654e-03f);
@@ -63,12 +68,11 @@ GF_HOST_DEVICE float gelu_erf_fast(float x) {
   p = fmaf(p, a, -1.14891398e+00f);
   p = fmaf(p, a, -1.00016296e+00f);
 #if defined(__CUDA_ARCH__)
-  const float e0 = ptx::exp2_approx(p);
+  const float e = ptx::exp2_approx(p);
 #else
-  const float e0 = exp2f(p);
+  const float e = exp2f(p);
 #endif
-  const float e = a < kTail ? e0 : 0.0f;
-  return x * (x >= 0.0f ? 1.0f - e : e);
+  return fmaf(-a, e, fmaxf(x, 0.0f));
 }
 
 // act(x). With a compile-time act (the NVRTC kernels' Cfg) the switch folds away.
