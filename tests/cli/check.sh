@@ -80,16 +80,10 @@ rc=$?
 grep -q ' NO ' "$tmp/out" || fail "compile printed no table of failed candidates: $(cat "$tmp/out")"
 python3 -c "import json,sys; rows=json.load(open(sys.argv[1])); assert rows and not any(r['ok'] for r in rows)" "$tmp/c.json" \
   || fail "compile wrote no JSON of its failed candidates"
-# A success's JSON keeps ptxas's performance notes: the overlapped epilogue's injected wait (C7517).
-GEMMFORGE_HOME=$tmp/home "$gf" compile -b native -p 4096x4096x4096:bf16 -s exhaustive \
-  --only 128x128x64_co_s6_c2_k1_x1_g8m_plain_tma2_overlap --json "$tmp/ok.json" >/dev/null 2>&1 \
-  || fail "an overlapped-epilogue kernel did not compile"
-python3 -c "import json,sys; rows=json.load(open(sys.argv[1])); assert rows and all(r['ok'] and '(C7517)' in r['log'] for r in rows)" \
-  "$tmp/ok.json" || fail "compile's JSON dropped ptxas's performance notes of a success"
 # A machine without the CuTe DSL (GEMMFORGE_PYTHON names no Python) lists cute candidates and names
 # the miss of a kernel that is not in its cache, with what to do.
 GEMMFORGE_HOME=$tmp/home GEMMFORGE_PYTHON=/nonexistent/python3 "$gf" compile -b cute -p 64x128x256:bf16 -s fast \
   --top-k 1 >"$tmp/out" 2>&1 && fail "a cute compile without the DSL succeeded"
 grep -q "not compiled.*gemmforge compile -b cute" "$tmp/out" || fail "a cute cache miss is not named: $(cat "$tmp/out")"
 
-echo "cli: starts without a driver, refuses bad options in one line (no password printed), exports and imports the DB, tunes --from a recorded file, reports compile failures and a success's ptxas notes, names a CuTe DSL cache miss"
+echo "cli: starts without a driver, refuses bad options in one line (no password printed), exports and imports the DB, tunes --from a recorded file, reports compile failures, names a CuTe DSL cache miss"

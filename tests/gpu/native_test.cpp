@@ -46,14 +46,7 @@ std::vector<NativeConfig> covering_configs() {
   NativeConfig quad_tma{128, 256, 4, 2, false, 1, 4, false, 8, false, 2};
   NativeConfig quad_pp{128, 128, 6, 2, true, 1, 4, false, 8, true};
   NativeConfig quad_split{128, 128, 6, 2, false, 2, 4, false, 8, false, 1};
-  // The epilogue under the next tile's first k-blocks (two sets of accumulators): two k-blocks
-  // ahead in a pair sharing A, staging a box at a time; one ahead at 256 x 96 (the shifted last box).
-  NativeConfig overlap_pair_n{
-      .bm = 128, .bn = 128, .stages = 4, .consumers = 2, .cluster = 2, .store_boxes = 1, .overlap = true};
-  NativeConfig overlap_96{.bm = 256, .bn = 96, .stages = 3, .consumers = 2, .store_boxes = 2, .overlap = true};
   return {
-      overlap_pair_n,
-      overlap_96,
       quad_tma,
       quad_pp,
       quad_split,

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <functional>
 #include <set>
 #include <thread>
 
@@ -291,58 +290,6 @@ TEST(NativeSpace, PromotionByHalves) {
         EXPECT_TRUE(!x.halves || x.bn == 192) << x.name(q);
   const GemmProblem rowwise = GemmProblem::parse("4096x4096x4096:e4m3:scale=rowcol");
   for (const NativeConfig& x : native::ranked_configs(rowwise, d, Search::normal)) EXPECT_FALSE(x.halves);
-}
-
-// The epilogue under the next tile's first k-blocks: legal where the cooperative, unpromoted,
-// unsplit TMA-store kernel without C has room for a second set of accumulators; the exhaustive list
-// alone offers it; it compiles without spills or serialized wgmma beside a bias and GELU.
-TEST(NativeSpace, OverlappedEpilogue) {
-  DeviceInfo d = DeviceInfo::assumed_hopper();
-  const GemmProblem p = GemmProblem::parse("4096x14336x4096:e4m3:scale=rowcol+bias+gelu");
-  const NativeConfig ov{.bm = 128, .bn = 128, .stages = 6, .consumers = 2, .store_boxes = 2, .overlap = true};
-  EXPECT_EQ(native::illegal_reason(ov, p, d), "");
-  EXPECT_TRUE(ov.name(p).ends_with("_overlap"));
-  EXPECT_EQ(NativeConfig::from_json(ov.to_json()), ov);
-  EXPECT_FALSE(NativeConfig{}.to_json().contains("overlap"));  // stored decisions of before keep their keys
-  for (auto change : std::vector<std::function<void(NativeConfig&)>>{
-           [](NativeConfig& c) { c.pingpong = true; }, [](NativeConfig& c) { c.promote = true; },
-           [](NativeConfig& c) { c.split_k = 2; }, [](NativeConfig& c) { c.store_boxes = 0; },
-           [](NativeConfig& c) { c.bn = 256; },  // 2 x 128 accumulators a thread
-           [](NativeConfig& c) { c.stages = 2; }}) {
-    NativeConfig c = ov;
-    change(c);
-    EXPECT_NE(native::illegal_reason(c, p, d), "") << c.name(p);
-  }
-  EXPECT_NE(native::illegal_reason(ov, GemmProblem::parse("4096x4096x4096:bf16:residual"), d), "");
-  auto count = [&](Search level) {
-    auto all = native::ranked_configs(p, d, level);
-    return std::count_if(all.begin(), all.end(), [](const NativeConfig& x) { return x.overlap; });
-  };
-  EXPECT_GT(count(Search::exhaustive), 0);
-  EXPECT_EQ(count(Search::normal), 0);
-  // 64 and 128 wide, fp8 rowwise and bf16 (beside two sets of 96 accumulators, rowwise scales spill).
-  const GemmProblem bf16 = GemmProblem::parse("4096x14336x4096:bf16:bias+gelu");
-  std::vector<std::pair<NativeConfig, GemmProblem>> configs;
-  for (int bn : {64, 128, 192}) {
-    NativeConfig c = ov;
-    c.bn = bn;
-    c.store_boxes = 1;
-    c.stages = 4;
-    for (const GemmProblem& q : {p, bf16})
-      if (native::illegal_reason(c, q, d).empty()) configs.emplace_back(c, q);
-  }
-  ASSERT_EQ(configs.size(), 4u);  // 192 wide: the bias and GELU rule on 176+ accumulators, bf16 too
-  std::vector<native::Compiled> out(configs.size());
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < configs.size(); ++i)
-    threads.emplace_back([&, i] { out[i] = native::compile_candidate(configs[i].first, configs[i].second, true); });
-  for (auto& t : threads) t.join();
-  for (size_t i = 0; i < configs.size(); ++i) {
-    const std::string name = configs[i].first.name(configs[i].second);
-    EXPECT_TRUE(out[i].report.ok) << name << "\n" << out[i].report.log;
-    EXPECT_EQ(out[i].report.spill_bytes, 0) << name;
-    EXPECT_FALSE(wgmma_serialized(out[i].report.log)) << name << "\n" << out[i].report.log;
-  }
 }
 
 TEST(NativeSpace, SmallMPrefersSplitK) {

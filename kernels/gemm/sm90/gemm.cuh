@@ -111,30 +111,6 @@ struct Gemm : Traits<Cfg> {
     return false;
   }
 
-  // The plain main loop over k-blocks [kb, u.kb_end) of unit u into acc (the first of the unit
-  // zeroes it), `it` the ring's position: one wgmma group stays in flight, so the previous stage's
-  // reads are done, and it is released, once the wait returns. before(kb) runs ahead of each
-  // k-block (the C prefetch).
-  template <class Before>
-  static __device__ __forceinline__ void main_loop(float (&acc)[kMmaM][kAcc], const Unit& u, int kb, int& it, u64 da,
-                                                   u64 db, u64* full, u64* empty, bool leader, Before before) {
-    int prev = -1;
-    for (; kb < u.kb_end; ++kb, ++it) {
-      before(kb);
-      const int s = it % kStages;
-      ptx::mbar_wait(&full[s], (it / kStages) & 1);
-      ptx::wgmma_fence();
-      Mma<Cfg>::mma_stage(acc, ptx::desc_advance(da, s * kStageA), ptx::desc_advance(db, s * kStageB),
-                          kb != u.kb_begin);
-      ptx::wgmma_commit();
-      ptx::wgmma_wait<1>();
-      if (prev >= 0 && leader) release(&empty[prev]);
-      prev = s;
-    }
-    ptx::wgmma_wait<0>();
-    if (prev >= 0 && leader) release(&empty[prev]);
-  }
-
   static __device__ __forceinline__ void consume(const GemmParams& p, const u8* sa, const u8* sb, const float* sfa,
                                                  u64* full, u64* empty, int units, volatile int* last_flags,
                                                  u8* staging, u64* c_full) {
@@ -301,7 +277,22 @@ struct Gemm : Traits<Cfg> {
           Scales<Cfg>::promote(acc, part, f, u);
         }
       } else {
-        main_loop(acc, u, u.kb_begin, it, da, db, full, empty, leader, prefetch_c);
+        int prev = -1;
+        for (int kb = u.kb_begin; kb < u.kb_end; ++kb, ++it) {
+          prefetch_c(kb);
+          const int s = it % kStages;
+          ptx::mbar_wait(&full[s], (it / kStages) & 1);
+          ptx::wgmma_fence();
+          Mma<Cfg>::mma_stage(acc, ptx::desc_advance(da, s * kStageA), ptx::desc_advance(db, s * kStageB),
+                              kb != u.kb_begin);
+          ptx::wgmma_commit();
+          // One group stays in flight: the previous stage's reads are done once this returns.
+          ptx::wgmma_wait<1>();
+          if (prev >= 0 && leader) release(&empty[prev]);
+          prev = s;
+        }
+        ptx::wgmma_wait<0>();
+        if (prev >= 0 && leader) release(&empty[prev]);
       }
       if (kPingpong && local + 1 < local_units) ptx::named_barrier_arrive(kBarTurn + (1 - consumer), 256);
 #pragma unroll
@@ -315,80 +306,6 @@ struct Gemm : Traits<Cfg> {
     }
     // The shared memory must outlive the last TMA store.
     if (kStoreTma && leader) ptx::bulk_wait();
-  }
-
-  // The cooperative schedule with each tile's epilogue under the next tile's first k-blocks
-  // (kOverlap): alternate tiles take two sets of accumulators, and once a tile's main loop is done
-  // the consumers issue the next tile's first kOverlapBlocks k-blocks into the other set, then run
-  // the epilogue while the tensor cores work on them (in the plain cooperative loop they idle
-  // through it: a third of the warp stalls of fp8 rowwise gate_up at 4096 tokens were at its
-  // barriers, ncu 2026-12-06). No promotion, split-K or C; the TMA-store epilogue.
-  static constexpr int kOverlapBlocks = kStages - 2 < 4 ? kStages - 2 : 4;
-  static __device__ __forceinline__ void consume_overlapped(const GemmParams& p, const u8* sa, const u8* sb, u64* full,
-                                                            u64* empty, int units, u8* staging, u64* c_full) {
-    static_assert(!kPingpong && !kPromote && kSplitK == 1 && kStoreTma && !Cfg::kHasC && kOverlapBlocks >= 1,
-                  "The overlapped epilogue is a cooperative, unpromoted, unsplit TMA-store one without C.");
-    const int consumer = __shfl_sync(0xffffffffu, int(threadIdx.x / 128) - 1, 0);
-    const bool leader = threadIdx.x % 128 == 0;
-    u32 c_phase = 0;
-    const u64 da = Mma<Cfg>::desc_a(sa, consumer), db = Mma<Cfg>::desc_b(sb);
-    const int rank = kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0;
-    const int first = blockIdx.x / kCluster, stride = gridDim.x / kCluster;
-    int it = 0;  // k-blocks issued so far: the ring's position
-    using ScalesAhead = typename Scales<Cfg>::Ahead;
-    using EpiAhead = typename TmaEpilogue<Cfg>::Ahead;
-    // A tile's start: what its epilogue reads ahead, and its first k-blocks issued into acc, left
-    // in flight; returns how many.
-    auto start = [&](const Unit& u, float(&acc)[kMmaM][kAcc], ScalesAhead& sc, EpiAhead& ep) {
-      Scales<Cfg>::load_ahead(p, u, consumer, sc);
-      TmaEpilogue<Cfg>::load_ahead(p, u, consumer, ep);
-      const int n = min(kOverlapBlocks, u.kb_end - u.kb_begin);
-      for (int j = 0; j < n; ++j, ++it) {
-        const int s = it % kStages;
-        ptx::mbar_wait(&full[s], (it / kStages) & 1);
-        ptx::wgmma_fence();
-        Mma<Cfg>::mma_stage(acc, ptx::desc_advance(da, s * kStageA), ptx::desc_advance(db, s * kStageB), j > 0);
-        ptx::wgmma_commit();
-      }
-      return n;
-    };
-    // The rest of a tile's main loop, its first `ahead` k-blocks in flight from ring position it0.
-    auto finish = [&](const Unit& u, float(&acc)[kMmaM][kAcc], int ahead, int it0) {
-      ptx::wgmma_wait<0>();
-      for (int j = 0; j < ahead; ++j)
-        if (leader) release(&empty[(it0 + j) % kStages]);
-      main_loop(acc, u, u.kb_begin + ahead, it, da, db, full, empty, leader, [](int) {});
-#pragma unroll
-      for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(acc[mm]);
-    };
-    // One tile from `cur` (started: `ahead` k-blocks in flight from it0), the next started into
-    // `nxt` before cur's epilogue. False when there is no next tile.
-    auto step = [&](int unit, float(&cur)[kMmaM][kAcc], ScalesAhead& cur_sc, EpiAhead& cur_ep, int& ahead, int& it0,
-                    float(&nxt)[kMmaM][kAcc], ScalesAhead& nxt_sc, EpiAhead& nxt_ep) {
-      const Unit u = Scheduler<Cfg>::unit_at(p, unit, rank);
-      finish(u, cur, ahead, it0);
-      // Before the next tile's wgmma: an instruction that writes accumulators while any wgmma is
-      // in flight makes ptxas serialize every wgmma of the kernel (C7515).
-      Scales<Cfg>::dequantize(p, cur, u, consumer, cur_sc);
-      const bool more = unit + stride < units;
-      if (more) {
-        it0 = it;
-        ahead = start(Scheduler<Cfg>::unit_at(p, unit + stride, rank), nxt, nxt_sc, nxt_ep);
-      }
-      TmaEpilogue<Cfg>::store(p, cur, u, consumer, staging, &c_full[consumer], c_phase, cur_ep);
-      return more;
-    };
-    float acc0[kMmaM][kAcc], acc1[kMmaM][kAcc];
-    ScalesAhead sc0, sc1;
-    EpiAhead ep0, ep1;
-    if (first < units) {
-      int it0 = 0, ahead = start(Scheduler<Cfg>::unit_at(p, first, rank), acc0, sc0, ep0);
-      for (int unit = first;; unit += 2 * stride) {
-        if (!step(unit, acc0, sc0, ep0, ahead, it0, acc1, sc1, ep1)) break;
-        if (!step(unit + stride, acc1, sc1, ep1, ahead, it0, acc0, sc0, ep0)) break;
-      }
-    }
-    if (leader) ptx::bulk_wait();
   }
 
   static __device__ __forceinline__ void run(const GemmParams& p) {
@@ -430,10 +347,7 @@ struct Gemm : Traits<Cfg> {
         Producer<Cfg>::produce(p, sa, sb, sfa, full, empty, units, kCluster > 1 ? int(ptx::cluster_cta_rank()) : 0);
     } else {
       if (kConsumers > 1) ptx::regs_alloc<232>();
-      if constexpr (T::kOverlap)
-        consume_overlapped(p, sa, sb, full, empty, units, staging, c_full);
-      else
-        consume(p, sa, sb, sfa, full, empty, units, last_flags, staging, c_full);
+      consume(p, sa, sb, sfa, full, empty, units, last_flags, staging, c_full);
     }
     // Neither CTA of a pair may exit while the other can still arrive on its barriers.
     if (kCluster > 1) ptx::cluster_sync();

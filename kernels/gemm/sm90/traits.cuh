@@ -34,8 +34,6 @@ struct Traits {
   // Promotion by column halves: each k-block's wgmma in two groups, the tile's left and right
   // halves, each half's products promoted while the other half's wgmma run.
   static constexpr bool kPromoteHalves = Cfg::kPromoteHalves;
-  // The epilogue under the next tile's first k-blocks: two sets of accumulators (Gemm::consume_overlapped).
-  static constexpr bool kOverlap = Cfg::kOverlap;
   static constexpr int kStages = Cfg::kStages, kConsumers = Cfg::kConsumers, kSplitK = Cfg::kSplitK;
   static constexpr bool kPingpong = Cfg::kPingpong;
   static constexpr int kWgRows = kPingpong ? BM : BM / kConsumers;  // rows of the tile per consumer
@@ -69,9 +67,9 @@ struct Traits {
   static_assert(!kPromoteHalves || (kPromote && !kPromoteAhead && BN % 32 == 0),
                 "Promotion by halves promotes, not ahead, in halves of a multiple of 16 columns.");
   static_assert(kMmaM * kAcc *
-                        (kPromoteAhead          ? 3
-                         : kPromote || kOverlap ? 2
-                                                : 1) <=
+                        (kPromoteAhead ? 3
+                         : kPromote    ? 2
+                                       : 1) <=
                     (kConsumers == 2 ? 192 : 128),
                 "More accumulators per thread would spill.");
   static_assert(!kFp8 || !Cfg::kNN, "fp8 wgmma reads both operands K-major.");

@@ -24,7 +24,7 @@ struct Cfg {{
   static constexpr gf::GateKind kGate = gf::GateKind::{gate};
   static constexpr gf::ScaleKind kScale = gf::ScaleKind::{scale};
   static constexpr bool kPromote = {promote}, kPromoteAhead = {promote_ahead}, kPromoteHalves = {halves};
-  static constexpr bool kSwapAB = {swap}, kOverlap = {overlap};
+  static constexpr bool kSwapAB = {swap};
 }};
 
 extern "C" __global__ void __launch_bounds__({threads}, 1) {symbol}(const __grid_constant__ gf::GemmParams p) {{
@@ -39,7 +39,7 @@ extern "C" __global__ void __launch_bounds__({threads}, 1) {symbol}(const __grid
       fmt::arg("act", to_string(e.act)), fmt::arg("bias", to_string(e.bias)), fmt::arg("gate", to_string(e.gate)),
       fmt::arg("scale", to_string(e.scale)), fmt::arg("promote", c.promote), fmt::arg("promote_ahead", c.promote_ahead),
       fmt::arg("halves", c.halves), fmt::arg("threads", c.threads()), fmt::arg("swap", c.swap_ab),
-      fmt::arg("overlap", c.overlap), fmt::arg("symbol", kernel_symbol(c, problem)));
+      fmt::arg("symbol", kernel_symbol(c, problem)));
 }
 
 std::string kernel_symbol(const NativeConfig& c, const GemmProblem& p) {

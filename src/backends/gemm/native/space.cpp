@@ -21,8 +21,7 @@ std::string NativeConfig::name(const GemmProblem& p) const {
                      bm, bn, block_k(p), pingpong ? "pp" : "co", stages, consumers, split_k, cluster,
                      cluster == 2 ? (cluster_m ? "m" : "n") : "", group, raster_n ? "n" : "m", epi) +
          (store_tma() ? fmt::format("_tma{}", store_boxes) : "") + (promote ? "_promote" : "") +
-         (promote_ahead ? "_ahead" : "") + (halves ? "_halves" : "") + (swap_ab ? "_swap" : "") +
-         (overlap ? "_overlap" : "");
+         (promote_ahead ? "_ahead" : "") + (halves ? "_halves" : "") + (swap_ab ? "_swap" : "");
 }
 
 nlohmann::json NativeConfig::to_json() const {
@@ -42,7 +41,6 @@ nlohmann::json NativeConfig::to_json() const {
   // Absent when false: stored decisions of before keep their keys.
   if (promote_ahead) j["promote_ahead"] = true;
   if (halves) j["halves"] = true;
-  if (overlap) j["overlap"] = true;
   return j;
 }
 
@@ -61,7 +59,6 @@ NativeConfig NativeConfig::from_json(const nlohmann::json& j) {
   c.promote_ahead = j.value("promote_ahead", false);
   c.halves = j.value("halves", false);
   c.swap_ab = j.value("swap_ab", false);
-  c.overlap = j.value("overlap", false);
   c.group = j.at("group");
   c.raster_n = j.at("raster_n");
   return c;
@@ -113,13 +110,8 @@ std::string illegal_reason(const NativeConfig& c, const GemmProblem& p, const De
     return fmt::format("more than {} accumulators per thread{}", c.max_acc_per_thread(),
                        c.promote_ahead ? " (promotion ahead triples them)"
                        : c.promote     ? " (promotion doubles them)"
-                       : c.overlap     ? " (the overlapped epilogue doubles them)"
                                        : "");
   if (c.promote && !is_fp8(p.a)) return "promotion is for fp8 inputs";
-  if (c.overlap && (c.pingpong || c.consumers != 2 || c.promote || c.split_k > 1 || !c.store_tma() ||
-                    p.epilogue.has_c() || c.stages < 3))
-    return "the overlapped epilogue is cooperative (two consumers), unpromoted, unsplit, staged for TMA, without "
-           "C, and needs 3 stages";
   if (c.promote_ahead && !c.promote) return "promotion ahead is a way of promoting";
   // Each half is one wgmma of its own shape (kernels/ptx/wgmma_ops.cuh has N in 16-steps).
   if (c.halves && (!c.promote || c.promote_ahead || c.bn % 32 != 0))
@@ -286,12 +278,6 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
             into.emplace_back(estimate_us(whole, p, d), whole);
         }
         if (illegal_reason(c, p, d).empty()) into.emplace_back(estimate_us(c, p, d), c);
-        // The epilogue under the next tile's first k-blocks: not yet raced, so the exhaustive
-        // list alone, ranked as its plain twin (the model does not see the overlap).
-        NativeConfig overlapped = c;
-        overlapped.overlap = true;
-        if (level == Search::exhaustive && illegal_reason(overlapped, p, d).empty())
-          into.emplace_back(estimate_us(overlapped, p, d), overlapped);
       }
     };
     for (const Family& f : families)

@@ -40,9 +40,6 @@ struct NativeConfig {
   // and the problem's few rows its N side (bn of 16..128), and stores D transposed from registers.
   // bm, bn and every other field describe that kernel (kernel_problem), not the problem.
   bool swap_ab = false;
-  // The cooperative schedule with each tile's epilogue under the next tile's first k-blocks, in a
-  // second set of accumulators (kernels/gemm/sm90/gemm.cuh, consume_overlapped).
-  bool overlap = false;
 
   int threads() const { return 128 * (1 + consumers); }
   int pair_m() const { return cluster == 4 || (cluster == 2 && cluster_m) ? 2 : 1; }
@@ -51,7 +48,7 @@ struct NativeConfig {
   // The fp32 accumulators of a consumer thread's output (64 rows x bn a warpgroup's wgmma step),
   // what the epilogue holds; promotion keeps one or two more sets of them in the main loop.
   int out_acc_per_thread() const { return (wg_rows() / 64) * (bn / 2); }
-  int acc_per_thread() const { return out_acc_per_thread() * (promote_ahead ? 3 : promote || overlap ? 2 : 1); }
+  int acc_per_thread() const { return out_acc_per_thread() * (promote_ahead ? 3 : promote ? 2 : 1); }
   // Two consumers raise their register budget to 232 (setmaxnreg); a lone one keeps what the
   // launch gives it.
   int max_acc_per_thread() const { return consumers == 2 ? 192 : 128; }
