@@ -125,13 +125,14 @@ struct Scales : Traits<Cfg> {
   // The factors dequantize multiplies by, read ahead of the main loop (read after it, every tile's
   // epilogue waited on their loads): per tensor one product a thread; per row and column the
   // thread's columns' and rows' where the epilogue computes no transcendental (no SwiGLU gate,
-  // no GELU or SiLU), or a thread holds 16 accumulators or fewer (up to 64 + 4 registers beside
+  // no GELU or SiLU), or a thread holds 64 accumulators or fewer (up to 64 + 4 registers beside
   // 128 accumulators: none of 132 rowwise kernels of four GEMMs' default lists spills; with erf
-  // GELU a 256x96 tile spilled 16 bytes).
+  // GELU a 256x96 tile spilled 16 bytes). At 128 tokens the 64-row ping-pong tiles' scale loads
+  // after the main loop sat in the kernel's tail, under the GELU's.
   static constexpr bool kAhead =
       kScale == ScaleKind::tensor ||
       (kScale == ScaleKind::rowcol &&
-       (kMmaM * kAcc <= 16 || (Cfg::kGate == GateKind::none && !is_transcendental(Cfg::kAct))));
+       (kMmaM * kAcc <= 64 || (Cfg::kGate == GateKind::none && !is_transcendental(Cfg::kAct))));
   struct Ahead {
     float tensor;
     float col[kAhead ? BN / 8 : 1][2];
