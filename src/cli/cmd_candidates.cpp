@@ -159,7 +159,8 @@ void add_options(CLI::App* cmd, CandidateArgs& a) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--json", a.json, "also write the list as JSON to FILE");
   cmd->add_option("--only", a.only,
-                  "only the candidates (of the --search level) whose names contain one of the comma-separated TEXTs");
+                  "only the candidates (of the --search level) whose names contain one of the comma-separated TEXTs (a "
+                  "TEXT ending in $ must end the name)");
 }
 
 }  // namespace

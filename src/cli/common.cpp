@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <cctype>
-#include <set>
 #include <fstream>
 #include <iostream>
+#include <set>
 
 #include "core/files.hpp"
 #include "core/strings.hpp"
@@ -187,9 +187,10 @@ void TuneArgs::add_fleet(CLI::App* cmd) {
 void TuneArgs::add_selection(CLI::App* cmd) {
   cmd->add_flag("-f,--force", force, "tune again even when the DB has a decision");
   cmd->add_flag("--no-cache", no_cache, "compile every candidate afresh, over what the kernel cache holds");
-  cmd->add_option("--only", only,
-                  "only the candidates (of the --search level) whose names contain one of the comma-separated TEXTs, "
-                  "to study a few variants; the DB is left alone");
+  cmd->add_option(
+      "--only", only,
+      "only the candidates (of the --search level) whose names contain one of the comma-separated TEXTs (a TEXT "
+      "ending in $ must end the name), to study a few variants; the DB is left alone");
 }
 
 void TuneArgs::add_rounds(CLI::App* cmd) {

@@ -49,6 +49,12 @@ TEST(NameMatches, AnyOfItsCommaSeparatedParts) {
   EXPECT_TRUE(name_matches(name, ""));
   EXPECT_TRUE(name_matches(name, "256x192"));
   EXPECT_TRUE(name_matches(name, "128x256,256x192x64_co_s3"));
+  // A text ending in '$' ends the name.
+  const char* promoted = "sm90_e4m3_bf16_tn_64x128x128_pp_s8_c2_k1_x1_g8m_scalerowcol_tma2_promote";
+  EXPECT_TRUE(name_matches(name, "plain_tma1$"));
+  EXPECT_FALSE(name_matches(promoted, "scalerowcol_tma2$"));
+  EXPECT_TRUE(name_matches(promoted, "scalerowcol_tma2$,_promote$"));
+  EXPECT_FALSE(name_matches(name, "$"));
   EXPECT_TRUE(name_matches(name, ",_tma1"));
   EXPECT_FALSE(name_matches(name, "128x256,_tma2"));
   EXPECT_FALSE(name_matches(name, ","));
