@@ -146,6 +146,9 @@ struct Gemm : Traits<Cfg> {
       if constexpr (kStoreTma) TmaEpilogue<Cfg>::load_ahead(p, u, consumer, tma_ahead);
       typename RegisterEpilogue<Cfg>::Ahead regs_ahead;
       if constexpr (!kStoreTma) RegisterEpilogue<Cfg>::load_ahead(p, u, consumer, regs_ahead);
+      auto hand_over = [&] {
+        if (kPingpong && local + 1 < local_units) ptx::named_barrier_arrive(kBarTurn + (1 - consumer), 256);
+      };
       // C's first boxes load a few k-blocks in, when the last tile's stores have read the staging.
       const int c_kb = min(u.kb_begin + 2, u.kb_end - 1);
       auto prefetch_c = [&](int kb) {
@@ -291,10 +294,16 @@ struct Gemm : Traits<Cfg> {
           if (prev >= 0 && leader) release(&empty[prev]);
           prev = s;
         }
+        // Ping-pong: the other consumer's turn once this tile's last wgmma are issued (the tensor
+        // cores take the groups in order), ahead of the wait. After it, ptxas scheduled the handoff,
+        // which nothing reads, below what it hoisted of the epilogue: the rowwise scales' loads and
+        // the first pieces' GELU, 2-3k cycles a tile with the tensor cores idle (ncu and SASS,
+        // 128x128 fp8 + GELU, 2026-12-06).
+        hand_over();
         ptx::wgmma_wait<0>();
         if (prev >= 0 && leader) release(&empty[prev]);
       }
-      if (kPingpong && local + 1 < local_units) ptx::named_barrier_arrive(kBarTurn + (1 - consumer), 256);
+      if constexpr (kPromote) hand_over();  // the promoted loops end on the last k-block's promotion
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(acc[mm]);
       Scales<Cfg>::dequantize(p, acc, u, consumer, scales_ahead);
