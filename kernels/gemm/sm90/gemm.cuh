@@ -295,10 +295,9 @@ struct Gemm : Traits<Cfg> {
           prev = s;
         }
         // Ping-pong: the other consumer's turn once this tile's last wgmma are issued (the tensor
-        // cores take the groups in order), ahead of the wait. After it, ptxas scheduled the handoff,
-        // which nothing reads, below what it hoisted of the epilogue: the rowwise scales' loads and
-        // the first pieces' GELU, 2-3k cycles a tile with the tensor cores idle (ncu and SASS,
-        // 128x128 fp8 + GELU, 2026-12-06).
+        // cores take the groups in order), ahead of the wait. After the wait, ptxas schedules the
+        // handoff, which nothing reads, below whatever of the epilogue it hoists (the rowwise
+        // scales' loads, the first pieces' GELU), and the tensor cores idle that long every tile.
         hand_over();
         ptx::wgmma_wait<0>();
         if (prev >= 0 && leader) release(&empty[prev]);
