@@ -146,6 +146,10 @@ struct Gemm : Traits<Cfg> {
       if constexpr (kStoreTma) TmaEpilogue<Cfg>::load_ahead(p, u, consumer, tma_ahead);
       typename RegisterEpilogue<Cfg>::Ahead regs_ahead;
       if constexpr (!kStoreTma) RegisterEpilogue<Cfg>::load_ahead(p, u, consumer, regs_ahead);
+      // Ping-pong: the other consumer's turn once this tile's last wgmma are issued (the tensor
+      // cores take the groups in order), ahead of their wait. After it, ptxas schedules the
+      // handoff, which nothing reads, below whatever of the epilogue it hoists (the scales' loads,
+      // the last promotion, the first pieces' GELU), and the tensor cores idle that long every tile.
       auto hand_over = [&] {
         if (kPingpong && local + 1 < local_units) ptx::named_barrier_arrive(kBarTurn + (1 - consumer), 256);
       };
@@ -177,6 +181,7 @@ struct Gemm : Traits<Cfg> {
           ptx::wgmma_fence();
           Mma<Cfg>::mma_stage(into, ptx::desc_advance(da, s * kStageA), ptx::desc_advance(db, s * kStageB), false);
           ptx::wgmma_commit();
+          if (kb + 1 == u.kb_end) hand_over();
           const int before = s_last;
           s_last = s;
           return before;
@@ -241,6 +246,7 @@ struct Gemm : Traits<Cfg> {
           ptx::wgmma_fence();
           Mma<Cfg>::template mma_half<1>(right, da_s, db_s);
           ptx::wgmma_commit();
+          if (kb + 1 == u.kb_end) hand_over();
           ptx::wgmma_wait<1>();
           Scales<Cfg>::template promote_half<0>(acc, left, fac, u);
           s_last = s;
@@ -275,6 +281,7 @@ struct Gemm : Traits<Cfg> {
           ptx::wgmma_fence();
           Mma<Cfg>::mma_stage(part, ptx::desc_advance(da, s * kStageA), ptx::desc_advance(db, s * kStageB), false);
           ptx::wgmma_commit();
+          if (kb + 1 == u.kb_end) hand_over();
           ptx::wgmma_wait<0>();
           release_stage(&empty[s], leader);
           Scales<Cfg>::promote(acc, part, f, u);
@@ -294,15 +301,10 @@ struct Gemm : Traits<Cfg> {
           if (prev >= 0 && leader) release(&empty[prev]);
           prev = s;
         }
-        // Ping-pong: the other consumer's turn once this tile's last wgmma are issued (the tensor
-        // cores take the groups in order), ahead of the wait. After the wait, ptxas schedules the
-        // handoff, which nothing reads, below whatever of the epilogue it hoists (the rowwise
-        // scales' loads, the first pieces' GELU), and the tensor cores idle that long every tile.
         hand_over();
         ptx::wgmma_wait<0>();
         if (prev >= 0 && leader) release(&empty[prev]);
       }
-      if constexpr (kPromote) hand_over();  // the promoted loops end on the last k-block's promotion
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(acc[mm]);
       Scales<Cfg>::dequantize(p, acc, u, consumer, scales_ahead);
