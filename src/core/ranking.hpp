@@ -95,19 +95,16 @@ inline std::vector<size_t> close_fields(const std::vector<std::string>& groups, 
 }
 
 // Whether a candidate's name contains one of the comma-separated texts of `only` (empty: every
-// name); a text ending in '$' must end the name (`_tma2$` leaves out `_tma2_promote`). The --only filter of
-// tune, compile, candidates and bench-ops, for timing a few variants side by side.
+// name); a text ending in '$' must end the name (`_tma2$` leaves out `_tma2_promote`). The --only
+// filter of tune, compile, candidates and bench-ops, for timing a few variants side by side.
 inline bool name_matches(std::string_view name, std::string_view only) {
   if (only.empty()) return true;
   for (size_t begin = 0; begin <= only.size();) {
     const size_t end = std::min(only.find(',', begin), only.size());
     std::string_view text = only.substr(begin, end - begin);
-    if (!text.empty() && text.back() == '$') {
-      text.remove_suffix(1);
-      if (!text.empty() && name.ends_with(text)) return true;
-    } else if (!text.empty() && name.find(text) != std::string_view::npos) {
-      return true;
-    }
+    const bool anchored = !text.empty() && text.back() == '$';
+    if (anchored) text.remove_suffix(1);
+    if (!text.empty() && (anchored ? name.ends_with(text) : name.find(text) != std::string_view::npos)) return true;
     begin = end + 1;
   }
   return false;

@@ -150,8 +150,9 @@ struct Gemm : Traits<Cfg> {
       // cores take the groups in order), ahead of their wait. After it, ptxas schedules the
       // handoff, which nothing reads, below whatever of the epilogue it hoists (the scales' loads,
       // the last promotion, the first pieces' GELU), and the tensor cores idle that long every tile.
-      auto hand_over = [&] {
-        if (kPingpong && local + 1 < local_units) ptx::named_barrier_arrive(kBarTurn + (1 - consumer), 256);
+      auto hand_over_after = [&](int kb) {  // kb: the k-block whose wgmma were just issued
+        if (kPingpong && kb + 1 == u.kb_end && local + 1 < local_units)
+          ptx::named_barrier_arrive(kBarTurn + (1 - consumer), 256);
       };
       // C's first boxes load a few k-blocks in, when the last tile's stores have read the staging.
       const int c_kb = min(u.kb_begin + 2, u.kb_end - 1);
@@ -181,7 +182,7 @@ struct Gemm : Traits<Cfg> {
           ptx::wgmma_fence();
           Mma<Cfg>::mma_stage(into, ptx::desc_advance(da, s * kStageA), ptx::desc_advance(db, s * kStageB), false);
           ptx::wgmma_commit();
-          if (kb + 1 == u.kb_end) hand_over();
+          hand_over_after(kb);
           const int before = s_last;
           s_last = s;
           return before;
@@ -246,7 +247,7 @@ struct Gemm : Traits<Cfg> {
           ptx::wgmma_fence();
           Mma<Cfg>::template mma_half<1>(right, da_s, db_s);
           ptx::wgmma_commit();
-          if (kb + 1 == u.kb_end) hand_over();
+          hand_over_after(kb);
           ptx::wgmma_wait<1>();
           Scales<Cfg>::template promote_half<0>(acc, left, fac, u);
           s_last = s;
@@ -281,7 +282,7 @@ struct Gemm : Traits<Cfg> {
           ptx::wgmma_fence();
           Mma<Cfg>::mma_stage(part, ptx::desc_advance(da, s * kStageA), ptx::desc_advance(db, s * kStageB), false);
           ptx::wgmma_commit();
-          if (kb + 1 == u.kb_end) hand_over();
+          hand_over_after(kb);
           ptx::wgmma_wait<0>();
           release_stage(&empty[s], leader);
           Scales<Cfg>::promote(acc, part, f, u);
@@ -296,12 +297,12 @@ struct Gemm : Traits<Cfg> {
           Mma<Cfg>::mma_stage(acc, ptx::desc_advance(da, s * kStageA), ptx::desc_advance(db, s * kStageB),
                               kb != u.kb_begin);
           ptx::wgmma_commit();
+          hand_over_after(kb);
           // One group stays in flight: the previous stage's reads are done once this returns.
           ptx::wgmma_wait<1>();
           if (prev >= 0 && leader) release(&empty[prev]);
           prev = s;
         }
-        hand_over();
         ptx::wgmma_wait<0>();
         if (prev >= 0 && leader) release(&empty[prev]);
       }
