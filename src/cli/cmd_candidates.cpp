@@ -1,6 +1,7 @@
 // gemmforge candidates / compile: what each backend would try for a problem of either family,
 // and compiling it. Neither needs a GPU (cuBLASLt's list does: it says so).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <atomic>
@@ -66,6 +67,19 @@ std::vector<Offer<Problem>> enumerate(const CandidateArgs& a, const Problem& p, 
   return out;
 }
 
+// With every backend asked (no --backends, no --only), a problem none of them offers a candidate for
+// is an error once all are listed: nothing can run it, which a listing alone would hide in exit 0.
+struct Unrunnable {
+  bool every_backend;
+  std::vector<std::string> keys;
+  void note(const std::string& key, size_t offers) {
+    if (every_backend && offers == 0) keys.push_back(key);
+  }
+  void check() const {
+    GF_CHECK(keys.empty(), "no backend can run {} (each one's reason is above)", fmt::join(keys, ", "));
+  }
+};
+
 // Runs fn(label, problem) for every GEMM, then every row op, the commands ask for.
 template <class Fn>
 void for_each_problem(const ProblemArgs& problems, Fn&& fn) {
@@ -76,20 +90,24 @@ void for_each_problem(const ProblemArgs& problems, Fn&& fn) {
 void run_candidates(const CandidateArgs& a) {
   DeviceInfo device = device_or_assumed();
   nlohmann::json out = nlohmann::json::array();
+  Unrunnable unrunnable{a.backends.empty() && a.only.empty(), {}};
   for_each_problem(a.problems, [&](const std::string& label, const auto& p) {
     std::vector<std::string> notes;
     fmt::print("{} ({})\n", label, p.key());
     Table table({"backend", "candidate", "config"});
-    for (const auto& [b, c] : enumerate(a, p, device, notes)) {
+    const auto offers = enumerate(a, p, device, notes);
+    for (const auto& [b, c] : offers) {
       table.add({c.backend, c.name, c.config.dump().substr(0, 100)});
       out.push_back({{"problem", p.key()}, {"backend", c.backend}, {"name", c.name}, {"config", c.config}});
     }
+    unrunnable.note(p.key(), offers.size());
     table.print();
     for (const auto& n : notes) fmt::print("  no candidates from {}\n", n);
     fmt::print("\n");
   });
   if (!device.present) fmt::print("({})\n", device.absent_reason);
   if (!a.json.empty()) write_json(a.json, out);
+  unrunnable.check();
 }
 
 void run_compile(const CandidateArgs& a) {
@@ -97,9 +115,11 @@ void run_compile(const CandidateArgs& a) {
   nlohmann::json out = nlohmann::json::array();
   Progress progress;
   int failed = 0;
+  Unrunnable unrunnable{a.backends.empty() && a.only.empty(), {}};
   for_each_problem(a.problems, [&](const std::string& label, const auto& p) {
     std::vector<std::string> notes;
     const auto work = enumerate(a, p, device, notes);
+    unrunnable.note(p.key(), work.size());
     std::vector<CompileReport> reports(work.size());
     std::atomic<int> done{0};
     parallel_for(int(work.size()), a.jobs > 0 ? a.jobs : default_jobs(), [&](int i) {
@@ -147,6 +167,7 @@ void run_compile(const CandidateArgs& a) {
   });
   if (!a.json.empty()) write_json(a.json, out);
   GF_CHECK(failed == 0, "{} candidate{} failed to compile", failed, failed == 1 ? "" : "s");
+  unrunnable.check();
 }
 
 void add_options(CLI::App* cmd, CandidateArgs& a) {

@@ -27,6 +27,12 @@ const std::string& compile_unavailable() {
   return why;
 }
 
+std::string doctor_note() {
+  const std::string& why = compile_unavailable();
+  return why.empty() ? fmt::format("compiles with nvidia-cutlass-dsl {}, {} flavor, for sm_90a", kDslPin, kDslFlavor)
+                     : "runs what the kernel cache holds; cannot compile here: " + why;
+}
+
 std::string version_string(std::initializer_list<std::string_view> files) {
   const PythonSources& s = python_sources();
   const std::string worker = s.hash_of({"worker_loop.py", "gemmforge_cute/worker.py", "gemmforge_cute/export.py"});

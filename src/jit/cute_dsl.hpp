@@ -13,12 +13,14 @@
 
 namespace gf::jit::cute_dsl {
 
-inline constexpr const char* kDslPin = "4.8.1";  // python/gemmforge_cute/export.py pins the same
+inline constexpr const char* kDslPin = "4.8.1";    // python/gemmforge_cute/export.py pins the same
 inline constexpr const char* kDslFlavor = "cu12";  // its libraries' CUDA: their PTX assembles with ptxas 13.0
 
 // Why this machine cannot compile CuTe DSL kernels (no python3, no or another DSL), or "".
 // Asked once per process.
 const std::string& compile_unavailable();
+// doctor's note for either cute backend: what it compiles with, or that it runs from the cache alone.
+std::string doctor_note();
 // "4.8.1+<hash of files>", files being paths under python/ (the worker's own are added).
 std::string version_string(std::initializer_list<std::string_view> files);
 // Compiles request in a CuTe DSL worker (python/gemmforge_cute/worker.py) through the kernel cache

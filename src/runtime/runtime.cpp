@@ -129,8 +129,11 @@ struct Runtime::Impl {
       }
       why_not += fmt::format("{}{}: {}", why_not.empty() ? "" : "; ", name, why);
     }
-    GF_FAIL("{} has no usable tuned choice and no default kernel ({}); run gemmforge tune -p {}", p.key(), why_not,
-            p.key());
+    // Another backend (Triton, CuTe DSL, CUTLASS) may still run it once tuned; candidates tells.
+    GF_FAIL(
+        "{} has no usable tuned choice and no default kernel ({}); `gemmforge candidates -p {}` lists what "
+        "any backend offers, `gemmforge tune -p {}` stores the fastest",
+        p.key(), why_not, p.key(), p.key());
   }
 
   void build(Entry& e, const GemmProblem& p) {

@@ -27,6 +27,16 @@ for args in "candidates -s bogus" "compile -s bogus" "candidates -b ," "candidat
   [ "$lines" -le 3 ] || fail "'gemmforge $args' wrote $lines lines of error: $(cat "$tmp/err")"
   grep -q hunter2 "$tmp/err" && fail "'gemmforge $args' printed the password: $(cat "$tmp/err")"
 done
+# A problem no backend can run (fp8 K that no 16-byte row holds) is an error once every backend has
+# said why; asked of one backend, its reason is the answer.
+for cmd in candidates compile; do
+  if GEMMFORGE_HOME=$tmp/home "$gf" $cmd -p 128x256x520:e4m3 >"$tmp/out" 2>"$tmp/err"; then
+    fail "$cmd of a problem no backend runs exited 0"
+  fi
+  grep -q "no backend can run 128x256x520:e4m3" "$tmp/err" || fail "$cmd's error: $(cat "$tmp/err")"
+  grep -q "no candidates from native: .*K % 16" "$tmp/out" || fail "$cmd does not say why: $(cat "$tmp/out")"
+done
+GEMMFORGE_HOME=$tmp/home "$gf" candidates -p 128x256x520:e4m3 -b native >/dev/null 2>&1 || fail "candidates -b native failed"
 # Without a GPU, prepare says so in one line.
 if GEMMFORGE_HOME=$tmp/home "$gf" prepare -p 64x64x64:bf16 >/dev/null 2>"$tmp/err"; then fail "prepare ran without a GPU"; fi
 [ "$(grep -c . "$tmp/err")" -eq 1 ] && grep -q "needs a GPU" "$tmp/err" || fail "prepare without a GPU: $(cat "$tmp/err")"

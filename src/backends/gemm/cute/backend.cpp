@@ -124,12 +124,7 @@ class CuteBackend final : public Backend {
   std::string name() const override { return "cute"; }
   std::string version() const override { return version_string(); }
   std::string supports(const GemmProblem& p) const override { return unsupported_reason(p); }
-  std::string doctor_note() const override {
-    const std::string& why = jit::cute_dsl::compile_unavailable();
-    return why.empty() ? fmt::format("compiles with nvidia-cutlass-dsl {}, {} flavor, for sm_90a",
-                                     jit::cute_dsl::kDslPin, jit::cute_dsl::kDslFlavor)
-                       : "runs what the kernel cache holds; cannot compile here: " + why;
-  }
+  std::string doctor_note() const override { return jit::cute_dsl::doctor_note(); }
 
   std::vector<Candidate> candidates(const GemmProblem& p, const DeviceInfo& device,
                                     const SearchOptions& search) const override {

@@ -85,6 +85,7 @@ class CuteRowBackend final : public RowOpBackend {
   std::string name() const override { return "cute"; }
   std::string version() const override { return version_string(); }
   std::string supports(const RowOpSpec& s) const override { return unsupported_reason(s); }
+  std::string doctor_note() const override { return jit::cute_dsl::doctor_note(); }
 
   std::vector<Candidate> candidates(const RowOpSpec& s, const DeviceInfo&, const SearchOptions& search) const override {
     std::vector<Candidate> out;
