@@ -36,8 +36,8 @@ TYPES = {"bf16": "*bf16", "f16": "*fp16", "f32": "*fp32", "e4m3": "*fp8e4nv", "e
 
 
 def compile_request(req):
-    a, out = TYPES[req["dtype"]], TYPES[req["out"]]
-    signature = {"a": a, "b": a, "d": out, "c": out, "bias": out, "M": "i32", "N": "i32", "K": "i32",
+    a, b, out = TYPES[req["dtype"]], TYPES[req.get("dtype_b", req["dtype"])], TYPES[req["out"]]
+    signature = {"a": a, "b": b, "d": out, "c": out, "bias": out, "M": "i32", "N": "i32", "K": "i32",
                  "OUT_COLS": "i32", "alpha": "fp32", "beta": "fp32", "scale_a": "*fp32", "scale_b": "*fp32"}
     return compile_kernel(req, TEMPLATES[req["template"]], signature, RUNTIME_ARGS)
 

@@ -32,15 +32,14 @@ TEST_P(TritonGpuTest, EveryFastCandidateVerifies) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, TritonGpuTest,
-                         ::testing::Values("1x1x8:bf16", "77x1000x1000:bf16", "1000x77x1000:f16->f32",
-                                           "4096x4096x4096:bf16", "300x640x512:bf16:nn",
-                                           "200x256x128:bf16:bias+gelu_tanh", "130x512x256:bf16:swiglu",
-                                           "130x512x256:bf16:bias+swiglu_split",
-                                           "100x384x256:bf16->f32:alpha=0.5+rowbias+residual+relu",
-                                           "16x6144x4096:bf16", "77x1000x1008:e4m3->bf16",
-                                           "256x512x1024:e4m3->bf16:scale=tensor",
-                                           "130x384x512:e4m3->bf16:scale=rowcol+bias+relu", "64x128x256:e5m2->f16"));
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, TritonGpuTest,
+    ::testing::Values("1x1x8:bf16", "77x1000x1000:bf16", "1000x77x1000:f16->f32", "4096x4096x4096:bf16",
+                      "300x640x512:bf16:nn", "200x256x128:bf16:bias+gelu_tanh", "130x512x256:bf16:swiglu",
+                      "130x512x256:bf16:bias+swiglu_split", "100x384x256:bf16->f32:alpha=0.5+rowbias+residual+relu",
+                      "16x6144x4096:bf16", "77x1000x1008:e4m3->bf16", "256x512x1024:e4m3->bf16:scale=tensor",
+                      "130x384x512:e4m3->bf16:scale=rowcol+bias+relu", "64x128x256:e5m2->f16",
+                      "130x384x512:e4m3xe5m2->bf16:scale=rowcol+bias", "77x128x256:e5m2xe4m3->f16"));
 
 namespace {
 void write_device(const std::string& path, const void* dev, size_t bytes) {

@@ -52,6 +52,7 @@ TEST(TritonSpace, Fp8SearchesInductorsScaledLists) {
 TEST(TritonSpace, DeclinesWhatTheTemplatesLack) {
   EXPECT_NE(triton_backend::unsupported_reason(GemmProblem::parse("64x64x64x2:bf16")), "");
   EXPECT_EQ(triton_backend::unsupported_reason(GemmProblem::parse("64x64x64:e4m3->bf16:scale=rowcol")), "");
+  EXPECT_EQ(triton_backend::unsupported_reason(GemmProblem::parse("64x64x64:e4m3xe5m2->bf16:scale=rowcol")), "");
   EXPECT_NE(triton_backend::unsupported_reason(GemmProblem::parse("64x64x72:e4m3->bf16")), "");
   EXPECT_NE(triton_backend::unsupported_reason(GemmProblem::parse("64x64x64:e4m3->bf16:swiglu")), "");
   TritonConfig tma{"mm_persistent_tma", 128, 128, 64, 3, 8, 8, 132};
@@ -67,8 +68,8 @@ TEST(TritonCompile, TemplatesCompileToSm90Cubins) {
   DeviceInfo d = DeviceInfo::assumed_hopper();
   for (const char* spec :
        {"1000x1000x1000:bf16:bias+gelu_tanh", "77x512x64:f16->f32:nn:residual", "64x256x128:bf16:swiglu_split",
-        "256x512x1024:e4m3->bf16:scale=tensor", "130x384x512:e4m3->bf16:scale=rowcol+bias+relu",
-        "64x128x256:e5m2->f16"}) {
+        "256x512x1024:e4m3->bf16:scale=tensor", "130x384x512:e4m3->bf16:scale=rowcol+bias+relu", "64x128x256:e5m2->f16",
+        "256x512x1024:e4m3xe5m2->bf16:scale=rowcol", "64x128x256:e5m2xe4m3->f16"}) {
     GemmProblem p = GemmProblem::parse(spec);
     auto cands = triton->candidates(p, d, {.level = Search::fast});
     ASSERT_FALSE(cands.empty()) << spec;

@@ -84,7 +84,6 @@ std::string unsupported_reason(const GemmProblem& p) {
   if (p.a == DType::f32) return "f32 inputs are not in the Triton templates";
   if (p.batch != 1) return "batched GEMMs are not in the Triton templates";
   if (is_fp8(p.a)) {
-    if (p.b != p.a) return "the Triton templates take one fp8 dtype for A and B";
     if (is_fp8(p.out)) return "fp8 outputs are not in the Triton templates";
     if (p.k % 16 != 0) return "fp8 needs K a multiple of 16 (16-byte rows)";
     if (p.epilogue.gate != GateKind::none) return "fp8 with SwiGLU is not in the Triton templates";
@@ -189,8 +188,11 @@ nlohmann::json compile_request(const TritonConfig& c, const GemmProblem& p) {
   const int64_t sizes[] = {p.m, p.n, p.k, p.out_cols()};
   for (int i = 0; i < 4; ++i)
     if (sizes[i] % 16 == 0) divisible.push_back(5 + i);
-  return {{"op", "compile"},  {"template", c.tmpl},   {"dtype", to_string(p.a)}, {"out", to_string(p.out)},
-          {"constexprs", ce}, {"num_warps", c.warps}, {"num_stages", c.stages},  {"divisible", divisible}};
+  nlohmann::json req = {{"op", "compile"},         {"template", c.tmpl},    {"dtype", to_string(p.a)},
+                        {"out", to_string(p.out)}, {"constexprs", ce},      {"num_warps", c.warps},
+                        {"num_stages", c.stages},  {"divisible", divisible}};
+  if (p.b != p.a) req["dtype_b"] = to_string(p.b);  // only then: the one-dtype kernels keep their cache keys
+  return req;
 }
 
 }  // namespace gf::triton_backend
