@@ -1,6 +1,7 @@
 #include "cli/common.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,9 +28,9 @@ void ProblemArgs::add_to(CLI::App& app, bool with_ops) {
                  "a file of problem keys, one a line, GEMMs and row ops (what GEMMFORGE_RECORD=FILE writes: the "
                  "problems a runtime served untuned)")
       ->check(CLI::ExistingFile);
-  std::string shipped;
-  for (const auto& name : builtin_models()) shipped += (shipped.empty() ? "" : ", ") + name;
-  app.add_option("-m,--model", model, fmt::format("a shipped model ({}; default llama3-8b) or a config.json", shipped));
+  app.add_option(
+      "-m,--model", model,
+      fmt::format("a shipped model ({}; default llama3-8b) or a config.json", fmt::join(builtin_models(), ", ")));
   app.add_option("--hf-config", hf_config, "a Hugging Face config.json of any decoder model");
   app.add_option("-t,--tokens", tokens, "token counts M, comma separated")->capture_default_str();
   app.add_option("--dtype", dtype, "input dtype of the model GEMMs")->capture_default_str();
