@@ -50,7 +50,6 @@ CONSUMER_REGISTERS = 232
 # while its stages multiply, and the one-CTA-a-tile kernel before its main loop, so the epilogue
 # finds C in shared memory instead of waiting on each piece's loads from global memory.
 C_STAGES = 4
-LEAN_STAGES = 2  # D's and C's buffers each, where C_STAGES and D's would cost the ring a stage
 
 
 @dataclass(frozen=True)
@@ -227,22 +226,12 @@ class Sm90Gemm:
         self.pieces = t.tile_m // self.epi_tile[0] * self.pieces_n
         self.piece_bytes = self.epi_tile[0] * self.epi_tile[1] * self.d_type.width // 8
         self.c_stages = min(C_STAGES, self.pieces) if self.epi.residual else 0
-        stage_bytes = (t.tile_m * self.a_type.width + t.tile_n * self.b_type.width) * tile_k // 8
         # The plain schedule's epilogue reuses the ring; the persistent one's has its own buffers,
         # since the producer is already filling the ring with the next tile. C's are always its own.
-        def stages_beside(epi_stages, c_stages):
-            epi_bytes = self.groups * (epi_stages if t.persistent else 0) * self.piece_bytes
-            return (SMEM_BYTES - BARRIER_BYTES - epi_bytes - self.groups * c_stages * self.piece_bytes) // stage_bytes
-        # Where C's buffers would cost the ring a stage of the plain kernel's, D and C take two
-        # each instead and C's later pieces are prefetched into L2 (prefetch_c): with a stage fewer the
-        # tensor cores waited on A and B (128 x 256 at 4096^3 bf16: the consumers' wait for a
-        # stage grew from 6% to 38% of the warp samples).
-        if cutlass.const_expr(self.epi.residual and t.persistent and not t.stages and
-                              stages_beside(self.epi_stages, self.c_stages) < stages_beside(self.epi_stages, 0)):
-            self.epi_stages = self.c_stages = LEAN_STAGES
         epi_bytes = self.groups * (self.epi_stages if t.persistent else 0) * self.piece_bytes
         c_bytes = self.groups * self.c_stages * self.piece_bytes
-        self.stages = t.stages or stages_beside(self.epi_stages, self.c_stages)
+        stage_bytes = (t.tile_m * self.a_type.width + t.tile_n * self.b_type.width) * tile_k // 8
+        self.stages = t.stages or (SMEM_BYTES - BARRIER_BYTES - epi_bytes - c_bytes) // stage_bytes
         if cutlass.const_expr(self.epi.residual):  # what the stages leave holds more of C's pieces
             spare = SMEM_BYTES - BARRIER_BYTES - epi_bytes - c_bytes - self.stages * stage_bytes
             self.c_stages = min(self.pieces, self.c_stages + max(spare, 0) // (self.groups * self.piece_bytes))
@@ -504,7 +493,6 @@ class Sm90Gemm:
             # finishes last (and runs the epilogue) is not known yet; loaded after the reduction, they
             # held the last slice up by a load's latency (+3.1% for o + residual at 16 tokens).
             if cutlass.const_expr(self.epi.residual):
-                self.prefetch_c(c_src, (bidx, bidy))
                 self.load_c(c_src, (bidx, bidy), 0, 0, 0, self.c_stages)
 
         read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
@@ -676,7 +664,6 @@ class Sm90Gemm:
                         work = tiles.get_current_work()
                         loaded = cutlass.Int32(0)  # the group's tiles
                         while work.is_valid_tile:
-                            self.prefetch_c(c_src, (work.tile_idx[0], work.tile_idx[1]))
                             self.load_c(c_src, (work.tile_idx[0], work.tile_idx[1]), group, loaded, 0, self.pieces)
                             loaded = loaded + 1
                             tiles.advance_to_next_work(advance_count=self.groups)
@@ -1016,34 +1003,20 @@ class Sm90Gemm:
         return pipeline.PipelineState(self.groups * self.c_stages, count, group * self.c_stages + count % self.c_stages,
                                       1 - phase if producer else phase)
 
-    def c_pieces(self, c_src, tile):
-        """C's buffers and tile (m, n)'s store pieces in global memory, as TMA partitions them."""
-        c_ring, tma_c, tc, sc = c_src
-        gc = cute.local_tile(tc, self.tile, (*tile, None), proj=(1, 1, None))
-        return cute.nvgpu.cpasync.tma_partition(tma_c, 0, cute.make_layout(1), cute.group_modes(sc, 0, 2),
-                                                cute.zipped_divide(gc, self.epi_tile))
-
     @cute.jit
     def load_c(self, c_src, tile, group, tiles_before, first: cutlass.Constexpr, count: cutlass.Constexpr):
         """C's store pieces first .. first + count - 1 of tile (m, n) into the group's buffers, by
         TMA: the group's ring holds piece p of its tiles_before-th tile as its
         (tiles_before * pieces + p)-th load. Issued by one warp."""
-        c_ring, tma_c = c_src[0], c_src[1]
-        c_s, c_g = self.c_pieces(c_src, tile)
+        c_ring, tma_c, tc, sc = c_src
+        gc = cute.local_tile(tc, self.tile, (*tile, None), proj=(1, 1, None))
+        c_s, c_g = cute.nvgpu.cpasync.tma_partition(tma_c, 0, cute.make_layout(1), cute.group_modes(sc, 0, 2),
+                                                    cute.zipped_divide(gc, self.epi_tile))
         for p in cutlass.range_constexpr(first, first + count):
             state = self.c_state(tiles_before * self.pieces + p, group, producer=True)
             c_ring.producer_acquire(state)
             cute.copy(tma_c, c_g[None, (p // self.pieces_n, p % self.pieces_n)], c_s[None, state.index],
                       tma_bar_ptr=c_ring.producer_get_barrier(state))
-
-    @cute.jit
-    def prefetch_c(self, c_src, tile):
-        """Tile (m, n)'s pieces of C past its buffers into L2: they load into a buffer only as the
-        epilogue frees one, and from L2 that wait is shorter than from DRAM. Issued by one warp."""
-        if cutlass.const_expr(self.pieces > self.c_stages):
-            c_s, c_g = self.c_pieces(c_src, tile)
-            for p in cutlass.range_constexpr(self.c_stages, self.pieces):
-                cute.prefetch(c_src[1], c_g[None, (p // self.pieces_n, p % self.pieces_n)])
 
     @cute.jit
     def store(self, acc: cute.Tensor, acc_u: cute.Tensor, sd: cute.Tensor, gd: cute.Tensor, tma_d: cute.CopyAtom,

@@ -40,17 +40,6 @@ struct TmaEpilogue : Traits<Cfg> {
                        u.n0 + box_group(box0 + box) * 8, u.m0 + part(consumer) * kWgRows, u.b);
   }
 
-  // During the main loop: C's first boxes into the staging buffer, the rest into L2. The staging
-  // holds kStoreBoxes of the tile's kOutBoxes; the later boxes load in the epilogue, where a load
-  // from DRAM, every SM reading its tile's C at once, is exposed, and one from L2 far less.
-  static __device__ __forceinline__ void prefetch_c(const GemmParams& p, const Unit& u, int consumer, u8* staging,
-                                                    u64* c_full) {
-    load_c(p, u, consumer, staging, c_full, 0);
-#pragma unroll
-    for (int box = kStoreBoxes; box < kOutBoxes; ++box)
-      ptx::tma_prefetch_l2(&p.c_tile, u.n0 + box_group(box) * 8, u.m0 + part(consumer) * kWgRows, u.b);
-  }
-
   // The bias, loaded ahead of the main loop: the rows' (Traits::load_row_bias), and the tile's
   // columns, which each warp holds in pairs, pair q = lane + 32j (columns 2q, 2q + 1; 0 past N) in
   // pairs[j], for the epilogue to shuffle each lane the pairs it adds. Loaded after the main loop

@@ -154,13 +154,12 @@ struct Gemm : Traits<Cfg> {
         if (kPingpong && kb + 1 == u.kb_end && local + 1 < local_units)
           ptx::named_barrier_arrive(kBarTurn + (1 - consumer), 256);
       };
-      // C's first boxes load a few k-blocks in, when the last tile's stores have read the staging
-      // (the rest into L2).
+      // C's first boxes load a few k-blocks in, when the last tile's stores have read the staging.
       const int c_kb = min(u.kb_begin + 2, u.kb_end - 1);
       auto prefetch_c = [&](int kb) {
         if (kPrefetchC && leader && kb == c_kb) {
           ptx::bulk_wait_read();
-          TmaEpilogue<Cfg>::prefetch_c(p, u, consumer, staging, &c_full[consumer]);
+          TmaEpilogue<Cfg>::load_c(p, u, consumer, staging, &c_full[consumer], 0);
         }
       };
       if constexpr (kPromoteAhead) {
