@@ -20,6 +20,21 @@ __device__ __forceinline__ void mbar_arrive(u64* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
 
+// +0.0f or -0.0f, read from the barrier (a test of phase 0's parity): placed after an arrival on
+// it, a value the compilers cannot see through and cannot read before the arrival. Added to what
+// the code after the arrival computes with, it schedules that work below the arrival; ptxas
+// otherwise places an arrival nothing depends on below whatever independent work follows it.
+__device__ __forceinline__ float mbar_zero_after(u64* bar) {
+  float zero;
+  asm volatile(
+      "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], 0;\n"
+      "selp.f32 %0, 0f00000000, 0f80000000, p;\n}"
+      : "=f"(zero)
+      : "r"(smem_addr(bar))
+      : "memory");
+  return zero;
+}
+
 // Arrives on the barrier at the same offset in the shared memory of CTA `cta` of the cluster.
 // Default (CTA-scope) release semantics: the stage's readers are wgmma, already waited for, so
 // nothing needs ordering at cluster scope; a .release.cluster arrive costs a cluster-wide fence

@@ -305,6 +305,16 @@ struct Gemm : Traits<Cfg> {
         }
         ptx::wgmma_wait<0>();
         if (prev >= 0 && leader) release(&empty[prev]);
+        // A ping-pong epilogue's transcendentals after the release: ptxas placed the release, on
+        // which nothing depends, below a GELU epilogue's first pieces (~440 instructions), and the
+        // producer, waiting for this stage, held up the other consumer's main loop.
+        if (kPingpong && (Cfg::kGate != GateKind::none || is_transcendental(Cfg::kAct)) && prev >= 0) {
+          const float zero = ptx::mbar_zero_after(&empty[prev]);
+#pragma unroll
+          for (int mm = 0; mm < kMmaM; ++mm)
+#pragma unroll
+            for (int i = 0; i < kAcc; ++i) acc[mm][i] += zero;
+        }
       }
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(acc[mm]);
