@@ -308,7 +308,7 @@ struct Gemm : Traits<Cfg> {
         // A ping-pong epilogue's transcendentals after the release: ptxas placed the release, on
         // which nothing depends, below a GELU epilogue's first pieces (~440 instructions), and the
         // producer, waiting for this stage, held up the other consumer's main loop.
-        if (kPingpong && (Cfg::kGate != GateKind::none || is_transcendental(Cfg::kAct)) && prev >= 0) {
+        if (kPingpong && T::kTranscendental && prev >= 0) {
           const float zero = ptx::mbar_zero_after(&empty[prev]);
 #pragma unroll
           for (int mm = 0; mm < kMmaM; ++mm)

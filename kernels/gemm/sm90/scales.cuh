@@ -130,9 +130,7 @@ struct Scales : Traits<Cfg> {
   // GELU a 256x96 tile spilled 16 bytes). At 128 tokens the 64-row ping-pong tiles' scale loads
   // after the main loop sat in the kernel's tail, under the GELU's.
   static constexpr bool kAhead =
-      kScale == ScaleKind::tensor ||
-      (kScale == ScaleKind::rowcol &&
-       (kMmaM * kAcc <= 64 || (Cfg::kGate == GateKind::none && !is_transcendental(Cfg::kAct))));
+      kScale == ScaleKind::tensor || (kScale == ScaleKind::rowcol && (kMmaM * kAcc <= 64 || !T::kTranscendental));
   struct Ahead {
     float tensor;
     float col[kAhead ? BN / 8 : 1][2];

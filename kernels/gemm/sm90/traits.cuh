@@ -77,6 +77,9 @@ struct Traits {
                     (kPromote && (128 % BN == 0 || BN == 192) && Cfg::kGate != GateKind::split),
                 "Block scales are applied per k-block on promotion, one or (192 wide) two B blocks per tile.");
 
+  // The epilogue computes a transcendental an element (SwiGLU's gate, GELU, SiLU).
+  static constexpr bool kTranscendental = Cfg::kGate != GateKind::none || is_transcendental(Cfg::kAct);
+
   // The TMA-store epilogue stages kStoreBoxes 64-column boxes of a consumer's rows of D at a time:
   // fewer than the tile's kOutBoxes leaves shared memory for a deeper pipeline.
   static constexpr int kOutN = Cfg::kGate == GateKind::none ? BN : BN / 2;  // D columns of a tile
