@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""bf16 -> e4m3 quantization with each scaling (per tensor, a given per-tensor scale, per row, 1x128
-groups, 128x128 blocks): gemmforge's op beside torch eager and torch.compile of the same
+"""bf16 -> e4m3 quantization with each scaling (per tensor, a given per-tensor scale, delayed scaling's
+cast by a given scale that also finds x's amax, per row, 1x128 groups, 128x128 blocks): gemmforge's op beside torch eager and torch.compile of the same
 computation, against a copy of the same bytes, in one run.
 
 Runs on the GPU machine (the package on PYTHONPATH):  python3 bench/quantize_vs_torch.py [--json out.json]
@@ -18,7 +18,8 @@ import gemmforge.torch  # noqa: F401  (registers torch.ops.gemmforge)
 from common import bench_us, graphed_us
 
 SHAPES = [(4096, 4096), (4096, 14336), (16384, 4096), (8192, 28672)]
-SCALINGS = ("tensor", "static", "row", "1x128", "128x128")  # static: a given per-tensor scale
+# static: a given per-tensor scale; delayed: the same cast, x's amax (the next step's scale) found on the way
+SCALINGS = ("tensor", "static", "delayed", "row", "1x128", "128x128")
 FP8 = torch.float8_e4m3fn
 FMAX = torch.finfo(FP8).max
 STATIC_SCALE = None  # set in main(): a calibrated scale, as serving stacks keep for activations
@@ -30,6 +31,8 @@ def torch_quantize(x, scaling):
     rows, cols = a.shape
     if scaling == "static":
         return (a / STATIC_SCALE).clamp(-FMAX, FMAX).to(FP8), STATIC_SCALE
+    if scaling == "delayed":
+        return (a / STATIC_SCALE).clamp(-FMAX, FMAX).to(FP8), a.abs().amax()
     if scaling == "tensor":
         amax = a.abs().amax()
         scale = torch.where(amax > 0, amax / FMAX, 1.0)
@@ -52,6 +55,14 @@ def torch_quantize(x, scaling):
 def gemmforge_static(x, scaling, fp8):
     """quantize_fp8_static in quantize_fp8's form: (q, scale)."""
     return torch.ops.gemmforge.quantize_fp8_static(x, STATIC_SCALE, fp8), STATIC_SCALE
+
+
+def gemmforge_delayed(x, scaling, fp8):
+    """quantize_fp8_delayed in quantize_fp8's form: (q, amax)."""
+    return torch.ops.gemmforge.quantize_fp8_delayed(x, STATIC_SCALE, fp8)
+
+
+OPS = {"static": gemmforge_static, "delayed": gemmforge_delayed}
 
 
 def copy_tbps():
@@ -81,7 +92,7 @@ def main():
     for r, c in SHAPES:
         x = torch.randn(r, c, device="cuda", dtype=torch.bfloat16)
         for scaling in scalings:
-            op = gemmforge_static if scaling == "static" else torch.ops.gemmforge.quantize_fp8
+            op = OPS.get(scaling, torch.ops.gemmforge.quantize_fp8)
             q, s = op(x, scaling, FP8)
             want_q, _ = torch_quantize(x, scaling)
             agree = (q.float() == want_q.float()).float().mean().item()

@@ -6,7 +6,8 @@
 // loaded before its max is taken (they are in flight together) and stay in registers until they
 // are cast, so x is read once. A per-tensor scale needs the whole tensor's amax before the first
 // element is cast: x is read twice, the second pass backwards so that it starts on what the
-// first left in L2; a static scale (given: calibrated, or an earlier step's) is the cast alone.
+// first left in L2; a static scale (given: calibrated, or an earlier step's) is the cast alone,
+// and delayed scaling's is that cast taking x's amax on the way (for the next step's scale).
 // Rows whose elements are not in aligned vectors take the same kernels with element loads:
 // correct, not fast.
 #include <cuda_bf16.h>
@@ -238,10 +239,13 @@ __global__ void __launch_bounds__(kThreads) amax_kernel(const T* x, int64_t coun
 }
 
 // The cast by *scale, over the chunks last to first: the amax pass's last chunks are still in L2.
-template <bool kVec, class T, class Q>
-__global__ void __launch_bounds__(kThreads) tensor_kernel(const T* x, Q* q, int64_t count, const float* scale) {
+// kAmax: the chunks' amax into *amax too (zeroed first; float bits, as amax_kernel's).
+template <bool kVec, bool kAmax, class T, class Q>
+__global__ void __launch_bounds__(kThreads)
+    tensor_kernel(const T* x, Q* q, int64_t count, const float* scale, unsigned* amax) {
   const float inv = 1.0f / *scale;
   const int64_t chunks = ceil_div(count, kTensorChunk<T>);
+  float m = 0.0f;
   for (int64_t k = blockIdx.x; k < chunks; k += gridDim.x) {
     const int64_t chunk = (chunks - 1 - k) * kTensorChunk<T>;
     Raw v[kTensorPer];
@@ -249,8 +253,14 @@ __global__ void __launch_bounds__(kThreads) tensor_kernel(const T* x, Q* q, int6
     for (int i = 0; i < kTensorPer; ++i)
       v[i] = load<kVec>(x, chunk + (i * kThreads + threadIdx.x) * kVecElems<T>, count);
 #pragma unroll
-    for (int i = 0; i < kTensorPer; ++i)
+    for (int i = 0; i < kTensorPer; ++i) {
+      if constexpr (kAmax) m = fmaxf(m, amax_of<T>(v[i]));
       store<kVec, T>(q, chunk + (i * kThreads + threadIdx.x) * kVecElems<T>, count, v[i], inv);
+    }
+  }
+  if constexpr (kAmax) {
+    m = block_max(m);
+    if (threadIdx.x == 0) atomicMax(amax, __float_as_uint(m));
   }
 }
 
@@ -313,7 +323,8 @@ void quantize(const T* x, Q* q, float* scale, int64_t rows, int64_t cols, QuantS
           <<<grid_for(ceil_div(rows, 128) * ceil_div(cols, 128)), kThreads, 0, s>>>(x, q, scale, rows, cols);
       return;
     case QuantScaling::tensor:
-    case QuantScaling::tensor_static: {
+    case QuantScaling::tensor_static:
+    case QuantScaling::tensor_delayed: {
       const int64_t count = rows * cols;
       const unsigned grid = grid_for(ceil_div(count, kTensorChunk<T>));
       if (scaling == QuantScaling::tensor) {
@@ -322,7 +333,13 @@ void quantize(const T* x, Q* q, float* scale, int64_t rows, int64_t cols, QuantS
         amax_kernel<kVec, T><<<grid, kThreads, 0, s>>>(x, count, amax);
         finish_scale_kernel<Q><<<1, 1, 0, s>>>(scale);
       }
-      tensor_kernel<kVec, T, Q><<<grid, kThreads, 0, s>>>(x, q, count, scale);
+      if (scaling == QuantScaling::tensor_delayed) {
+        auto amax = reinterpret_cast<unsigned*>(scale + 1);
+        GF_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof *amax, s));
+        tensor_kernel<kVec, true, T, Q><<<grid, kThreads, 0, s>>>(x, q, count, scale, amax);
+      } else {
+        tensor_kernel<kVec, false, T, Q><<<grid, kThreads, 0, s>>>(x, q, count, scale, nullptr);
+      }
       return;
     }
   }
@@ -359,13 +376,18 @@ QuantScaling parse_quant_scaling(std::string_view s) {
   if (s == "1x128") return QuantScaling::group1x128;
   if (s == "128x128") return QuantScaling::block128x128;
   if (s == "static") return QuantScaling::tensor_static;
-  GF_FAIL("quantize: unknown scaling '{}' (tensor, row, 1x128, 128x128, static)", s);
+  if (s == "delayed") return QuantScaling::tensor_delayed;
+  GF_FAIL("quantize: unknown scaling '{}' (tensor, row, 1x128, 128x128, static, delayed)", s);
 }
 
 void quantize_fp8(const void* x, void* q, float* scales, int64_t rows, int64_t cols, QuantScaling scaling, DType in,
                   DType out, cudaStream_t s) {
   GF_CHECK(rows >= 0 && cols >= 0, "quantize: rows and cols must be >= 0, got {} x {}", rows, cols);
-  if (rows == 0 || cols == 0) return;
+  if (rows == 0 || cols == 0) {  // no element: delayed scaling's amax is 0
+    if (scaling == QuantScaling::tensor_delayed && scales)
+      GF_CUDA_CHECK(cudaMemsetAsync(scales + 1, 0, sizeof(float), s));
+    return;
+  }
   GF_CHECK(x && q && scales, "quantize: null pointer");
   switch (in) {
     case DType::f32:

@@ -100,8 +100,9 @@ def test_opcheck():
     qw, sw = torch.ops.gemmforge.quantize_fp8(w, "row")
     cases.append((torch.ops.gemmforge.scaled_mm.default, (qx, qw.t(), sx, sw.t(), None, BF16)))
     cases.append((torch.ops.gemmforge.quantize_fp8_static.default, (x, sx[0, 0].clone(), torch.float8_e4m3fn)))
+    cases.append((torch.ops.gemmforge.quantize_fp8_delayed.default, (x, sx[0, 0].clone(), torch.float8_e4m3fn)))
     fp8_ops = (torch.ops.gemmforge.quantize_fp8.default, torch.ops.gemmforge.scaled_mm.default,
-               torch.ops.gemmforge.quantize_fp8_static.default)
+               torch.ops.gemmforge.quantize_fp8_static.default, torch.ops.gemmforge.quantize_fp8_delayed.default)
     for op, args in cases:
         # The fake kernels, the schema and the registrations, not gradients (checked above).
         # torch's schema check compares tensors with arithmetic fp8 lacks ("mul_cuda" not
@@ -271,6 +272,23 @@ def test_quantize_fp8_static_matches_the_dynamic_cast(fp8, cols):
     assert torch.equal(small, want)
 
 
+# Delayed scaling: the static cast by the scale given, and x's amax from the same pass (exact: a
+# max of the inputs), whose scale the dynamic op would have used; an empty x has amax 0.
+@pytest.mark.parametrize("fp8", [torch.float8_e4m3fn, torch.float8_e5m2])
+@pytest.mark.parametrize("shape", [(300, 1001), (1000, 4096), (3, 7)])
+def test_quantize_fp8_delayed_casts_by_the_given_scale_and_finds_the_amax(fp8, shape):
+    x = rand(*shape) * 3
+    x[shape[0] // 2, shape[1] - 1] = -100.0  # the amax, negative, in the last vector of a row
+    earlier = torch.tensor(0.02, device="cuda")
+    q, amax = torch.ops.gemmforge.quantize_fp8_delayed(x, earlier, fp8)
+    assert torch.equal(q.float(), torch.ops.gemmforge.quantize_fp8_static(x, earlier, fp8).float())
+    assert amax.item() == x.float().abs().max().item() == 100.0
+    _, dynamic = torch.ops.gemmforge.quantize_fp8(x, "tensor", fp8)
+    assert torch.equal(amax / torch.finfo(fp8).max, dynamic)
+    q0, amax0 = torch.ops.gemmforge.quantize_fp8_delayed(x[:0], earlier, fp8)
+    assert q0.shape == (0, shape[1]) and amax0.item() == 0.0
+
+
 # x (activations) and w (a weight) quantized, then multiplied by scaled_mm, against the bf16
 # product: rowwise scales; gradients in e5m2 by weights in e4m3 (a backward pass's dX); and
 # DeepSeek-V3's recipe, activations in 1x128 groups and the weight in 128x128 blocks at K = 4096,
@@ -318,3 +336,5 @@ def test_scaled_mm_bad_scales_are_one_line_errors():
         torch.ops.gemmforge.scaled_mm(x, w.t(), sx, sw.t(), None, BF16)
     with pytest.raises(gemmforge.Error, match="one float32"):
         torch.ops.gemmforge.quantize_fp8_static(x, sx)
+    with pytest.raises(gemmforge.Error, match="one float32"):
+        torch.ops.gemmforge.quantize_fp8_delayed(x, sx)

@@ -86,7 +86,7 @@ def test_tune_without_gpu_is_a_clear_error():
 
 def test_ops_are_registered():
     for name in ("linear", "mm", "rms_norm", "fused_add_rms_norm", "layer_norm", "softmax", "swiglu", "gelu",
-                 "scaled_mm", "quantize_fp8", "quantize_fp8_static"):
+                 "scaled_mm", "quantize_fp8", "quantize_fp8_static", "quantize_fp8_delayed"):
         assert hasattr(torch.ops.gemmforge, name), name
 
 
@@ -122,6 +122,8 @@ def test_fake_kernels():
         assert torch.ops.gemmforge.quantize_fp8(x, "128x128")[1].shape == (2, -(-x.shape[-1] // 128))
         qs = torch.ops.gemmforge.quantize_fp8_static(x, one, torch.float8_e5m2)
         assert qs.shape == x.shape and qs.dtype == torch.float8_e5m2
+        qd, amax = torch.ops.gemmforge.quantize_fp8_delayed(x, one)
+        assert qd.shape == x.shape and qd.dtype == torch.float8_e4m3fn and amax.shape == ()
 
 
 class TinyMLP(nn.Module):

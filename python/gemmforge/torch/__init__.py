@@ -1,7 +1,8 @@
 """gemmforge for PyTorch: custom ops torch.compile keeps, and optimize(model).
 
 Importing this module registers torch.ops.gemmforge.{linear, mm, rms_norm, fused_add_rms_norm,
-layer_norm, softmax, swiglu, gelu, scaled_mm, quantize_fp8, quantize_fp8_static}. Tensors cross as data pointers on
+layer_norm, softmax, swiglu, gelu, scaled_mm, quantize_fp8, quantize_fp8_static,
+quantize_fp8_delayed}. Tensors cross as data pointers on
 torch's current stream, so the package depends on no torch C++ ABI. gemmforge.torch.inductor is the
 other route into torch.compile (see its doc).
 """
@@ -13,6 +14,7 @@ from ._ops import (  # noqa: F401
     linear,
     mm,
     quantize_fp8,
+    quantize_fp8_delayed,
     quantize_fp8_static,
     prepare,
     reset,

@@ -434,6 +434,36 @@ def _(x, scale, dtype=torch.float8_e4m3fn):
     return x.new_empty(x.shape, dtype=dtype)
 
 
+def _quantize_fp8_delayed(x: Tensor, scale: Tensor,
+                          dtype: torch.dtype = torch.float8_e4m3fn) -> tuple[Tensor, Tensor]:
+    """(q, amax): delayed scaling's step, q = saturate(x / scale) by the scale an earlier step
+    gave (one float, positive and finite) and x's amax (shape ()) from the same pass, whence the
+    next step's scale (amax / the fp8 type's largest value, or a history's max of them). One pass
+    over x, as quantize_fp8_static; quantize_fp8's "tensor" reads x twice."""
+    device, dt, rows, cols = _quantize_args("quantize_fp8_delayed", x, dtype, ("scale", scale))
+    _check(scale.dtype == torch.float32 and scale.numel() == 1,
+           lambda: f"gemmforge.quantize_fp8_delayed: scale must be one float32, not {scale.dtype} "
+                   f"of shape {tuple(scale.shape)}")
+    q = torch.empty(x.shape, dtype=dtype, device=device)
+    # The kernel reads the scale from the first float and writes the amax into the second.
+    scale_amax = torch.zeros(2, dtype=torch.float32, device=device)
+    if x.numel():
+        scale_amax[:1].copy_(scale.reshape(1))
+        x = x.contiguous()
+        _C.quantize_fp8(x.data_ptr(), q.data_ptr(), scale_amax.data_ptr(), rows, cols, "delayed", dt, _FP8[dtype],
+                        _stream(device))
+    return q, scale_amax[1]
+
+
+quantize_fp8_delayed = torch.library.custom_op("gemmforge::quantize_fp8_delayed", _quantize_fp8_delayed,
+                                               mutates_args=())
+
+
+@quantize_fp8_delayed.register_fake
+def _(x, scale, dtype=torch.float8_e4m3fn):
+    return x.new_empty(x.shape, dtype=dtype), x.new_empty((), dtype=torch.float32)
+
+
 # ---- row ops -----------------------------------------------------------------------------------
 
 
