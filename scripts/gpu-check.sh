@@ -247,10 +247,10 @@ if [ "$what" = python ]; then
     timeout "${T_LAYER:-330}" python3 -m examples.bench_decoder_layer --tokens "${LAYER_TOKENS:-128,4096}" \
     --json "$out/decoder-layer.json" > "$out/decoder-layer.txt" 2>&1 || status=1
   tail -20 "$out/decoder-layer.txt"
-  step "fp8 quantization (tensor, row, 1x128, 128x128) beside torch"
+  step "fp8 quantization (tensor, static, delayed, row, 1x128, 128x128) beside torch"
   timeout "${T_QUANT:-150}" python3 bench/quantize_vs_torch.py --json "$out/quantize.json" > "$out/quantize.txt" 2>&1 \
     || status=1
-  tail -18 "$out/quantize.txt"
+  tail -27 "$out/quantize.txt"
   step "fp8 GEMMs (tensor, rowwise, block scales) beside torch._scaled_mm, fast accumulation off and on"
   timeout "${T_SCALED_MM:-400}" python3 bench/scaled_mm_vs_torch.py --tokens "${SCALED_MM_TOKENS:-16,128,4096}" \
     --json "$out/scaled-mm.json" > "$out/scaled-mm.txt" 2>&1 || status=1
