@@ -42,20 +42,23 @@ void gelu(const void* x, void* out, int64_t count, DType t, bool tanh_approx, cu
 //   block128x128: one per 128x128 block, weights for block128: ceil(rows/128) x ceil(cols/128)
 //     row-major;
 //   tensor_static: one float, given and only read (a calibrated scale, or delayed scaling's from an
-//     earlier step; positive and finite): the cast alone, one pass over x;
-//   tensor_delayed: two floats, the scale given (read, as tensor_static) and x's amax (written:
-//     the next step's scale is amax / the fp8 type's largest value): delayed scaling in one pass,
-//     where tensor must read x twice (its scale is needed before the first element is cast).
-enum class QuantScaling { tensor, row, group1x128, block128x128, tensor_static, tensor_delayed };
-// Parses "tensor", "row", "1x128", "128x128", "static", "delayed". Throws gf::Error.
+//     earlier step; positive and finite): the cast alone, one pass over x.
+enum class QuantScaling { tensor, row, group1x128, block128x128, tensor_static };
+// Parses "tensor", "row", "1x128", "128x128", "static". Throws gf::Error.
 QuantScaling parse_quant_scaling(std::string_view s);
 
 // x (rows x cols of dtype in, row-major) to fp8 (out: e4m3 or e5m2): q = saturate(x / scale) with
 // scale = amax of the group / the fp8 type's largest value (1 where amax is 0), so q * scale is x
-// again (tensor_static, tensor_delayed: the scale given). One pass over x for the grouped scalings
-// (a group's second read hits the cache), tensor_static and tensor_delayed; two for tensor.
+// again (tensor_static: the scale given). One pass over x for the grouped scalings (a group's
+// second read hits the cache) and tensor_static; two for tensor.
 void quantize_fp8(const void* x, void* q, float* scales, int64_t rows, int64_t cols, QuantScaling scaling, DType in,
                   DType out, cudaStream_t stream = nullptr);
+// Delayed scaling's step: q = saturate(x / *scale) by a per-tensor scale given (an earlier step's;
+// positive and finite), and x's amax (max |x|, NaN left out; 0 for an empty x) into *amax in the
+// same pass, whence the next step's scale (amax / the fp8 type's largest value). One pass over x,
+// where QuantScaling::tensor must read x twice: its scale is needed before the first element is cast.
+void quantize_fp8_delayed(const void* x, void* q, const float* scale, float* amax, int64_t rows, int64_t cols, DType in,
+                          DType out, cudaStream_t stream = nullptr);
 }  // namespace ops
 
 }  // namespace gf

@@ -122,6 +122,16 @@ void bind_runtime(nb::module_& m) {
       nb::arg("x"), nb::arg("q"), nb::arg("scales"), nb::arg("rows"), nb::arg("cols"), nb::arg("scaling"),
       nb::arg("dtype"), nb::arg("out_dtype"), nb::arg("stream") = 0, Release(),
       "q = saturate(x / scale), scale = amax / fp8 max, per group: tensor, row, 1x128 or 128x128");
+  m.def(
+      "quantize_fp8_delayed",
+      [](uintptr_t x, uintptr_t q, uintptr_t scale, uintptr_t amax, int64_t rows, int64_t cols, const std::string& in,
+         const std::string& out, uintptr_t stream) {
+        ops::quantize_fp8_delayed(ptr(x), ptr(q), ptr<float>(scale), ptr<float>(amax), rows, cols, dtype_of(in),
+                                  dtype_of(out), stream_of(stream));
+      },
+      nb::arg("x"), nb::arg("q"), nb::arg("scale"), nb::arg("amax"), nb::arg("rows"), nb::arg("cols"), nb::arg("dtype"),
+      nb::arg("out_dtype"), nb::arg("stream") = 0, Release(),
+      "q = saturate(x / scale) by the scale given, and x's amax into amax in the same pass");
 }
 
 }  // namespace gf::python

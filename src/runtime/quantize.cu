@@ -312,7 +312,8 @@ void launch_segments(const T* x, Q* q, float* scales, int64_t rows, int64_t cols
 }
 
 template <bool kVec, class T, class Q>
-void quantize(const T* x, Q* q, float* scale, int64_t rows, int64_t cols, QuantScaling scaling, cudaStream_t s) {
+void quantize(const T* x, Q* q, float* scale, float* amax, int64_t rows, int64_t cols, QuantScaling scaling,
+              cudaStream_t s) {
   switch (scaling) {
     case QuantScaling::row:
       return launch_segments<kVec>(x, q, scale, rows, cols, cols, s);
@@ -323,20 +324,19 @@ void quantize(const T* x, Q* q, float* scale, int64_t rows, int64_t cols, QuantS
           <<<grid_for(ceil_div(rows, 128) * ceil_div(cols, 128)), kThreads, 0, s>>>(x, q, scale, rows, cols);
       return;
     case QuantScaling::tensor:
-    case QuantScaling::tensor_static:
-    case QuantScaling::tensor_delayed: {
+    case QuantScaling::tensor_static: {
       const int64_t count = rows * cols;
       const unsigned grid = grid_for(ceil_div(count, kTensorChunk<T>));
       if (scaling == QuantScaling::tensor) {
-        auto amax = reinterpret_cast<unsigned*>(scale);
-        GF_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof *amax, s));
-        amax_kernel<kVec, T><<<grid, kThreads, 0, s>>>(x, count, amax);
+        auto bits = reinterpret_cast<unsigned*>(scale);
+        GF_CUDA_CHECK(cudaMemsetAsync(bits, 0, sizeof *bits, s));
+        amax_kernel<kVec, T><<<grid, kThreads, 0, s>>>(x, count, bits);
         finish_scale_kernel<Q><<<1, 1, 0, s>>>(scale);
       }
-      if (scaling == QuantScaling::tensor_delayed) {
-        auto amax = reinterpret_cast<unsigned*>(scale + 1);
-        GF_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof *amax, s));
-        tensor_kernel<kVec, true, T, Q><<<grid, kThreads, 0, s>>>(x, q, count, scale, amax);
+      if (amax) {  // delayed scaling: the cast takes x's amax on the way
+        auto bits = reinterpret_cast<unsigned*>(amax);
+        GF_CUDA_CHECK(cudaMemsetAsync(bits, 0, sizeof *bits, s));
+        tensor_kernel<kVec, true, T, Q><<<grid, kThreads, 0, s>>>(x, q, count, scale, bits);
       } else {
         tensor_kernel<kVec, false, T, Q><<<grid, kThreads, 0, s>>>(x, q, count, scale, nullptr);
       }
@@ -346,7 +346,7 @@ void quantize(const T* x, Q* q, float* scale, int64_t rows, int64_t cols, QuantS
 }
 
 template <class T, class Q>
-void quantize_as(const void* x, void* q, float* scale, int64_t rows, int64_t cols, QuantScaling scaling,
+void quantize_as(const void* x, void* q, float* scale, float* amax, int64_t rows, int64_t cols, QuantScaling scaling,
                  cudaStream_t s) {
   auto X = static_cast<const T*>(x);
   auto Qp = static_cast<Q*>(q);
@@ -354,18 +354,39 @@ void quantize_as(const void* x, void* q, float* scale, int64_t rows, int64_t col
   // a vector.
   constexpr int N = kVecElems<T>;
   if (cols % N == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(q) % N == 0)
-    quantize<true>(X, Qp, scale, rows, cols, scaling, s);
+    quantize<true>(X, Qp, scale, amax, rows, cols, scaling, s);
   else
-    quantize<false>(X, Qp, scale, rows, cols, scaling, s);
+    quantize<false>(X, Qp, scale, amax, rows, cols, scaling, s);
   GF_CUDA_CHECK(cudaGetLastError());
 }
 
 template <class T>
-void quantize_to(const void* x, void* q, float* scale, int64_t rows, int64_t cols, QuantScaling scaling, DType out,
-                 cudaStream_t s) {
-  if (out == DType::e4m3) return quantize_as<T, __nv_fp8_e4m3>(x, q, scale, rows, cols, scaling, s);
-  if (out == DType::e5m2) return quantize_as<T, __nv_fp8_e5m2>(x, q, scale, rows, cols, scaling, s);
+void quantize_to(const void* x, void* q, float* scale, float* amax, int64_t rows, int64_t cols, QuantScaling scaling,
+                 DType out, cudaStream_t s) {
+  if (out == DType::e4m3) return quantize_as<T, __nv_fp8_e4m3>(x, q, scale, amax, rows, cols, scaling, s);
+  if (out == DType::e5m2) return quantize_as<T, __nv_fp8_e5m2>(x, q, scale, amax, rows, cols, scaling, s);
   GF_FAIL("quantize: the output must be e4m3 or e5m2, not {}", to_string(out));
+}
+
+// The checks and the input type's dispatch of both entries; amax: delayed scaling's, or null.
+void quantize_any(const void* x, void* q, float* scale, float* amax, int64_t rows, int64_t cols, QuantScaling scaling,
+                  DType in, DType out, cudaStream_t s) {
+  GF_CHECK(rows >= 0 && cols >= 0, "quantize: rows and cols must be >= 0, got {} x {}", rows, cols);
+  if (rows == 0 || cols == 0) {  // no element: delayed scaling's amax is 0
+    if (amax) GF_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof *amax, s));
+    return;
+  }
+  GF_CHECK(x && q && scale, "quantize: null pointer");
+  switch (in) {
+    case DType::f32:
+      return quantize_to<float>(x, q, scale, amax, rows, cols, scaling, out, s);
+    case DType::f16:
+      return quantize_to<__half>(x, q, scale, amax, rows, cols, scaling, out, s);
+    case DType::bf16:
+      return quantize_to<__nv_bfloat16>(x, q, scale, amax, rows, cols, scaling, out, s);
+    default:
+      GF_FAIL("quantize: the input must be bf16, f16 or f32, not {}", to_string(in));
+  }
 }
 
 }  // namespace
@@ -376,29 +397,19 @@ QuantScaling parse_quant_scaling(std::string_view s) {
   if (s == "1x128") return QuantScaling::group1x128;
   if (s == "128x128") return QuantScaling::block128x128;
   if (s == "static") return QuantScaling::tensor_static;
-  if (s == "delayed") return QuantScaling::tensor_delayed;
-  GF_FAIL("quantize: unknown scaling '{}' (tensor, row, 1x128, 128x128, static, delayed)", s);
+  GF_FAIL("quantize: unknown scaling '{}' (tensor, row, 1x128, 128x128, static)", s);
 }
 
 void quantize_fp8(const void* x, void* q, float* scales, int64_t rows, int64_t cols, QuantScaling scaling, DType in,
                   DType out, cudaStream_t s) {
-  GF_CHECK(rows >= 0 && cols >= 0, "quantize: rows and cols must be >= 0, got {} x {}", rows, cols);
-  if (rows == 0 || cols == 0) {  // no element: delayed scaling's amax is 0
-    if (scaling == QuantScaling::tensor_delayed && scales)
-      GF_CUDA_CHECK(cudaMemsetAsync(scales + 1, 0, sizeof(float), s));
-    return;
-  }
-  GF_CHECK(x && q && scales, "quantize: null pointer");
-  switch (in) {
-    case DType::f32:
-      return quantize_to<float>(x, q, scales, rows, cols, scaling, out, s);
-    case DType::f16:
-      return quantize_to<__half>(x, q, scales, rows, cols, scaling, out, s);
-    case DType::bf16:
-      return quantize_to<__nv_bfloat16>(x, q, scales, rows, cols, scaling, out, s);
-    default:
-      GF_FAIL("quantize: the input must be bf16, f16 or f32, not {}", to_string(in));
-  }
+  quantize_any(x, q, scales, nullptr, rows, cols, scaling, in, out, s);
+}
+
+void quantize_fp8_delayed(const void* x, void* q, const float* scale, float* amax, int64_t rows, int64_t cols, DType in,
+                          DType out, cudaStream_t s) {
+  GF_CHECK(amax, "quantize: null pointer");
+  // The static cast only reads its scale.
+  quantize_any(x, q, const_cast<float*>(scale), amax, rows, cols, QuantScaling::tensor_static, in, out, s);
 }
 
 }  // namespace gf::ops

@@ -445,14 +445,11 @@ def _quantize_fp8_delayed(x: Tensor, scale: Tensor,
            lambda: f"gemmforge.quantize_fp8_delayed: scale must be one float32, not {scale.dtype} "
                    f"of shape {tuple(scale.shape)}")
     q = torch.empty(x.shape, dtype=dtype, device=device)
-    # The kernel reads the scale from the first float and writes the amax into the second.
-    scale_amax = torch.zeros(2, dtype=torch.float32, device=device)
-    if x.numel():
-        scale_amax[:1].copy_(scale.reshape(1))
-        x = x.contiguous()
-        _C.quantize_fp8(x.data_ptr(), q.data_ptr(), scale_amax.data_ptr(), rows, cols, "delayed", dt, _FP8[dtype],
-                        _stream(device))
-    return q, scale_amax[1]
+    amax = torch.empty((), dtype=torch.float32, device=device)  # the op writes it, 0 for an empty x
+    x, scale = x.contiguous(), scale.contiguous()
+    _C.quantize_fp8_delayed(x.data_ptr(), q.data_ptr(), scale.data_ptr(), amax.data_ptr(), rows, cols, dt, _FP8[dtype],
+                            _stream(device))
+    return q, amax
 
 
 quantize_fp8_delayed = torch.library.custom_op("gemmforge::quantize_fp8_delayed", _quantize_fp8_delayed,
