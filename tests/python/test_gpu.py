@@ -284,7 +284,8 @@ def test_quantize_fp8_delayed_casts_by_the_given_scale_and_finds_the_amax(fp8, s
     assert torch.equal(q.float(), torch.ops.gemmforge.quantize_fp8_static(x, earlier, fp8).float())
     assert amax.item() == x.float().abs().max().item() == 100.0
     _, dynamic = torch.ops.gemmforge.quantize_fp8(x, "tensor", fp8)
-    assert torch.equal(amax / torch.finfo(fp8).max, dynamic)
+    # The dynamic op divides approximately (within an ulp: 100 / 448 came out 1 ulp off on an H100).
+    torch.testing.assert_close(amax / torch.finfo(fp8).max, dynamic, rtol=2.5e-7, atol=0)
     q0, amax0 = torch.ops.gemmforge.quantize_fp8_delayed(x[:0], earlier, fp8)
     assert q0.shape == (0, shape[1]) and amax0.item() == 0.0
 
