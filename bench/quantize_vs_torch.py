@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""bf16 -> e4m3 quantization with each scaling (per tensor, a given per-tensor scale, delayed scaling's
-cast by a given scale that also finds x's amax, per row, 1x128 groups, 128x128 blocks): gemmforge's op beside torch eager and torch.compile of the same
-computation, against a copy of the same bytes, in one run.
+"""bf16 -> e4m3 quantization with each scaling (per tensor, a given per-tensor scale, delayed
+scaling's cast by a given scale that also finds x's amax, per row, 1x128 groups, 128x128 blocks):
+gemmforge's op beside torch eager and torch.compile of the same computation, against a copy of the
+same bytes, in one run.
 
 Runs on the GPU machine (the package on PYTHONPATH):  python3 bench/quantize_vs_torch.py [--json out.json]
 Bandwidth counts x read once and q and the scales written once (bytes / time); each is timed as a

@@ -333,10 +333,9 @@ void quantize(const T* x, Q* q, float* scale, float* amax, int64_t rows, int64_t
         amax_kernel<kVec, T><<<grid, kThreads, 0, s>>>(x, count, bits);
         finish_scale_kernel<Q><<<1, 1, 0, s>>>(scale);
       }
-      if (amax) {  // delayed scaling: the cast takes x's amax on the way
-        auto bits = reinterpret_cast<unsigned*>(amax);
-        GF_CUDA_CHECK(cudaMemsetAsync(bits, 0, sizeof *bits, s));
-        tensor_kernel<kVec, true, T, Q><<<grid, kThreads, 0, s>>>(x, q, count, scale, bits);
+      if (amax) {  // delayed scaling: the cast takes x's amax on the way (amax zeroed by quantize_any)
+        tensor_kernel<kVec, true, T, Q>
+            <<<grid, kThreads, 0, s>>>(x, q, count, scale, reinterpret_cast<unsigned*>(amax));
       } else {
         tensor_kernel<kVec, false, T, Q><<<grid, kThreads, 0, s>>>(x, q, count, scale, nullptr);
       }
@@ -372,10 +371,9 @@ void quantize_to(const void* x, void* q, float* scale, float* amax, int64_t rows
 void quantize_any(const void* x, void* q, float* scale, float* amax, int64_t rows, int64_t cols, QuantScaling scaling,
                   DType in, DType out, cudaStream_t s) {
   GF_CHECK(rows >= 0 && cols >= 0, "quantize: rows and cols must be >= 0, got {} x {}", rows, cols);
-  if (rows == 0 || cols == 0) {  // no element: delayed scaling's amax is 0
-    if (amax) GF_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof *amax, s));
-    return;
-  }
+  // Delayed scaling's amax starts at 0 (the max of no element, and the kernel's atomicMax base).
+  if (amax) GF_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof *amax, s));
+  if (rows == 0 || cols == 0) return;
   GF_CHECK(x && q && scale, "quantize: null pointer");
   switch (in) {
     case DType::f32:

@@ -409,14 +409,18 @@ def _(x, scaling="tensor", dtype=torch.float8_e4m3fn):
     return x.new_empty(x.shape, dtype=dtype), scale.t() if transposed else scale
 
 
+def _check_tensor_scale(op: str, scale: Tensor):
+    """A per-tensor scale given to a quantization: one float32."""
+    _check(scale.dtype == torch.float32 and scale.numel() == 1,
+           lambda: f"gemmforge.{op}: scale must be one float32, not {scale.dtype} of shape {tuple(scale.shape)}")
+
+
 def _quantize_fp8_static(x: Tensor, scale: Tensor, dtype: torch.dtype = torch.float8_e4m3fn) -> Tensor:
     """q = saturate(x / scale) in fp8 with a given per-tensor scale (a calibrated one, or delayed
     scaling's from an earlier step: one float, positive and finite): the cast alone, one pass over
     x, where quantize_fp8's "tensor" reads x twice to find its amax first."""
     device, dt, rows, cols = _quantize_args("quantize_fp8_static", x, dtype, ("scale", scale))
-    _check(scale.dtype == torch.float32 and scale.numel() == 1,
-           lambda: f"gemmforge.quantize_fp8_static: scale must be one float32, not {scale.dtype} "
-                   f"of shape {tuple(scale.shape)}")
+    _check_tensor_scale("quantize_fp8_static", scale)
     q = torch.empty(x.shape, dtype=dtype, device=device)
     if x.numel():
         x, scale = x.contiguous(), scale.contiguous()
@@ -441,9 +445,7 @@ def _quantize_fp8_delayed(x: Tensor, scale: Tensor,
     next step's scale (amax / the fp8 type's largest value, or a history's max of them). One pass
     over x, as quantize_fp8_static; quantize_fp8's "tensor" reads x twice."""
     device, dt, rows, cols = _quantize_args("quantize_fp8_delayed", x, dtype, ("scale", scale))
-    _check(scale.dtype == torch.float32 and scale.numel() == 1,
-           lambda: f"gemmforge.quantize_fp8_delayed: scale must be one float32, not {scale.dtype} "
-                   f"of shape {tuple(scale.shape)}")
+    _check_tensor_scale("quantize_fp8_delayed", scale)
     q = torch.empty(x.shape, dtype=dtype, device=device)
     amax = torch.empty((), dtype=torch.float32, device=device)  # the op writes it, 0 for an empty x
     x, scale = x.contiguous(), scale.contiguous()
