@@ -45,34 +45,44 @@ GF_HOST_DEVICE double exp_of(double x) {
   return exp(x);
 }
 
-// Erf GELU, x * Phi(x), for the kernels: e = Phi(-|x|) as 2^P(a), a = min(|x|, 7), P a degree-6
-// polynomial fitted (least maximum error) to log2 Phi(-a) on [0, 7]. Then x Phi(x) = x - |x| e for
-// x >= 0 and -|x| e below, which is max(x, 0) - a e: ten instructions, one of the special-function
-// unit (ex2; A&S 7.1.26 took a reciprocal and an exponential, and the SFU, at 4 lanes a
-// sub-partition against the FMA pipe's 32, was the cooperative epilogue's bound). Relative error
-// under 1.2e-4 wherever |GELU(x)| > 1e-3 (1.1e-7 absolute), below bf16's and fp16's rounding.
-// Past 7, Phi(-7) = 1.3e-12: the right tail is x and the left one -7 * 2^P(7), -9e-12. The clamp
-// keeps a NaN, so NaN in gives NaN out.
+// 1 / (1 + 2^z): the sigmoid's shape, sigmoid(v) = 1 / (1 + 2^(-v log2 e)), with the exponent's
+// scale folded into z's computation. On the device one ex2 and one rcp of the special-function
+// unit; z = +inf gives 0 and z = -inf 1.
+GF_HOST_DEVICE float one_over_one_plus_exp2(float z) {
+#if defined(__CUDA_ARCH__)
+  return ptx::rcp_approx(1.0f + ptx::exp2_approx(z));
+#else
+  return 1.0f / (1.0f + exp2f(z));
+#endif
+}
+
+// Erf GELU, x * Phi(x), for the kernels, as x * sigmoid(g(x)) with g(x) = x Q(min(x^2, 36)) and Q
+// a degree-5 polynomial fitted (weighted least maximum error) to logit Phi: Phi is a sigmoid of an
+// odd function, and an odd polynomial fits it in few terms. Relative error under 9e-5 wherever
+// |GELU(x)| > 1e-3 (9e-8 absolute below), under bf16's and fp16's rounding. Past |x| = 6 g grows
+// linearly: the right tail is x and the left one -|x| e^-14|x|. Ten instructions of the FMA pipe
+// and two of the special-function unit: in a ping-pong kernel each epilogue instruction of the
+// FMA pipe costs the other consumer's main loop time (docs/journal, 2026-12-07), so their count is
+// what to keep down. NaN in gives NaN out.
 GF_HOST_DEVICE float gelu_erf_fast(float x) {
-  constexpr float kTail = 7.0f;
-#if defined(__CUDA_ARCH__)
-  const float a = ptx::min_nan(fabsf(x), kTail);
-#else
-  const float a = x != x ? x : fminf(fabsf(x), kTail);  // NaN stays NaN
-#endif
-  float p = 1.74876513e-05f;
-  p = fmaf(p, a, -5.13729174e-04f);
-  p = fmaf(p, a, 6.55415654e-03f);
-  p = fmaf(p, a, -4.92556281e-02f);
-  p = fmaf(p, a, -4.63867128e-01f);
-  p = fmaf(p, a, -1.14891398e+00f);
-  p = fmaf(p, a, -1.00016296e+00f);
-#if defined(__CUDA_ARCH__)
-  const float e = ptx::exp2_approx(p);
-#else
-  const float e = exp2f(p);
-#endif
-  return fmaf(-a, e, fmaxf(x, 0.0f));
+  const float t = fminf(x * x, 36.0f);
+  float q = 8.09403318e-08f;  // Q times -log2 e, so that 2^(x Q(t)) = e^-g(x)
+  q = fmaf(q, t, -4.75585011e-06f);
+  q = fmaf(q, t, 8.95168341e-05f);
+  q = fmaf(q, t, 4.48440522e-04f);
+  q = fmaf(q, t, -1.05610073e-01f);
+  q = fmaf(q, t, -2.30170131e+00f);
+  return x * one_over_one_plus_exp2(x * q);
+}
+
+// Tanh GELU, 0.5 x (1 + tanh(u)) with u = sqrt(2 / pi) (x + 0.044715 x^3), for the kernels, as
+// x * sigmoid(2u) (1 + tanh(u) = 2 sigmoid(2u)): five instructions of the FMA pipe and two of the
+// special-function unit (ex2, rcp) against nine and one (tanh.approx), and more accurate than
+// tanh.approx (2^-11 relative).
+GF_HOST_DEVICE float gelu_tanh_fast(float x) {
+  constexpr float kC0 = -2.0 * 0.79788456080286536 * 1.4426950408889634;  // -2 sqrt(2 / pi) log2 e
+  constexpr float kC1 = kC0 * 0.044715;
+  return x * one_over_one_plus_exp2(x * fmaf(kC1, x * x, kC0));
 }
 
 // act(x). With a compile-time act (the NVRTC kernels' Cfg) the switch folds away.
@@ -87,6 +97,7 @@ GF_HOST_DEVICE T activate(T x, Activation act) {
       if constexpr (kFast && sizeof(T) == 4) return gelu_erf_fast(x);
       return T(0.5) * x * (T(1) + erf_of(x * T(0.70710678118654752)));
     case Activation::gelu_tanh:  // the tanh approximation: tanh(sqrt(2 / pi) * (x + 0.044715 x^3))
+      if constexpr (kFast && sizeof(T) == 4) return gelu_tanh_fast(x);
       return T(0.5) * x * (T(1) + tanh_of<kFast>(T(0.79788456080286536) * x * (T(1) + T(0.044715) * x * x)));
     case Activation::silu:
       return x / (T(1) + exp_of<kFast>(-x));

@@ -164,6 +164,9 @@ INSTANTIATE_TEST_SUITE_P(
                       "130x512x256:e4m3:scale=rowcol+bias+swiglu_split", "4097x256x528:e5m2:scale=tensor",
                       "200x384x8192:e4m3:scale=tensor+bias+gelu_tanh", "129x1000x512:e4m3:scale=rowcol+residual",
                       "1000x1000x1040:e4m3->f16:scale=block128+rowbias+silu",
+                      // alpha, which per-tensor and per-row/column scales take into their factors.
+                      "2000x2048x1040:e4m3:scale=rowcol+alpha=0.5+gelu", "77x1000x1008:e4m3:scale=tensor+alpha=2+silu",
+                      "130x512x256:e4m3:scale=rowcol+alpha=0.5+bias+swiglu_split",
                       // Mixed inputs: gradients (e5m2) by weights (e4m3), and the other way round.
                       "300x640x1040:e5m2xe4m3:scale=rowcol", "77x1000x4096:e4m3xe5m2:scale=block128+bias",
                       // fp8 D (the harness picks its scale_d), C and bias then bf16.

@@ -1,32 +1,54 @@
-// The kernels' fast erf GELU (epilogue/activation.cuh) against the exact one, in float64, on the
-// host path of the same code: the device path's exponential approximation adds a few ulp of float
+// The kernels' fast GELUs (epilogue/activation.cuh) against the exact ones, in float64, on the
+// host path of the same code: the device path's ex2 and rcp approximations add a few ulp of float
 // to what is checked here.
 #include "epilogue/activation.cuh"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 
 namespace gf {
 namespace {
 
-TEST(Activation, FastErfGeluMatchesErf) {
+// The worst relative error of fast(x) against activate(x, act) in float64 where |act(x)| > 1e-3,
+// and the worst absolute error below, on [-12, 12] in steps of 2^-10.
+template <class Fast>
+std::pair<double, double> worst_errors(Fast fast, Activation act) {
   double worst_rel = 0, worst_abs = 0;
   for (double x = -12; x <= 12; x += 1.0 / 1024) {
-    const double exact = epi::activate(x, Activation::gelu);
-    const double fast = epi::gelu_erf_fast(float(x));
+    const double exact = epi::activate(x, act), got = fast(float(x));
     if (std::fabs(exact) > 1e-3)
-      worst_rel = std::max(worst_rel, std::fabs(fast - exact) / std::fabs(exact));
+      worst_rel = std::max(worst_rel, std::fabs(got - exact) / std::fabs(exact));
     else
-      worst_abs = std::max(worst_abs, std::fabs(fast - exact));
+      worst_abs = std::max(worst_abs, std::fabs(got - exact));
   }
-  EXPECT_LT(worst_rel, 1.5e-4);  // bf16 and fp16 round at 2^-9 and 2^-12
-  EXPECT_LT(worst_abs, 2e-7);    // where |GELU| <= 1e-3
-  EXPECT_EQ(epi::gelu_erf_fast(0.0f), 0.0f);
-  EXPECT_LT(std::fabs(epi::gelu_erf_fast(-30.0f)), 1e-11f);  // the left tail: -7 Phi(-7), not NaN
-  EXPECT_LT(std::fabs(epi::gelu_erf_fast(-INFINITY)), 1e-11f);
-  EXPECT_EQ(epi::gelu_erf_fast(30.0f), 30.0f);
-  EXPECT_TRUE(std::isnan(epi::gelu_erf_fast(NAN)));
+  return {worst_rel, worst_abs};
+}
+
+// The tails and the special values every fast GELU keeps. -inf gives NaN, as the exact formulas
+// do in IEEE arithmetic (-inf * 0).
+template <class Fast>
+void expect_tails(Fast fast) {
+  EXPECT_EQ(fast(0.0f), 0.0f);
+  EXPECT_LT(std::fabs(fast(-30.0f)), 1e-11f);  // the left tail: not NaN, not -30
+  EXPECT_EQ(fast(30.0f), 30.0f);
+  EXPECT_EQ(fast(INFINITY), INFINITY);
+  EXPECT_TRUE(std::isnan(fast(NAN)));
+}
+
+TEST(Activation, FastErfGeluMatchesErf) {
+  const auto [rel, abs] = worst_errors(epi::gelu_erf_fast, Activation::gelu);
+  EXPECT_LT(rel, 1e-4);  // bf16 and fp16 round at 2^-9 and 2^-12
+  EXPECT_LT(abs, 1e-7);  // where |GELU| <= 1e-3
+  expect_tails(epi::gelu_erf_fast);
+}
+
+TEST(Activation, FastTanhGeluMatchesTanh) {
+  const auto [rel, abs] = worst_errors(epi::gelu_tanh_fast, Activation::gelu_tanh);
+  EXPECT_LT(rel, 1e-5);
+  EXPECT_LT(abs, 1e-7);
+  expect_tails(epi::gelu_tanh_fast);
 }
 
 }  // namespace

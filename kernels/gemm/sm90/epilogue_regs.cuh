@@ -91,7 +91,7 @@ struct RegisterEpilogue : Traits<Cfg> {
   // (row_add), beta * C (c: its element, where the epilogue has C), the column's bias.
   static __device__ __forceinline__ float pre(const GemmParams& p, float a, float row_add, float c, const Epi* bias,
                                               int col) {
-    float v = p.alpha * a + row_add;
+    float v = T::alpha(p) * a + row_add;
     if (Cfg::kHasC) v += p.beta * c;
     if (Cfg::kBias == BiasKind::col) v += to_float(bias[col]);
     return v;

@@ -14,7 +14,7 @@ template <class Cfg>
 struct TmaEpilogue : Traits<Cfg> {
   using T = Traits<Cfg>;
   using T::BN, T::kAcc, T::kBoxBytes, T::kLoadC, T::kMmaM, T::kOutBoxes, T::kOutN, T::kPrefetchC, T::kStoreBoxes,
-      T::kStoreTma, T::kWgRows, T::activate, T::pack2, T::part, T::silu, T::to_float;
+      T::kStoreTma, T::kWgRows, T::activate, T::alpha, T::pack2, T::part, T::silu, T::to_float;
   using Out = typename T::Out;
   using Epi = typename T::Epi;
   using Unit = typename Scheduler<Cfg>::Unit;
@@ -108,7 +108,7 @@ struct TmaEpilogue : Traits<Cfg> {
           float v[2];
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            float x = p.alpha * acc[mm][4 * group + 2 * half + e];
+            float x = alpha(p) * acc[mm][4 * group + 2 * half + e];
             if (Cfg::kBias == BiasKind::row) x += row_add[half];
             if (kLoadC) x += p.beta * to_float(u16(e ? c[q] >> 16 : c[q] & 0xffff));
             if (Cfg::kBias == BiasKind::col) x += col_add[j + q / 2][e];
@@ -165,7 +165,7 @@ struct TmaEpilogue : Traits<Cfg> {
             };
             // The pre-activation value of accumulator a at GEMM column col (no C with a gate).
             auto pre = [&](float a, int col, bool ok) {
-              return p.alpha * a + row_add + (Cfg::kBias == BiasKind::col && ok ? to_float(bias[col]) : 0.0f);
+              return alpha(p) * a + row_add + (Cfg::kBias == BiasKind::col && ok ? to_float(bias[col]) : 0.0f);
             };
             if (Cfg::kGate == GateKind::interleaved) {
               // GEMM columns 2j and 2j+1 are gate and up of D column j: one value per 8-column group.

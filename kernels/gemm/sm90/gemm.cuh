@@ -162,6 +162,7 @@ struct Gemm : Traits<Cfg> {
           TmaEpilogue<Cfg>::load_c(p, u, consumer, staging, &c_full[consumer], 0);
         }
       };
+      float after_release = 0.0f;  // 0 or -0 once the last stage is released (below)
       if constexpr (kPromoteAhead) {
         // Two sets of partial accumulators taken in turn, so that a k-block's products are promoted
         // while the next k-block's wgmma run, and the wgmma drain (wait 0) only at the end of a run
@@ -307,18 +308,21 @@ struct Gemm : Traits<Cfg> {
         if (prev >= 0 && leader) release(&empty[prev]);
         // A ping-pong epilogue's transcendentals after the release: ptxas placed the release, on
         // which nothing depends, below a GELU epilogue's first pieces (~440 instructions), and the
-        // producer, waiting for this stage, held up the other consumer's main loop.
+        // producer, waiting for this stage, held up the other consumer's main loop. Scales with
+        // alpha in them carry the dependency in their factors, the rest in each accumulator.
         if (kPingpong && T::kTranscendental && prev >= 0) {
-          const float zero = ptx::mbar_zero_after(&empty[prev]);
+          after_release = ptx::mbar_zero_after(&empty[prev]);
+          if constexpr (!T::kAlphaInScales) {
 #pragma unroll
-          for (int mm = 0; mm < kMmaM; ++mm)
+            for (int mm = 0; mm < kMmaM; ++mm)
 #pragma unroll
-            for (int i = 0; i < kAcc; ++i) acc[mm][i] += zero;
+              for (int i = 0; i < kAcc; ++i) acc[mm][i] += after_release;
+          }
         }
       }
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm) ptx::fence_registers(acc[mm]);
-      Scales<Cfg>::dequantize(p, acc, u, consumer, scales_ahead);
+      Scales<Cfg>::dequantize(p, acc, u, consumer, scales_ahead, after_release);
       if (kSplitK > 1 && !SplitK<Cfg>::reduce(p, acc, u, consumer, last_flags)) continue;
       if constexpr (kStoreTma)
         TmaEpilogue<Cfg>::store(p, acc, u, consumer, staging, &c_full[consumer], c_phase, tma_ahead);

@@ -166,11 +166,12 @@ struct Scales : Traits<Cfg> {
     return row < p.m ? __ldg(p.scale_a + row) : 0.0f;
   }
 
-  // The scales constant along K, on the finished accumulators.
+  // The scales constant along K, on the finished accumulators, with alpha (Traits::kAlphaInScales)
+  // and zero (0 or -0, a value the caller needs every element to depend on) in their factors.
   static __device__ __forceinline__ void dequantize(const GemmParams& p, float (&acc)[kMmaM][kAcc], const Unit& u,
-                                                    int consumer, const Ahead& ahead) {
+                                                    int consumer, const Ahead& ahead, float zero) {
     if constexpr (kScale == ScaleKind::tensor) {
-      const float s = ahead.tensor;
+      const float s = fmaf(ahead.tensor, p.alpha, zero);
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm)
 #pragma unroll
@@ -192,6 +193,7 @@ struct Scales : Traits<Cfg> {
             row = ahead.row[mm][half];
           else
             row = row_scale(p, u, consumer, mm, half);
+          row = fmaf(row, p.alpha, zero);
 #pragma unroll
           for (int g = 0; g < BN / 8; ++g)
 #pragma unroll

@@ -159,6 +159,11 @@ struct Traits {
     return kEpiDType == DType::bf16 ? ptx::bf16_to_float(v) : ptx::f16_to_float(v);
   }
 
+  // Per-tensor and per-row/column scales take alpha into their factors (Scales::dequantize): one
+  // multiply an element fewer in the epilogue, which then multiplies by a constant 1.
+  static constexpr bool kAlphaInScales = kScale == ScaleKind::tensor || kScale == ScaleKind::rowcol;
+  static __device__ __forceinline__ float alpha(const GemmParams& p) { return kAlphaInScales ? 1.0f : p.alpha; }
+
   static __device__ __forceinline__ float activate(float x) { return epi::activate<true>(x, Cfg::kAct); }
   static __device__ __forceinline__ float silu(float x) { return epi::activate<true>(x, Activation::silu); }
 
