@@ -1,7 +1,8 @@
 #pragma once
 // The epilogue's activations and its SwiGLU gate, written once for every user: the NVRTC GEMM
-// kernels (kFast: the hardware's tanh and exp approximations), the nvcc-built reference and
-// unfused kernels, and host code (the tests' float64 references). T is float or double.
+// kernels (kFast: sigmoid forms over the hardware's ex2 and rcp approximations), the nvcc-built
+// reference and unfused kernels, and host code (the tests' float64 references). T is float or
+// double.
 #include "gemmforge/codes.hpp"
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
@@ -21,29 +22,10 @@ GF_HOST_DEVICE double max0_of(double x) { return fmax(x, 0.0); }
 GF_HOST_DEVICE float erf_of(float x) { return erff(x); }
 GF_HOST_DEVICE double erf_of(double x) { return erf(x); }
 
-template <bool kFast>
-GF_HOST_DEVICE float tanh_of(float x) {
-#if defined(__CUDA_ARCH__)
-  if (kFast) return ptx::tanh_approx(x);
-#endif
-  return tanhf(x);
-}
-template <bool kFast>
-GF_HOST_DEVICE double tanh_of(double x) {
-  return tanh(x);
-}
-
-template <bool kFast>
-GF_HOST_DEVICE float exp_of(float x) {
-#if defined(__CUDA_ARCH__)
-  if (kFast) return __expf(x);
-#endif
-  return expf(x);
-}
-template <bool kFast>
-GF_HOST_DEVICE double exp_of(double x) {
-  return exp(x);
-}
+GF_HOST_DEVICE float tanh_of(float x) { return tanhf(x); }
+GF_HOST_DEVICE double tanh_of(double x) { return tanh(x); }
+GF_HOST_DEVICE float exp_of(float x) { return expf(x); }
+GF_HOST_DEVICE double exp_of(double x) { return exp(x); }
 
 // 1 / (1 + 2^z): the sigmoid's shape, sigmoid(v) = 1 / (1 + 2^(-v log2 e)), with the exponent's
 // scale folded into z's computation. On the device one ex2 and one rcp of the special-function
@@ -85,22 +67,34 @@ GF_HOST_DEVICE float gelu_tanh_fast(float x) {
   return x * one_over_one_plus_exp2(x * fmaf(kC1, x * x, kC0));
 }
 
-// act(x). With a compile-time act (the NVRTC kernels' Cfg) the switch folds away.
+// SiLU, x * sigmoid(x), for the kernels: two instructions of the FMA pipe beside ex2 and rcp.
+GF_HOST_DEVICE float silu_fast(float x) { return x * one_over_one_plus_exp2(x * -1.44269504088896341f); }
+
+// act(x): the kernels' fast forms where kFast (T float), else the formulas. With a compile-time
+// act (the NVRTC kernels' Cfg) the switch folds away.
 template <bool kFast = false, class T>
 GF_HOST_DEVICE T activate(T x, Activation act) {
+  constexpr bool fast = kFast && sizeof(T) == 4;
   switch (act) {
     case Activation::none:
       return x;
     case Activation::relu:
       return max0_of(x);
     case Activation::gelu:  // x * Phi(x), Phi the standard normal CDF
-      if constexpr (kFast && sizeof(T) == 4) return gelu_erf_fast(x);
-      return T(0.5) * x * (T(1) + erf_of(x * T(0.70710678118654752)));
+      if constexpr (fast)
+        return gelu_erf_fast(x);
+      else
+        return T(0.5) * x * (T(1) + erf_of(x * T(0.70710678118654752)));
     case Activation::gelu_tanh:  // the tanh approximation: tanh(sqrt(2 / pi) * (x + 0.044715 x^3))
-      if constexpr (kFast && sizeof(T) == 4) return gelu_tanh_fast(x);
-      return T(0.5) * x * (T(1) + tanh_of<kFast>(T(0.79788456080286536) * x * (T(1) + T(0.044715) * x * x)));
+      if constexpr (fast)
+        return gelu_tanh_fast(x);
+      else
+        return T(0.5) * x * (T(1) + tanh_of(T(0.79788456080286536) * x * (T(1) + T(0.044715) * x * x)));
     case Activation::silu:
-      return x / (T(1) + exp_of<kFast>(-x));
+      if constexpr (fast)
+        return silu_fast(x);
+      else
+        return x / (T(1) + exp_of(-x));
   }
   return x;
 }
