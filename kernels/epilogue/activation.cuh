@@ -27,6 +27,8 @@ GF_HOST_DEVICE double tanh_of(double x) { return tanh(x); }
 GF_HOST_DEVICE float exp_of(float x) { return expf(x); }
 GF_HOST_DEVICE double exp_of(double x) { return exp(x); }
 
+constexpr double kLog2e = 1.4426950408889634;  // sigmoid(v) = 1 / (1 + 2^(-v log2 e))
+
 // 1 / (1 + 2^z): the sigmoid's shape, sigmoid(v) = 1 / (1 + 2^(-v log2 e)), with the exponent's
 // scale folded into z's computation. On the device one ex2 and one rcp of the special-function
 // unit; z = +inf gives 0 and z = -inf 1.
@@ -62,13 +64,13 @@ GF_HOST_DEVICE float gelu_erf_fast(float x) {
 // special-function unit (ex2, rcp) against nine and one (tanh.approx), and more accurate than
 // tanh.approx (2^-11 relative).
 GF_HOST_DEVICE float gelu_tanh_fast(float x) {
-  constexpr float kC0 = -2.0 * 0.79788456080286536 * 1.4426950408889634;  // -2 sqrt(2 / pi) log2 e
+  constexpr float kC0 = -2.0 * 0.79788456080286536 * kLog2e;  // -2 sqrt(2 / pi) log2 e
   constexpr float kC1 = kC0 * 0.044715;
   return x * one_over_one_plus_exp2(x * fmaf(kC1, x * x, kC0));
 }
 
 // SiLU, x * sigmoid(x), for the kernels: two instructions of the FMA pipe beside ex2 and rcp.
-GF_HOST_DEVICE float silu_fast(float x) { return x * one_over_one_plus_exp2(x * -1.44269504088896341f); }
+GF_HOST_DEVICE float silu_fast(float x) { return x * one_over_one_plus_exp2(x * float(-kLog2e)); }
 
 // act(x): the kernels' fast forms where kFast (T float), else the formulas. With a compile-time
 // act (the NVRTC kernels' Cfg) the switch folds away.

@@ -39,13 +39,6 @@ __device__ __forceinline__ float f16_to_float(u16 v) {
   return f;
 }
 
-// min(x, y) that gives NaN where either is NaN (fminf gives the other operand).
-__device__ __forceinline__ float min_nan(float x, float y) {
-  float r;
-  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(x), "f"(y));
-  return r;
-}
-
 // 2^x in one MUFU op (2 ulp; -inf gives 0, NaN stays NaN). __expf(x) is this of x * log2(e).
 __device__ __forceinline__ float exp2_approx(float x) {
   float y;

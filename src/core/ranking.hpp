@@ -40,6 +40,15 @@ std::vector<Config> diverse_head(std::vector<std::pair<double, Config>> scored, 
   return out;
 }
 
+// The best-ranked (lowest-scored, the first of equals) config of `scored` that `wanted` picks, or null.
+template <class Config, class Wanted>
+const Config* best_ranked(const std::vector<std::pair<double, Config>>& scored, Wanted wanted) {
+  const std::pair<double, Config>* best = nullptr;
+  for (const auto& s : scored)
+    if (wanted(s.second) && (!best || s.first < best->first)) best = &s;
+  return best ? &best->second : nullptr;
+}
+
 // Unless the first `judged` configs of `head` hold one of `family`, the best-ranked one of
 // `scored` that `wanted` picks (of the family, and where it can pay), appended where `head` lacks
 // it: a family whose worth a model cannot price, so that the race measures it. Judging every level
@@ -49,10 +58,8 @@ template <class Config, class Family, class Wanted>
 void add_best_of(std::vector<Config>& head, const std::vector<std::pair<double, Config>>& scored, Family family,
                  Wanted wanted, size_t judged = std::numeric_limits<size_t>::max()) {
   if (std::any_of(head.begin(), head.begin() + std::min(judged, head.size()), family)) return;
-  const std::pair<double, Config>* best = nullptr;
-  for (const auto& s : scored)
-    if (wanted(s.second) && (!best || s.first < best->first)) best = &s;
-  if (best && std::find(head.begin(), head.end(), best->second) == head.end()) head.push_back(best->second);
+  const Config* best = best_ranked(scored, wanted);
+  if (best && std::find(head.begin(), head.end(), *best) == head.end()) head.push_back(*best);
 }
 
 // The indices of `best` and of the other times within `band` of it, fastest first, at most

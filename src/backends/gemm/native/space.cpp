@@ -352,10 +352,8 @@ std::vector<NativeConfig> ranked_configs(const GemmProblem& p, const DeviceInfo&
   if (auto it = std::find_if(head.begin(), fast_head, [](const NativeConfig& c) { return c.pingpong; });
       it != fast_head) {
     fast_pingpong = *it;
-  } else {
-    double best = 0;
-    for (const auto& [score, c] : scored)
-      if (pays(c) && (!fast_pingpong || score < best)) fast_pingpong = c, best = score;
+  } else if (const NativeConfig* best = best_ranked(scored, pays)) {
+    fast_pingpong = *best;
   }
   if (level != Search::exhaustive && fast_pingpong && std::find(head.begin(), head.end(), *fast_pingpong) == head.end())
     head.push_back(*fast_pingpong);
