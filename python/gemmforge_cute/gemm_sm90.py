@@ -99,6 +99,20 @@ def over_one_plus_exp2(v, z, ieee_div: bool):
     return v * cute.math.rcp(e + one, approx=True, ftz=True)
 
 
+def swiglu_pair(g0, u0, g1, u1):
+    """silu(g0) * u0 and silu(g1) * u1 for fp32 vectors, with one reciprocal of the special-function
+    unit for both, 1 / d0 = d1 / (d0 d1) (d = 1 + e^-g): a gated epilogue waits on that unit's 16
+    results a clock, two an element before, three a pair now. e^-g is held under 2^62 so that d0 d1
+    stays finite: below g = -43 a gate reads g 2^-62 for g e^g, both under 1e-17."""
+    f32 = cutlass.Float32
+    one = f32(1.0)
+    z0, z1 = g0 * f32(-1.4426950408889634), g1 * f32(-1.4426950408889634)
+    d0 = cute.math.exp2(cute.math.min(z0, cute.full_like(z0, 62.0)), fastmath=True) + one
+    d1 = cute.math.exp2(cute.math.min(z1, cute.full_like(z1, 62.0)), fastmath=True) + one
+    r = cute.math.rcp(d0 * d1, approx=True, ftz=True)
+    return g0 * u0 * (r * d1), g1 * u1 * (r * d0)  # r d1 = 1 / d0 in (2^-62, 1]
+
+
 def gelu_erf(v, ieee_div: bool = False):
     """Erf GELU of fp32 values, x * Phi(x), as native computes it: x * sigmoid(g(x)), g(x) =
     x Q(min(x^2, 36)), Q a degree-5 polynomial fitted to logit Phi (Phi is a sigmoid of an odd
@@ -201,7 +215,8 @@ class Sm90Gemm:
         # ptxas hoists the approximate reciprocals of every store piece ahead of the first store (an
         # IEEE division's branches keep them in place): in 256-wide tiles beside rowwise scales, or
         # beside 192 accumulators a thread, the DSL's ptxas spilled 8-64 bytes (2026-12-05). There
-        # SiLU divides the IEEE way.
+        # the activations divide the IEEE way; the gate (swiglu_pair) takes half the reciprocals
+        # and spills no more than the IEEE division did (2026-12-07).
         accumulators = tiling.tile_m * tiling.tile_n // self.tile_threads
         self.ieee_div = accumulators >= 192 or (tiling.tile_n >= 256 and epilogue.scale == "rowcol")
 
@@ -1054,26 +1069,36 @@ class Sm90Gemm:
                                                         cute.zipped_divide(gd, self.epi_tile))
         consumers = pipeline.NamedBarrier(barrier_id=1 + group, num_threads=self.tile_threads)
         n_piece = cute.size(piece_layout)
-        # The accumulators piece by piece, (element, piece), and a piece's registers as one vector.
-        by_piece = cute.composition(r2s_acc.layout, cute.make_layout((n_piece, self.pieces)))
-        acc_pieces = cute.make_tensor(r2s_acc.iterator, by_piece)
-        up_pieces = cute.make_tensor(r2s.retile(acc_u).iterator, by_piece)  # acc_u has acc's layout
+        # The accumulators piece by piece, (element, piece), and a piece's registers as one vector;
+        # a gated tile's gate and up accumulators a piece's two halves at a time, (element, half,
+        # piece), which swiglu_pair gates together (acc_u has acc's layout).
+        acc_pieces = cute.make_tensor(r2s_acc.iterator,
+                                      cute.composition(r2s_acc.layout, cute.make_layout((n_piece, self.pieces))))
+        half = n_piece // 2
+        by_half = cute.composition(r2s_acc.layout, cute.make_layout((half, 2, self.pieces), stride=(1, half, n_piece)))
+        gate_halves = cute.make_tensor(r2s_acc.iterator, by_half)
+        up_halves = cute.make_tensor(r2s.retile(acc_u).iterator, by_half)
+        out_halves = cute.make_tensor(piece_out.iterator, cute.make_layout((half, 2)))
 
         def flat(t):
             return cute.make_tensor(t.iterator, cute.make_layout(n_piece))
         for p in cutlass.range_constexpr(self.pieces):
             # Elementwise on the piece as a whole: one vector op each, not one an element (which
             # traced and compiled 6-12% slower to the same SASS but for a few instructions).
-            vals = acc_pieces[None, p].load()
-            if cutlass.const_expr(self.gated):
-                vals = activate(vals, "silu", self.ieee_div) * up_pieces[None, p].load()
-            if cutlass.const_expr(self.epi.residual):
-                c_read = self.c_state(tiles_before * self.pieces + p, group, producer=False)
-                c_src[0].consumer_wait(c_read)
-                cute.copy(s2r, s2r_src[None, None, None, c_read.index], s2r_dst)
-                c_src[0].consumer_release(c_read)
-                vals = vals + beta * flat(piece_c).load().to(cutlass.Float32)
-            flat(piece_out).store(activate(vals, self.epi.act, self.ieee_div).to(self.d_type))
+            if cutlass.const_expr(self.gated):  # no C and no activation beside a gate
+                gated = swiglu_pair(gate_halves[None, 0, p].load(), up_halves[None, 0, p].load(),
+                                    gate_halves[None, 1, p].load(), up_halves[None, 1, p].load())
+                for h in cutlass.range_constexpr(2):
+                    out_halves[None, h].store(gated[h].to(self.d_type))
+            else:
+                vals = acc_pieces[None, p].load()
+                if cutlass.const_expr(self.epi.residual):
+                    c_read = self.c_state(tiles_before * self.pieces + p, group, producer=False)
+                    c_src[0].consumer_wait(c_read)
+                    cute.copy(s2r, s2r_src[None, None, None, c_read.index], s2r_dst)
+                    c_src[0].consumer_release(c_read)
+                    vals = vals + beta * flat(piece_c).load().to(cutlass.Float32)
+                flat(piece_out).store(activate(vals, self.epi.act, self.ieee_div).to(self.d_type))
             buf = group * self.epi_stages + (tiles_before * self.pieces + p) % self.epi_stages
             cute.copy(r2s, piece_out, r2s_dst[None, None, None, buf])
             cute.arch.fence_proxy("async.shared", space="cta")

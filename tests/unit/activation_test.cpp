@@ -1,4 +1,4 @@
-// The kernels' fast GELUs (epilogue/activation.cuh) against the exact ones, in float64, on the
+// The kernels' fast GELUs and pair SwiGLU (epilogue/activation.cuh) against the exact ones, in float64, on the
 // host path of the same code: the device path's ex2 and rcp approximations add a few ulp of float
 // to what is checked here.
 #include "epilogue/activation.cuh"
@@ -49,6 +49,29 @@ TEST(Activation, FastTanhGeluMatchesTanh) {
   EXPECT_LT(rel, 1e-5);
   EXPECT_LT(abs, 1e-7);
   expect_tails(epi::gelu_tanh_fast);
+}
+
+// The pair SwiGLU (one reciprocal for two gates) against silu(g) * up in float64: each element
+// its own gate's, in every pairing, out to the tails where e^-g is held under 2^62; a NaN stays
+// in its own element.
+TEST(Activation, SwigluPairMatchesSwiglu) {
+  const float gates[] = {-100.0f, -43.0f, -12.0f, -1.5f, -1e-30f, 0.0f, 0.75f, 3.0f, 12.0f, 88.0f, 1e30f};
+  for (float g0 : gates)
+    for (float g1 : gates) {
+      const float g[2] = {g0, g1}, up[2] = {1.25f, -0.5f};
+      float out[2];
+      epi::swiglu2_fast(g, up, out);
+      for (int e = 0; e < 2; ++e) {
+        const double exact = epi::swiglu(double(g[e]), double(up[e]));
+        ASSERT_TRUE(std::isfinite(out[e])) << g0 << " " << g1;
+        EXPECT_LE(std::fabs(out[e] - exact), 1e-6 * std::fabs(exact) + 1e-16 * std::fabs(g[e])) << g0 << " " << g1;
+      }
+    }
+  const float g[2] = {NAN, 2.0f}, up[2] = {1.0f, 1.0f};
+  float out[2];
+  epi::swiglu2_fast(g, up, out);
+  EXPECT_TRUE(std::isnan(out[0]));
+  EXPECT_NEAR(out[1], epi::swiglu(2.0, 1.0), 1e-6);
 }
 
 }  // namespace

@@ -8,7 +8,7 @@ namespace gf {
 template <class Cfg>
 struct RegisterEpilogue : Traits<Cfg> {
   using T = Traits<Cfg>;
-  using T::BN, T::kAcc, T::kMmaM, T::activate, T::pack2, T::row_of, T::silu, T::to_float;
+  using T::BN, T::kAcc, T::kMmaM, T::activate, T::pack2, T::row_of, T::swiglu2, T::to_float;
   using Out = typename T::Out;
   using Epi = typename T::Epi;
   using Unit = typename Scheduler<Cfg>::Unit;
@@ -129,8 +129,31 @@ struct RegisterEpilogue : Traits<Cfg> {
             const float* g = &acc[mm][4 * i + 2 * half];
             const float* up = &acc[mm][4 * (i + BN / 16) + 2 * half];
             const int up_col = p.n / 2 + j;
-            store2(d + j, silu(at(g[0], j)) * at(up[0], up_col), silu(at(g[1], j + 1)) * at(up[1], up_col + 1),
-                   j + 1 < p.out_cols, aligned, scale_d);
+            const float gate[2] = {at(g[0], j), at(g[1], j + 1)}, upv[2] = {at(up[0], up_col), at(up[1], up_col + 1)};
+            float v[2];
+            swiglu2(gate, upv, v);
+            store2(d + j, v[0], v[1], j + 1 < p.out_cols, aligned, scale_d);
+          }
+          continue;
+        }
+        if (Cfg::kGate == GateKind::interleaved) {
+          // Columns 2j and 2j+1 of the GEMM are gate and up of output column j: one a 8-column
+          // group, gated two groups at a time.
+#pragma unroll
+          for (int i = 0; i < BN / 8; i += 2) {
+            float g[2], up[2], v[2];
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const int col = u.n0 + 8 * (i + e) + 2 * (lane % 4);
+              g[e] = at(acc[mm][4 * (i + e) + 2 * half], col);
+              up[e] = at(acc[mm][4 * (i + e) + 2 * half + 1], col + 1);
+            }
+            swiglu2(g, up, v);
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const int col = u.n0 + 8 * (i + e) + 2 * (lane % 4);
+              if (col < p.n) store2(d + col / 2, v[e], 0.0f, false, aligned, scale_d);
+            }
           }
           continue;
         }
@@ -139,11 +162,6 @@ struct RegisterEpilogue : Traits<Cfg> {
           const int col = u.n0 + 8 * i + 2 * (lane % 4);
           if (col >= p.n) continue;
           const float a0 = acc[mm][4 * i + 2 * half], a1 = acc[mm][4 * i + 2 * half + 1];
-          if (Cfg::kGate == GateKind::interleaved) {
-            // Columns 2j and 2j+1 of the GEMM are gate and up of output column j.
-            store2(d + col / 2, silu(at(a0, col)) * at(a1, col + 1), 0.0f, false, aligned, scale_d);
-            continue;
-          }
           const bool two = col + 1 < p.n;
           const int k = 4 * i + 2 * half;  // a0's accumulator
           auto with_c = [&](float a, int col, int k) {

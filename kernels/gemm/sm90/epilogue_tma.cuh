@@ -14,7 +14,7 @@ template <class Cfg>
 struct TmaEpilogue : Traits<Cfg> {
   using T = Traits<Cfg>;
   using T::BN, T::kAcc, T::kBoxBytes, T::kLoadC, T::kMmaM, T::kOutBoxes, T::kOutN, T::kPrefetchC, T::kStoreBoxes,
-      T::kStoreTma, T::kWgRows, T::activate, T::alpha, T::pack2, T::part, T::silu, T::to_float;
+      T::kStoreTma, T::kWgRows, T::activate, T::alpha, T::pack2, T::part, T::swiglu2, T::to_float;
   using Out = typename T::Out;
   using Epi = typename T::Epi;
   using Unit = typename Scheduler<Cfg>::Unit;
@@ -168,14 +168,23 @@ struct TmaEpilogue : Traits<Cfg> {
               return alpha(p) * a + row_add + (Cfg::kBias == BiasKind::col && ok ? to_float(bias[col]) : 0.0f);
             };
             if (Cfg::kGate == GateKind::interleaved) {
-              // GEMM columns 2j and 2j+1 are gate and up of D column j: one value per 8-column group.
+              // GEMM columns 2j and 2j+1 are gate and up of D column j: one value per 8-column
+              // group, gated two groups at a time.
 #pragma unroll
-              for (int i = box0 * 16; i < (box0 + kStoreBoxes) * 16; ++i) {
-                const int col = u.n0 + 8 * i + 2 * (lane % 4);
-                const bool ok = row_ok && col + 1 < p.n;
-                const float* a = &acc[mm][4 * i + 2 * half];
-                const u32 packed = pack2(silu(pre(a[0], col, ok)) * pre(a[1], col + 1, ok), 0.0f);
+              for (int i = box0 * 16; i < (box0 + kStoreBoxes) * 16; i += 2) {
+                float g[2], up[2], v[2];
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                  const int col = u.n0 + 8 * (i + e) + 2 * (lane % 4);
+                  const bool ok = row_ok && col + 1 < p.n;
+                  const float* a = &acc[mm][4 * (i + e) + 2 * half];
+                  g[e] = pre(a[0], col, ok);
+                  up[e] = pre(a[1], col + 1, ok);
+                }
+                swiglu2(g, up, v);
+                const u32 packed = pack2(v[0], v[1]);
                 *reinterpret_cast<u16*>(slot_of(4 * i + lane % 4)) = u16(packed & 0xffff);
+                *reinterpret_cast<u16*>(slot_of(4 * (i + 1) + lane % 4)) = u16(packed >> 16);
               }
               continue;
             }
@@ -186,12 +195,14 @@ struct TmaEpilogue : Traits<Cfg> {
                 const int oc = 8 * i + 2 * (lane % 4), j = out0 + oc;  // gate column j, up column N/2 + j
                 const float* g = &acc[mm][4 * i + 2 * half];
                 const float* up = &acc[mm][4 * (i + BN / 16) + 2 * half];
-                float v[2];
+                float gate[2], upv[2], v[2];
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
                   const bool ok = row_ok && j + e < p.out_cols;
-                  v[e] = silu(pre(g[e], j + e, ok)) * pre(up[e], p.n / 2 + j + e, ok);
+                  gate[e] = pre(g[e], j + e, ok);
+                  upv[e] = pre(up[e], p.n / 2 + j + e, ok);
                 }
+                swiglu2(gate, upv, v);
                 *reinterpret_cast<u32*>(slot_of(oc)) = pack2(v[0], v[1]);
               }
             }

@@ -165,7 +165,9 @@ struct Traits {
   static __device__ __forceinline__ float alpha(const GemmParams& p) { return kAlphaInScales ? 1.0f : p.alpha; }
 
   static __device__ __forceinline__ float activate(float x) { return epi::activate<true>(x, Cfg::kAct); }
-  static __device__ __forceinline__ float silu(float x) { return epi::activate<true>(x, Activation::silu); }
+  static __device__ __forceinline__ void swiglu2(const float g[2], const float up[2], float out[2]) {
+    epi::swiglu2_fast(g, up, out);
+  }
 
   // Two values in the 16-bit output type, the first in the low half.
   static __device__ __forceinline__ u32 pack2(float v0, float v1) {
