@@ -215,8 +215,9 @@ class Sm90Gemm:
         # ptxas hoists the approximate reciprocals of every store piece ahead of the first store (an
         # IEEE division's branches keep them in place): in 256-wide tiles beside rowwise scales, or
         # beside 192 accumulators a thread, the DSL's ptxas spilled 8-64 bytes (2026-12-05). There
-        # the activations divide the IEEE way; the gate (swiglu_pair) takes half the reciprocals
-        # and spills no more than the IEEE division did (2026-12-07).
+        # the activations and ping-pong gates divide the IEEE way; the cooperative gate
+        # (swiglu_pair) takes half the reciprocals and spills no more than the IEEE division did
+        # (2026-12-07).
         accumulators = tiling.tile_m * tiling.tile_n // self.tile_threads
         self.ieee_div = accumulators >= 192 or (tiling.tile_n >= 256 and epilogue.scale == "rowcol")
 
@@ -1072,8 +1073,9 @@ class Sm90Gemm:
         # The accumulators piece by piece, (element, piece), and a piece's registers as one vector;
         # a gated tile's gate and up accumulators a piece's two halves at a time, (element, half,
         # piece), which swiglu_pair gates together (acc_u has acc's layout).
-        acc_pieces = cute.make_tensor(r2s_acc.iterator,
-                                      cute.composition(r2s_acc.layout, cute.make_layout((n_piece, self.pieces))))
+        by_piece = cute.composition(r2s_acc.layout, cute.make_layout((n_piece, self.pieces)))
+        acc_pieces = cute.make_tensor(r2s_acc.iterator, by_piece)
+        up_pieces = cute.make_tensor(r2s.retile(acc_u).iterator, by_piece)
         half = n_piece // 2
         by_half = cute.composition(r2s_acc.layout, cute.make_layout((half, 2, self.pieces), stride=(1, half, n_piece)))
         gate_halves = cute.make_tensor(r2s_acc.iterator, by_half)
@@ -1084,8 +1086,15 @@ class Sm90Gemm:
             return cute.make_tensor(t.iterator, cute.make_layout(n_piece))
         for p in cutlass.range_constexpr(self.pieces):
             # Elementwise on the piece as a whole: one vector op each, not one an element (which
-            # traced and compiled 6-12% slower to the same SASS but for a few instructions).
-            if cutlass.const_expr(self.gated):  # no C and no activation beside a gate
+            # traced and compiled 6-12% slower to the same SASS but for a few instructions). A gate
+            # has no C and no activation beside it. One reciprocal for two gates (swiglu_pair)
+            # trades a special-function result for 1.5 FMA-pipe instructions an element: that pays
+            # where the epilogue runs alone, not beside the other consumer group's wgmma
+            # (ping-pong), which each FMA-pipe instruction slows (native-notes v30).
+            if cutlass.const_expr(self.gated and self.tiling.pingpong):
+                flat(piece_out).store((activate(acc_pieces[None, p].load(), "silu", self.ieee_div)
+                                       * up_pieces[None, p].load()).to(self.d_type))
+            elif cutlass.const_expr(self.gated):
                 gated = swiglu_pair(gate_halves[None, 0, p].load(), up_halves[None, 0, p].load(),
                                     gate_halves[None, 1, p].load(), up_halves[None, 1, p].load())
                 for h in cutlass.range_constexpr(2):

@@ -165,8 +165,16 @@ struct Traits {
   static __device__ __forceinline__ float alpha(const GemmParams& p) { return kAlphaInScales ? 1.0f : p.alpha; }
 
   static __device__ __forceinline__ float activate(float x) { return epi::activate<true>(x, Cfg::kAct); }
+  // SwiGLU on two elements. One reciprocal for both trades a special-function result for 1.5
+  // instructions of the FMA pipe an element: that pays where the epilogue runs alone
+  // (cooperative), not beside the other consumer's wgmma (ping-pong), which each FMA-pipe
+  // instruction of the epilogue slows while special-function ones come nearly free (native-notes v30).
   static __device__ __forceinline__ void swiglu2(const float g[2], const float up[2], float out[2]) {
-    epi::swiglu2_fast(g, up, out);
+    if constexpr (kPingpong) {
+      for (int e = 0; e < 2; ++e) out[e] = epi::swiglu<true>(g[e], up[e]);
+    } else {
+      epi::swiglu2_fast(g, up, out);
+    }
   }
 
   // Two values in the 16-bit output type, the first in the low half.
