@@ -88,6 +88,9 @@ class Tiling:
     pingpong: bool = False  # persistent: two consumer warpgroups on alternate tiles (else cooperative)
 
 
+LOG2E = 1.4426950408889634  # sigmoid(v) = 1 / (1 + 2^(-v log2 e))
+
+
 def over_one_plus_exp2(v, z, ieee_div: bool):
     """v / (1 + 2^z) for fp32 values (one, or vectors of them): the sigmoid's shape, with the
     exponent's scale folded into z, as native's kernels/epilogue/activation.cuh computes it. One
@@ -104,11 +107,10 @@ def swiglu_pair(g0, u0, g1, u1):
     unit for both, 1 / d0 = d1 / (d0 d1) (d = 1 + e^-g): a gated epilogue waits on that unit's 16
     results a clock, two an element before, three a pair now. e^-g is held under 2^62 so that d0 d1
     stays finite: below g = -43 a gate reads g 2^-62 for g e^g, both under 1e-17."""
-    f32 = cutlass.Float32
-    one = f32(1.0)
-    z0, z1 = g0 * f32(-1.4426950408889634), g1 * f32(-1.4426950408889634)
-    d0 = cute.math.exp2(cute.math.min(z0, cute.full_like(z0, 62.0)), fastmath=True) + one
-    d1 = cute.math.exp2(cute.math.min(z1, cute.full_like(z1, 62.0)), fastmath=True) + one
+    def one_plus_exp(g):  # 1 + e^-g, e^-g held under 2^62
+        z = g * cutlass.Float32(-LOG2E)
+        return cute.math.exp2(cute.math.min(z, cute.full_like(z, 62.0)), fastmath=True) + cutlass.Float32(1.0)
+    d0, d1 = one_plus_exp(g0), one_plus_exp(g1)
     r = cute.math.rcp(d0 * d1, approx=True, ftz=True)
     return g0 * u0 * (r * d1), g1 * u1 * (r * d0)  # r d1 = 1 / d0 in (2^-62, 1]
 
@@ -140,10 +142,10 @@ def activate(v, act: str, ieee_div: bool = False):
     if act == "gelu":
         return gelu_erf(v, ieee_div)
     if act == "gelu_tanh":  # x * sigmoid(2u), u = sqrt(2 / pi) (x + 0.044715 x^3): 1 + tanh(u) = 2 sigmoid(2u)
-        c0 = -2.0 * 0.79788456080286536 * 1.4426950408889634  # -2 sqrt(2 / pi) log2 e
+        c0 = -2.0 * 0.79788456080286536 * LOG2E  # -2 sqrt(2 / pi) log2 e
         return over_one_plus_exp2(v, v * (v * v * f32(c0 * 0.044715) + f32(c0)), ieee_div)
     if act == "silu":  # v / (1 + e^-v)
-        return over_one_plus_exp2(v, v * f32(-1.4426950408889634), ieee_div)
+        return over_one_plus_exp2(v, v * f32(-LOG2E), ieee_div)
     return v
 
 
@@ -1075,11 +1077,12 @@ class Sm90Gemm:
         # piece), which swiglu_pair gates together (acc_u has acc's layout).
         by_piece = cute.composition(r2s_acc.layout, cute.make_layout((n_piece, self.pieces)))
         acc_pieces = cute.make_tensor(r2s_acc.iterator, by_piece)
-        up_pieces = cute.make_tensor(r2s.retile(acc_u).iterator, by_piece)
+        r2s_up = r2s.retile(acc_u)
+        up_pieces = cute.make_tensor(r2s_up.iterator, by_piece)
         half = n_piece // 2
         by_half = cute.composition(r2s_acc.layout, cute.make_layout((half, 2, self.pieces), stride=(1, half, n_piece)))
         gate_halves = cute.make_tensor(r2s_acc.iterator, by_half)
-        up_halves = cute.make_tensor(r2s.retile(acc_u).iterator, by_half)
+        up_halves = cute.make_tensor(r2s_up.iterator, by_half)
         out_halves = cute.make_tensor(piece_out.iterator, cute.make_layout((half, 2)))
 
         def flat(t):
