@@ -58,6 +58,17 @@ const Measurement* fastest(const std::vector<Measurement*>& ms) {
 
 Candidate candidate_of(const Measurement& m) { return {m.backend, m.candidate, m.config}; }
 
+// A bench row for a backend none of whose measurements in `ms` verified: its first failure, with
+// how many failed. Empty (no backend) when it had none.
+BenchRow failure_row(const std::vector<Measurement>& ms, const std::string& backend) {
+  BenchRow row;
+  int failures = 0;
+  for (const auto& m : ms)
+    if (m.backend == backend && ++failures == 1) row = {backend, candidate_of(m), m, false};
+  if (failures > 1) row.measurement.error = fmt::format("{} failed, first: {}", failures, row.measurement.error);
+  return row;
+}
+
 // A backend's own default (rank 0 of cuBLASLt's heuristic list, with its default exact fp8
 // accumulation), from its candidate's config.
 bool is_default_pick(const nlohmann::json& config) {
@@ -461,6 +472,8 @@ BenchResult Tuner::Impl::bench(const Problem& problem) {
 
   std::vector<BenchRow>& rows = result.rows;
   // Each backend's best; the decision's backend by the decision (one rescaled time may tie it).
+  // A backend none of whose candidates ran gets an untimed row that says why, not no row.
+  std::vector<BenchRow> failed;
   for (const auto& b : enabled(problem)) {
     const Measurement* m = best_of(measured, b->name());
     if (b->name() == tuned.decision.backend)
@@ -471,6 +484,8 @@ BenchResult Tuner::Impl::bench(const Problem& problem) {
                       candidate_of(*m),
                       {},
                       m->backend == tuned.decision.backend && m->candidate == tuned.decision.candidate});
+    else if (BenchRow r = failure_row(measured, b->name()); !r.backend.empty())
+      failed.push_back(std::move(r));
   }
   for (BenchRow& r : baselines(problem, measured)) rows.push_back(std::move(r));
 
@@ -504,6 +519,7 @@ BenchResult Tuner::Impl::bench(const Problem& problem) {
     std::sort(graph.begin(), graph.end());
     rows[i].measurement.graph_us = r.back().verified ? graph[size_t(n / 2)] : 0.0;
   }
+  for (BenchRow& r : failed) rows.push_back(std::move(r));
   return result;
 }
 

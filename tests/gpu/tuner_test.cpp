@@ -50,6 +50,15 @@ TEST(Tuner, PlantedFaultsDoNotStopTuning) {
   TuneResult again = tuner.tune(p);
   EXPECT_TRUE(again.from_db);
   EXPECT_EQ(again.decision.candidate, r.decision.candidate);
+
+  // bench names a backend none of whose candidates ran, untimed, with why.
+  const BenchResult bench = tuner.bench(p);
+  auto faulty =
+      std::find_if(bench.rows.begin(), bench.rows.end(), [](const BenchRow& row) { return row.backend == "faulty"; });
+  ASSERT_NE(faulty, bench.rows.end());
+  EXPECT_FALSE(faulty->measurement.verified);
+  EXPECT_TRUE(faulty->round_us.empty());
+  EXPECT_NE(faulty->measurement.error.find("failed, first:"), std::string::npos) << faulty->measurement.error;
 }
 
 // Problems prefetched (listed and compiled on a background thread) tune as ones tuned on the
