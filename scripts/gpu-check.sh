@@ -77,7 +77,10 @@ clocks_pid=$!
 # filled, carried as .carry/cute-home.txz and unpacked here as GEMMFORGE_HOME.
 use_carried_cute_kernels() {
   if [ -f .carry/cute-home.txz ]; then
-    python3 -c "import tarfile; tarfile.open('.carry/cute-home.txz').extractall('/tmp/gf-cute')" || status=1
+    python3 -c "import tarfile; tarfile.open('.carry/cute-home.txz').extractall('/tmp/gf-cute')" 2>/dev/null || {
+      echo "the carried CuTe DSL kernels (.carry/cute-home.txz) are damaged: run scripts/precompile-cute.sh again"
+      status=1
+    }
     export GEMMFORGE_HOME=/tmp/gf-cute/gf-home
   fi
 }

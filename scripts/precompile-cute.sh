@@ -56,5 +56,8 @@ ops=(softmax:262144x1024:bf16 softmax:65536x4096:bf16 softmax:16384x16384:bf16 s
      rmsnorm+residual:8x262144:f16 rmsnorm:3x8:f32 rmsnorm:130x16384:bf16-\>f32 softmax:4x256:f32 softmax:4x65536:f32)
 "$gf" compile -b cute -s default "${ops[@]/#/-o}"
 du -sh "$GEMMFORGE_HOME/kernels"
-tar cf - -C "$(dirname "$GEMMFORGE_HOME")" "$(basename "$GEMMFORGE_HOME")" | xz -9 > .carry/cute-home.txz
+# Written aside and moved into place: an archive cut short (a session ending mid-write) once
+# reached the GPU host, where some of the benchmark's kernels were then cache misses.
+tar cf - -C "$(dirname "$GEMMFORGE_HOME")" "$(basename "$GEMMFORGE_HOME")" | xz -9 > .carry/cute-home.txz.part
+mv .carry/cute-home.txz.part .carry/cute-home.txz
 ls -l .carry/cute-home.txz
