@@ -7,7 +7,7 @@
 //
 // A new activation is one word in GF_ACTIVATIONS, its formula in kernels/epilogue/activation.cuh
 // and its formula in python/gemmforge_triton/templates.py (_activate) and
-// python/gemmforge_cute/gemm_sm90.py (activate). cuBLASLt reports it
+// python/gemmforge_cute/activations.py (activate). cuBLASLt reports it
 // unsupported until backends/gemm/cublaslt/matmul_plan.cpp maps it to one of its epilogues.
 
 #define GF_DTYPES(X) X(f32) X(f16) X(bf16) X(e4m3) X(e5m2)

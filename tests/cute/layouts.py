@@ -1,5 +1,5 @@
-"""The layout facts python/gemmforge_cute/gemm_sm90.py relies on, checked on the DSL's layout
-algebra at trace time (no GPU): where wgmma's accumulators of a thread sit in its tile.
+"""The layout facts python/gemmforge_cute/gemm_sm90.py and its mixins rely on, checked on the DSL's
+layout algebra at trace time (no GPU): where wgmma's accumulators of a thread sit in its tile.
 
 - Block scales (block_scale_source): the accumulators ((j, r, g), step, n) of a thread share the
   row of ((0, r, 0), step, 0): one A scale each r and M step.

@@ -34,8 +34,9 @@ using LaunchFn = int (*)(const ShimArgs*, cudaStream_t);
 
 // The backend's version: the pin and the Python files that shape its kernels.
 std::string version_string() {
-  static const std::string v =
-      jit::cute_dsl::version_string({"gemmforge_cute/build.py", "gemmforge_cute/gemm_sm90.py"});
+  static const std::string v = jit::cute_dsl::version_string(
+      {"gemmforge_cute/build.py", "gemmforge_cute/gemm_sm90.py", "gemmforge_cute/gemm_epilogue.py",
+       "gemmforge_cute/gemm_block_scaled.py", "gemmforge_cute/activations.py"});
   return v;
 }
 
