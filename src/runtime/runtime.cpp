@@ -75,10 +75,6 @@ class Dispatch {
   std::unordered_map<cudaStream_t, cuda::DeviceBuffer> workspaces_;
 };
 
-}  // namespace runtime
-
-namespace {
-
 // The entries' key: the problem's fields, not its text, whose formatting cost every call. alpha
 // and beta stay out of the hash (-0 and 0 are equal with different bits); equality compares them.
 struct ProblemHash {
@@ -93,7 +89,7 @@ struct ProblemHash {
   }
 };
 
-}  // namespace
+}  // namespace runtime
 
 struct Runtime::Impl {
   using Dispatch = runtime::Dispatch;
@@ -108,7 +104,7 @@ struct Runtime::Impl {
     std::map<size_t, std::unique_ptr<Dispatch>> by_alignment;  // for pointers `chosen` cannot take
   };
   std::mutex mu;  // guards the map, never a build or a launch
-  std::unordered_map<GemmProblem, std::shared_ptr<Entry>, ProblemHash> entries;
+  std::unordered_map<GemmProblem, std::shared_ptr<Entry>, runtime::ProblemHash> entries;
 
   // What runs a problem without a decision: cuBLASLt's default algorithm; for epilogues it lacks,
   // cuBLASLt's plain GEMM and the epilogue after it; for what cuBLASLt cannot do at all (fp8 block
