@@ -9,8 +9,6 @@ import sys
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.join(here, "..", "..")
 package = os.path.join(root, "python", "gemmforge_cute")
-# Shared by every CuTe DSL kernel and hashed for all of them (src/jit/cute_dsl.cpp).
-WORKER = {"worker.py", "export.py"}
 
 
 def local_imports(module, seen):
@@ -28,14 +26,17 @@ def local_imports(module, seen):
     return seen
 
 
-def hashed(backend_cpp):
-    text = open(os.path.join(root, "src", "backends", backend_cpp)).read()
+def hashed(source):
+    """The gemmforge_cute files a C++ source (a path under src/) names for hashing."""
+    text = open(os.path.join(root, "src", source)).read()
     return set(re.findall(r'"gemmforge_cute/(\w+\.py)"', text))
 
 
+shared = hashed("jit/cute_dsl.cpp")  # the worker's files, in every CuTe DSL kernel's key
 failed = False
-for entry, backend in (("build.py", "gemm/cute/backend.cpp"), ("build_rowop.py", "rowop/cute/backend.cpp")):
-    missing = local_imports(entry, set()) - WORKER - hashed(backend)
+for entry, backend in (("build.py", "backends/gemm/cute/backend.cpp"),
+                       ("build_rowop.py", "backends/rowop/cute/backend.cpp")):
+    missing = local_imports(entry, set()) - shared - hashed(backend)
     if missing:
         print(f"{backend}: the cache key does not hash {sorted(missing)}, which {entry} imports")
         failed = True
