@@ -15,7 +15,8 @@ from cutlass.cute.runtime import make_fake_tensor
 
 import export
 from export import DTYPES
-from rowops import RowConfig, RowOp
+from rowop_config import RowConfig
+from rowops import RowOp
 
 ABI = 1  # of the shim below (after export.SHIM_PREAMBLE); the C++ side checks gf_cute_abi()
 

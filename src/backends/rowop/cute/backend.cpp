@@ -29,8 +29,8 @@ struct ShimArgs {
 using LaunchFn = int (*)(const ShimArgs*, cudaStream_t);
 
 std::string version_string() {
-  static const std::string v =
-      jit::cute_dsl::version_string({"gemmforge_cute/build_rowop.py", "gemmforge_cute/rowops.py"});
+  static const std::string v = jit::cute_dsl::version_string(
+      {"gemmforge_cute/build_rowop.py", "gemmforge_cute/rowop_config.py", "gemmforge_cute/rowops.py"});
   return v;
 }
 

@@ -11,7 +11,7 @@ namespace gf::cute_rowops {
 namespace {
 
 // Registers ptxas may give a thread of a CTA of that size (the kernel declares its size), and
-// those a thread needs beside the row it holds (python/gemmforge_cute/rowops.py, register_cap).
+// those a thread needs beside the row it holds (python/gemmforge_cute/rowop_config.py, register_cap).
 int register_cap(int threads) { return threads <= 256 ? 255 : threads == 512 ? 128 : 64; }
 constexpr int kRegisterOverhead = 32;
 
