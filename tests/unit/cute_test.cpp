@@ -110,6 +110,10 @@ TEST(CuteSpace, LevelsAndNames) {
   EXPECT_NE(cute_backend::illegal_reason(swap, GemmProblem::parse("16x4096x4096:bf16:nn")), "");
   EXPECT_NE(cute_backend::illegal_reason(CuteConfig{.tile_m = 64, .tile_n = 32}, down), "")
       << "narrow tiles are swap-AB's";
+  // Clusters of four: 30 fit at once on 132 SMs; the persistent grid counts on every SM.
+  EXPECT_NE(cute_backend::illegal_reason(CuteConfig{.cluster_m = 2, .cluster_n = 2, .persistent = true},
+                                         GemmProblem::parse("8192x4096x4096:bf16")),
+            "");
   // A large square GEMM ranks the two-warpgroup 128x256 tile first.
   auto big = cute_backend::ranked_configs(GemmProblem::parse("8192x8192x8192:bf16"), d, Search::fast);
   EXPECT_EQ(big.front().tile_m, 128);
@@ -189,7 +193,8 @@ TEST(CuteSpace, DeclinesWhatTheTemplateLacks) {
                                          GemmProblem::parse("16x4096x4096:e4m3->bf16:scale=block128")),
             "");
   for (const char* spec : {"4096x4096x4096:e4m3->bf16:scale=block128", "16x4096x4096:e4m3->bf16:scale=block128"}) {
-    const auto fast = cute_backend::ranked_configs(GemmProblem::parse(spec), DeviceInfo::assumed_hopper(), Search::fast);
+    const auto fast =
+        cute_backend::ranked_configs(GemmProblem::parse(spec), DeviceInfo::assumed_hopper(), Search::fast);
     EXPECT_EQ(fast.size(), GemmProblem::parse(spec).m <= 128 ? 4u : 3u) << spec;
   }
   EXPECT_NE(cute_backend::compile_request(c, GemmProblem::parse("64x64x64:e4m3->bf16:scale=rowcol")),

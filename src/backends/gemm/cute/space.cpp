@@ -169,6 +169,11 @@ std::string unsupported_reason(const GemmProblem& p) {
 std::string illegal_reason(const CuteConfig& c, const GemmProblem& p) {
   const Epilogue& e = p.epilogue;
   if (c.split_k < 1) return "split_k must be >= 1";
+  // The persistent grid is a cluster for every cluster's worth of SMs. Pairs fill the GPU (66 on
+  // 132 SMs at one CTA an SM), clusters of four do not: 30 fit at once, on 120 SMs, so the grid's
+  // last three would wait a whole pass (cudaOccupancyMaxActiveClusters, H200, 2026-11-30).
+  if (c.cluster_m < 1 || c.cluster_n < 1 || c.cluster_m * c.cluster_n > 2)
+    return "a cluster is one or two CTAs: four at one CTA an SM leave 12 of 132 SMs idle";
   if (c.split_k > 1 && (c.persistent || c.cluster_m * c.cluster_n > 1))
     return "split-K is for the one-CTA-a-tile schedule without clusters";
   if (c.swap_ab) {
