@@ -513,7 +513,7 @@ def main():
     if a.targets:
         out += ["## Where the issues' targets stand", "",
                 "Each figure computed from the run named beside it (docs/data/targets.json lists the files); the "
-                "verdict reads the point estimate.", ""] + target_section(a.targets, random.Random(a.seed)) + [""]
+                "verdict reads the point estimate.", ""] + target_section(a.targets, a.seed) + [""]
     out += [f"- Date: {info['date']}", f"- Device: {info['device']}", f"- Commit: {info.get('commit', '?')}"]
     out += [f"- Command: `{c}`" for c in info.get("commands", [])]
     out += ["", "How it is measured: CUDA events around each launch, at least 100 ms of warm-up, the L2 flushed "

@@ -29,6 +29,7 @@ A verdict reads the point estimate; the interval beside it says how firm it is.
 import json
 import os
 import re
+import random
 import statistics
 from collections import Counter
 
@@ -203,15 +204,17 @@ MEASURES = {"speed": speed, "tflops": tflops, "fused": fused, "copy": copy, "qua
             "compile": compile_median, "search_gap": search_gap, "wins": wins, "chain": chain}
 
 
-def target_section(manifest, rng):
+def target_section(manifest, seed):
     """The table: issue, target, what the run measured, the run, and met / not met (or "-" where the
-    target is a report, not a bound)."""
+    target is a report, not a bound). Each row's spread is drawn from a generator seeded by the row
+    itself, so adding a row leaves the others' figures as they were."""
     here = os.path.dirname(os.path.abspath(manifest))
     lines = ["| issue | target | measured | run | verdict |", "|---|---|---|---|---|"]
     for t in json.load(open(manifest))["targets"]:
         if t["measure"] not in MEASURES:
             raise SystemExit(f"{manifest}: unknown measure {t['measure']!r} (known: {', '.join(MEASURES)})")
         paths = [os.path.join(here, f) for f in t["files"]]
+        rng = random.Random(f"{seed}|{t['issue']}|{t['target']}|{t.get('run', '')}")
         figure, met = MEASURES[t["measure"]](t, paths, rng)
         verdict = "not measured" if figure is None else "-" if met is None else "met" if met else "not met"
         lines.append(f"| {t['issue']} | {t['target']} | {figure or '-'} | {t.get('run', '')} | {verdict} |")
