@@ -28,11 +28,32 @@ def load_bench(paths):
             rounds = r.get("round_us") or ([r["us"]] if r.get("us") else [])
             if r.get("verified") and rounds and all(t > 0 for t in rounds):
                 graph = r.get("round_graph_us") or []
-                row = dict(r, round_us=rounds, round_graph_us=graph if graph and all(t > 0 for t in graph) else [])
+                row = dict(r, round_us=rounds, round_graph_us=graph if graph and all(t > 0 for t in graph) else [],
+                           file=path)
                 entry["rows"][r["backend"]] = row
                 if r.get("chosen"):
                     entry["rows"]["choice"] = row
     return problems
+
+
+def plain_key(key):
+    """The problem without its epilogue's terms: shape:dtypes[:layout][:epilogue], the fp8 scale kept
+    (it is part of the product)."""
+    parts = key.split(":")
+    if len(parts) < 3 or set(parts[-1]) <= set("nt"):  # no epilogue, or a layout last
+        return key
+    scale = [x for x in parts[-1].split("+") if x.startswith("scale=")]
+    return ":".join(parts[:-1] + scale)
+
+
+def fused_overhead(fused, plain):
+    """A fused kernel's time over its plain one's, less 1: (medians' ratio, per-round ratios). The
+    rounds pair up where bench timed both problems in the same rounds (one group of one file:
+    bench groups a fused GEMM with its plain one), else the second is None."""
+    over = statistics.median(fused["round_us"]) / statistics.median(plain["round_us"]) - 1
+    same = (fused.get("group") is not None and fused.get("group") == plain.get("group")
+            and fused["file"] == plain["file"] and len(fused["round_us"]) == len(plain["round_us"]))
+    return over, [f / p for f, p in zip(fused["round_us"], plain["round_us"])] if same else None
 
 
 def baseline_of(rows, field="round_us"):

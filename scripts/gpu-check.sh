@@ -188,8 +188,9 @@ if [ "$what" = cute ]; then
     tail -14 "$out/rowops-backends.txt"
   fi
 fi
-# Fused epilogues beside their plain GEMMs in one bench call (their interleaved rounds share the
-# clock: two calls apart, one kernel read up to 4% apart at 4096 tokens), cublaslt, native, cute:
+# Fused epilogues beside their plain GEMMs in one bench call, cublaslt, native, cute: bench times
+# each fused GEMM and its plain one in the same rounds, so that they share the clock (two calls
+# apart, one kernel read up to 4% apart at 4096 tokens; two problems of one call, minutes apart):
 #   bench_fused NAME TOKENS DTYPE SEP NxK:EPI...   (plain MxNxK:DTYPE, fused MxNxK:DTYPE SEP EPI)
 bench_fused() {
   local name=$1 tokens=$2 dtype=$3 sep=$4 m pe probs=()

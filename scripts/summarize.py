@@ -8,6 +8,7 @@ microseconds and the ratio of native, Triton, CuTe DSL and CUTLASS to the best c
 """
 import json
 import math
+import os
 import statistics
 import sys
 from collections import Counter, defaultdict
@@ -94,3 +95,20 @@ for m, rs in sorted(choice.items()):
     print(f"{'- ' if markdown else ''}the tuned choice vs the faster of tuned and default cuBLASLt at M={m}: "
           f"geomean {geomean(rs):.3f} (min {min(rs):.3f}) over {len(rs)} GEMMs; picked {which}")
 
+
+# Each fused GEMM over its plain one, backend by backend: the medians' ratio, and the median of the
+# per-round ratios where bench timed the two in the same rounds (it groups them).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_stats import fused_overhead, load_bench, plain_key  # noqa: E402
+
+problems = load_bench([p for p in paths if os.path.exists(p)])
+for key, e in sorted(problems.items()):
+    plain = problems.get(plain_key(key))
+    if plain_key(key) == key or not plain:
+        continue
+    for b, f in sorted(e["rows"].items()):
+        if b == "choice" or b not in plain["rows"]:
+            continue
+        over, ratios = fused_overhead(f, plain["rows"][b])
+        paired = f", paired by round {statistics.median(ratios) - 1:+.1%}" if ratios else ""
+        print(f"{'- ' if markdown else ''}{b} {labels.get(key, key)} over its plain GEMM: {over:+.1%}{paired}")

@@ -15,7 +15,8 @@ problem_has, a regular expression, the problems that match it):
   tflops       backend's geomean TFLOP/s; at_least, or none: reported
   fused        each fused GEMM's time over its plain GEMM's (the same problem without its epilogue
                terms, from any of the files), backend's own kernels; at_most (the overhead, 0.03 = 3%),
-               or none: reported
+               or none: reported. Where bench timed each pair in the same rounds (since bench groups
+               them), the median of the per-round ratios, the worst's 95% interval beside it
   copy         backend's graph-mode speed as a share of a copy of the same bytes, for GEMMs whose
                weights hold at least min_weight_mb; at_least (every GEMM)
   quantize     gemmforge's TB/s as a share of the same bytes' copy, for the scalings listed; at_least
@@ -33,7 +34,8 @@ import random
 import statistics
 from collections import Counter
 
-from bench_stats import baseline_of, copy_share, fmt_ci, geomean, interval, load_bench, paired, problem_m
+from bench_stats import (baseline_of, copy_share, fmt_ci, fused_overhead, geomean, interval, load_bench, paired,
+                         plain_key, problem_m)
 from search_gap import gaps
 
 FP8_BYTES = {"e4m3": 1, "e5m2": 1}
@@ -56,16 +58,6 @@ def shape(key):
 def select(problems, t):
     return {key: e for key, e in problems.items()
             if (not t.get("m") or problem_m(key) in t["m"]) and re.search(t.get("problem_has", ""), key)}
-
-
-def plain_key(key):
-    """The problem without its epilogue's terms: shape:dtypes[:layout][:epilogue], the fp8 scale kept
-    (it is part of the product)."""
-    parts = key.split(":")
-    if len(parts) < 3 or set(parts[-1]) <= set("nt"):  # no epilogue, or a layout last
-        return key
-    scale = [x for x in parts[-1].split("+") if x.startswith("scale=")]
-    return ":".join(parts[:-1] + scale)
 
 
 def weight_bytes(key):
@@ -123,18 +115,26 @@ def tflops(t, paths, rng):
 
 def fused(t, paths, rng):
     problems = load_bench(paths)
-    over = []
+    over, paired_all = [], True
     for key, e in select(problems, t).items():
         plain = problems.get(plain_key(key))
         if plain_key(key) == key or not plain:
             continue
         f, p = e["rows"].get(t["backend"]), plain["rows"].get(t["backend"])
-        if f and p and f["round_us"] and p["round_us"]:
-            over.append((statistics.median(f["round_us"]) / statistics.median(p["round_us"]) - 1, key))
+        if f and p:
+            by_medians, ratios = fused_overhead(f, p)
+            paired_all = paired_all and ratios is not None
+            over.append((by_medians, ratios, key))
     if not over:
         return None, False
-    worst = max(over)
-    return (f"{span([o for o, _ in over], '+.1%')} ({count(len(over), 'epilogue')}; worst `{worst[1]}`)",
+    if paired_all:  # timed in the same rounds: the median of the per-round ratios, with its interval
+        over = [(interval([ratios], rng)[0] - 1, ratios, key) for _, ratios, key in over]
+    worst = max(over, key=lambda o: o[0])
+    firm = ""
+    if paired_all:
+        _, lo, hi = interval([worst[1]], rng)
+        firm = f", paired by round [{lo - 1:+.1%}, {hi - 1:+.1%}]"
+    return (f"{span([o for o, _, _ in over], '+.1%')} ({count(len(over), 'epilogue')}; worst `{worst[2]}`{firm})",
             worst[0] <= t["at_most"] if "at_most" in t else None)
 
 

@@ -85,6 +85,10 @@ class Tuner {
   // (GEMMs: cuBLASLt's own pick and the eager plan) again, side by side in interleaved rounds.
   BenchResult bench(const GemmProblem& problem);
   BenchResult bench(const RowOpSpec& problem);
+  // The same for a group of problems timed in the same rounds, each round's kernels of every
+  // problem in one shuffled order (the worker keeps them all set up): a fused GEMM beside its
+  // plain one, compared round by round under the same clocks. Results in the problems' order.
+  std::vector<BenchResult> bench(const std::vector<GemmProblem>& problems);
   // Device-to-device copy bandwidth measured in a worker: bytes read + written, TB/s.
   double copy_bandwidth_tbps();
   // A copy moving `bytes` (half read, half written) timed in a worker as the bench times a kernel:

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -108,20 +109,16 @@ void run_tune(const TuneArgs& a) {
 // ceiling its kernels are judged against (a copy of 33 MB is slower than the large-buffer figure).
 constexpr int64_t kStreamingM = 128;
 
-void run_bench(const TuneArgs& a) {
-  auto problems = a.problems.resolve();
-  Progress progress;
-  auto tuner = make_tuner(a, progress);
-  Table table(
-      {"problem", "backend", "candidate", "us", "TFLOP/s", "graph us", "vs cuBLASLt default", "vs eager", "chosen"});
-  nlohmann::json out = nlohmann::json::array();
+// What a bench reports: the table, the JSON rows, and the chosen kernels' speed over cuBLASLt's default.
+struct BenchReport {
+  Table table{
+      {"problem", "backend", "candidate", "us", "TFLOP/s", "graph us", "vs cuBLASLt default", "vs eager", "chosen"}};
+  nlohmann::json rows = nlohmann::json::array();
   double log_speedup = 0;
   int counted = 0;
-  for (const auto& p : problems) tuner->prefetch(p.problem);  // compiled in order, ahead of measuring
-  for (size_t i = 0; i < problems.size(); ++i) {
-    const auto& [label, problem] = problems[i];
-    progress.update(fmt::format("{} ({}/{})", label, i + 1, problems.size()), int(i), int(problems.size()));
-    const BenchResult bench = tuner->bench(problem);
+
+  // One problem's rows; `group` numbers the problems timed in the same rounds (paired by round).
+  void add(const std::string& label, const GemmProblem& problem, const BenchResult& bench, size_t group, Tuner& tuner) {
     double default_us = 0, eager_us = 0, chosen_us = 0;
     for (const auto& r : bench.rows) {
       if (!r.measurement.verified) continue;
@@ -135,44 +132,81 @@ void run_bench(const TuneArgs& a) {
       table.add({label, r.backend, r.candidate.name, m.verified ? fixed(m.us, 1) : "failed",
                  m.verified ? fixed(m.rate, 1) : m.error.substr(0, 60), m.graph_us > 0 ? fixed(m.graph_us, 1) : "-",
                  speedup(default_us, m.us), speedup(eager_us, m.us), r.chosen ? "*" : ""});
-      out.push_back({{"label", label},
-                     {"problem", problem.key()},
-                     {"backend", r.backend},
-                     {"candidate", r.candidate.name},
-                     {"us", m.us},
-                     {"round_us", r.round_us},
-                     {"graph_us", m.graph_us},
-                     {"round_graph_us", r.round_graph_us},
-                     {"tflops", m.rate},
-                     {"chosen", r.chosen},
-                     {"verified", m.verified},
-                     {"search", bench.tuned.decision.search},
-                     {"error", m.error}});
+      rows.push_back({{"label", label},
+                      {"problem", problem.key()},
+                      {"group", group},
+                      {"backend", r.backend},
+                      {"candidate", r.candidate.name},
+                      {"us", m.us},
+                      {"round_us", r.round_us},
+                      {"graph_us", m.graph_us},
+                      {"round_graph_us", r.round_graph_us},
+                      {"tflops", m.rate},
+                      {"chosen", r.chosen},
+                      {"verified", m.verified},
+                      {"search", bench.tuned.decision.search},
+                      {"error", m.error}});
     }
     if (problem.m <= kStreamingM) {
-      const auto [copy_us, copy_graph_us] = tuner->copy_us(size_t(problem.min_bytes()));
+      const auto [copy_us, copy_graph_us] = tuner.copy_us(size_t(problem.min_bytes()));
       const std::string what = fmt::format("{:.1f} MB", problem.min_bytes() / 1e6);
       table.add({label, "copy", what, fixed(copy_us, 1), "-", fixed(copy_graph_us, 1), "", "", ""});
-      out.push_back({{"label", label},
-                     {"problem", problem.key()},
-                     {"backend", "copy"},
-                     {"candidate", what},
-                     {"us", copy_us},
-                     {"graph_us", copy_graph_us},
-                     {"bytes", problem.min_bytes()},
-                     {"verified", true}});
+      rows.push_back({{"label", label},
+                      {"problem", problem.key()},
+                      {"backend", "copy"},
+                      {"candidate", what},
+                      {"us", copy_us},
+                      {"graph_us", copy_graph_us},
+                      {"bytes", problem.min_bytes()},
+                      {"verified", true}});
     }
     if (default_us > 0 && chosen_us > 0) {
       log_speedup += std::log(default_us / chosen_us);
       ++counted;
     }
-    if (!a.json.empty()) write_json(a.json, out);
+  }
+};
+
+// The problems in groups timed in the same rounds: those that differ only in their epilogue (fp8
+// scales kept: they are part of the product), so that a fused GEMM and its plain one compare under
+// one clock. Groups in the order of their first problem.
+std::vector<std::vector<size_t>> bench_groups(const std::vector<LabeledProblem>& problems) {
+  std::vector<std::vector<size_t>> groups;
+  std::map<std::string, size_t> group_of;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    GemmProblem plain = problems[i].problem;
+    plain.epilogue = {.scale = plain.epilogue.scale};
+    auto [it, added] = group_of.try_emplace(plain.key(), groups.size());
+    if (added) groups.emplace_back();
+    groups[it->second].push_back(i);
+  }
+  return groups;
+}
+
+void run_bench(const TuneArgs& a) {
+  auto problems = a.problems.resolve();
+  Progress progress;
+  auto tuner = make_tuner(a, progress);
+  BenchReport report;
+  const auto groups = bench_groups(problems);
+  for (const auto& group : groups)
+    for (size_t i : group) tuner->prefetch(problems[i].problem);  // compiled in order, ahead of measuring
+  size_t done = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::vector<GemmProblem> members;
+    for (size_t i : groups[g]) members.push_back(problems[i].problem);
+    progress.update(fmt::format("{} ({}/{})", problems[groups[g].front()].label, done + 1, problems.size()), int(done),
+                    int(problems.size()));
+    const std::vector<BenchResult> benches = tuner->bench(members);
+    for (size_t j = 0; j < members.size(); ++j, ++done)
+      report.add(problems[groups[g][j]].label, members[j], benches[j], g, *tuner);
+    if (!a.json.empty()) write_json(a.json, report.rows);
   }
   progress.finish();
-  table.print();
-  if (counted)
-    fmt::print("chosen vs cuBLASLt default: geomean {:.3f}x over {} problems\n", std::exp(log_speedup / counted),
-               counted);
+  report.table.print();
+  if (report.counted)
+    fmt::print("chosen vs cuBLASLt default: geomean {:.3f}x over {} problems\n",
+               std::exp(report.log_speedup / report.counted), report.counted);
 }
 
 }  // namespace

@@ -21,14 +21,16 @@ Measurement from_result(const std::string& key, const Candidate& c, const nlohma
 }  // namespace
 
 MeasureSession::MeasureSession(WorkerProcess& worker, std::string_view family, std::string key, uint64_t seed,
-                               double timeout_s)
-    : worker_(worker), family_(family), key_(std::move(key)), seed_(seed), timeout_s_(timeout_s) {}
+                               double timeout_s, int hold)
+    : worker_(worker), family_(family), key_(std::move(key)), seed_(seed), timeout_s_(timeout_s), hold_(hold) {}
 
 void MeasureSession::ensure_problem() {
-  if (problem_ready_ && worker_.alive()) return;
-  // Setting up allocates the inputs and runs the reference: allow for large problems.
-  auto reply = worker_.call({{"op", "problem"}, {"family", family_}, {"problem", key_}, {"seed", seed_}},
-                            std::max(timeout_s_, 600.0));
+  if (problem_ready_ && hold_ == 1 && worker_.alive()) return;
+  // Setting up allocates the inputs and runs the reference: allow for large problems. A problem
+  // the worker holds is only made current again.
+  auto reply =
+      worker_.call({{"op", "problem"}, {"family", family_}, {"problem", key_}, {"seed", seed_}, {"hold", hold_}},
+                   std::max(timeout_s_, 600.0));
   GF_CHECK(reply.value("ok", false), "worker could not set up {}: {}", key_, reply.value("error", ""));
   problem_ready_ = true;
 }

@@ -14,8 +14,11 @@ namespace gf::tune {
 class MeasureSession {
  public:
   // family and key name the problem (GemmProblem::kFamily and key()); the session sets it up in
-  // the worker at its first measurement.
-  MeasureSession(WorkerProcess& worker, std::string_view family, std::string key, uint64_t seed, double timeout_s);
+  // the worker at its first measurement. hold > 1: this session's problem is one of `hold`
+  // problems whose sessions take turns on the worker, which keeps them all set up; each
+  // measurement makes the session's problem the worker's current one first.
+  MeasureSession(WorkerProcess& worker, std::string_view family, std::string key, uint64_t seed, double timeout_s,
+                 int hold = 1);
   // Verifies and (if `time`) times the candidate. Never throws for a bad candidate: the
   // Measurement carries the error. Its rate is left for the caller, who knows the problem.
   // graph: also time it back to back in a CUDA graph (Measurement::graph_us).
@@ -31,6 +34,7 @@ class MeasureSession {
   std::string family_, key_;
   uint64_t seed_;
   double timeout_s_;
+  int hold_;
   bool problem_ready_ = false;
 };
 

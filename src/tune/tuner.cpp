@@ -215,7 +215,9 @@ struct Tuner::Impl {
   template <class Problem>
   TuneResult tune(const Problem& problem);
   template <class Problem>
-  BenchResult bench(const Problem& problem);
+  std::vector<BenchRow> bench_rows(const Problem& problem, const TuneResult& tuned, std::vector<BenchRow>& failed);
+  template <class Problem>
+  std::vector<BenchResult> bench(const std::vector<Problem>& problems);
 };
 
 // Times from two races differ by their conditions (a longer race of fewer kernels runs hotter:
@@ -460,20 +462,19 @@ TuneResult Tuner::Impl::tune(const Problem& problem) {
   return result;
 }
 
+// The rows a bench times for a problem: each backend's best of what tuning measured (the
+// decision's own kernel for its backend), then the family's baselines. Backends none of whose
+// candidates ran go to `failed`: untimed rows that say why.
 template <class Problem>
-BenchResult Tuner::Impl::bench(const Problem& problem) {
-  BenchResult result{tune(problem), {}};
-  const TuneResult& tuned = result.tuned;
+std::vector<BenchRow> Tuner::Impl::bench_rows(const Problem& problem, const TuneResult& tuned,
+                                              std::vector<BenchRow>& failed) {
   // What this run measured, or (a decision from the DB) what the run that made it measured.
   const std::vector<Measurement> measured = tuned.from_db ? db->measurements(tuned.problem) : tuned.measurements;
   if (tuned.from_db && tuned.decision.search != to_string(opt.search.level))
     log().warn("{}: the stored decision was tuned at --search {}, not {} (--force tunes again)", tuned.problem,
                tuned.decision.search, to_string(opt.search.level));
-
-  std::vector<BenchRow>& rows = result.rows;
-  // Each backend's best; the decision's backend by the decision (one rescaled time may tie it).
-  // A backend none of whose candidates ran gets an untimed row that says why, not no row.
-  std::vector<BenchRow> failed;
+  std::vector<BenchRow> rows;
+  // The decision's backend by the decision (one rescaled time may tie it).
   for (const auto& b : enabled(problem)) {
     const Measurement* m = best_of(measured, b->name());
     if (b->name() == tuned.decision.backend)
@@ -488,39 +489,64 @@ BenchResult Tuner::Impl::bench(const Problem& problem) {
       failed.push_back(std::move(r));
   }
   for (BenchRow& r : baselines(problem, measured)) rows.push_back(std::move(r));
+  return rows;
+}
+
+template <class Problem>
+std::vector<BenchResult> Tuner::Impl::bench(const std::vector<Problem>& problems) {
+  std::vector<BenchResult> results;
+  std::vector<std::vector<BenchRow>> failed(problems.size());
+  for (size_t p = 0; p < problems.size(); ++p) {
+    results.push_back({tune(problems[p]), {}});
+    results[p].rows = bench_rows(problems[p], results[p].tuned, failed[p]);
+  }
 
   // Interleaved rounds, in a fresh order each round, each row keeping its median: clock drift
-  // over the run, and a row's place in it, hit every row alike.
-  tune::MeasureSession session(*worker, Problem::kFamily, tuned.problem, seed(), opt.candidate_timeout_s);
+  // over the run, and a row's place in it, hit every row alike, the rows of every problem of the
+  // group alike (the worker holds them all set up).
+  std::vector<tune::MeasureSession> sessions;
+  for (const BenchResult& r : results)
+    sessions.emplace_back(*worker, Problem::kFamily, r.tuned.problem, seed(), opt.candidate_timeout_s,
+                          int(problems.size()));
+  struct Slot {
+    size_t problem, row;
+    std::vector<Measurement> rounds;
+  };
+  std::vector<Slot> slots;
+  for (size_t p = 0; p < results.size(); ++p)
+    for (size_t i = 0; i < results[p].rows.size(); ++i) slots.push_back({p, i, {}});
   const int n = std::max(1, opt.bench_rounds);
-  std::vector<std::vector<Measurement>> rounds(rows.size());
-  std::vector<size_t> order(rows.size());
+  std::vector<size_t> order(slots.size());
   std::iota(order.begin(), order.end(), size_t(0));
   std::mt19937 shuffle{uint32_t(seed())};
   for (int round = 0; round < n; ++round) {
     std::shuffle(order.begin(), order.end(), shuffle);
-    for (size_t i : order) {
-      Measurement m = session.measure(rows[i].candidate, true, opt.bench_graph);
-      m.rate = problem.rate(m.us);
-      rows[i].round_us.push_back(m.verified ? m.us : 0.0);
-      rows[i].round_graph_us.push_back(m.verified ? m.graph_us : 0.0);
-      rounds[i].push_back(std::move(m));
+    for (size_t s : order) {
+      Slot& slot = slots[s];
+      BenchRow& row = results[slot.problem].rows[slot.row];
+      Measurement m = sessions[slot.problem].measure(row.candidate, true, opt.bench_graph);
+      m.rate = problems[slot.problem].rate(m.us);
+      row.round_us.push_back(m.verified ? m.us : 0.0);
+      row.round_graph_us.push_back(m.verified ? m.graph_us : 0.0);
+      slot.rounds.push_back(std::move(m));
     }
   }
-  for (size_t i = 0; i < rows.size(); ++i) {
-    auto& r = rounds[i];
+  for (Slot& slot : slots) {
+    auto& r = slot.rounds;
+    BenchRow& row = results[slot.problem].rows[slot.row];
     std::sort(r.begin(), r.end(), [](const Measurement& a, const Measurement& b) {
       return a.verified != b.verified ? a.verified : a.us < b.us;
     });
     // The median timing, or (sorted verified first) a failure where any round failed; the graph
     // mode's median round alike.
-    rows[i].measurement = r.back().verified ? r[size_t(n / 2)] : r.back();
-    std::vector<double> graph = rows[i].round_graph_us;
+    row.measurement = r.back().verified ? r[size_t(n / 2)] : r.back();
+    std::vector<double> graph = row.round_graph_us;
     std::sort(graph.begin(), graph.end());
-    rows[i].measurement.graph_us = r.back().verified ? graph[size_t(n / 2)] : 0.0;
+    row.measurement.graph_us = r.back().verified ? graph[size_t(n / 2)] : 0.0;
   }
-  for (BenchRow& r : failed) rows.push_back(std::move(r));
-  return result;
+  for (size_t p = 0; p < problems.size(); ++p)
+    for (BenchRow& r : failed[p]) results[p].rows.push_back(std::move(r));
+  return results;
 }
 
 Tuner::Tuner(TuneOptions options) : impl_(std::make_unique<Impl>()) {
@@ -548,8 +574,9 @@ TuneResult Tuner::tune(const GemmProblem& problem) { return impl_->tune(problem)
 TuneResult Tuner::tune(const RowOpSpec& problem) { return impl_->tune(problem); }
 void Tuner::prefetch(const GemmProblem& problem) { impl_->prefetch(problem); }
 void Tuner::prefetch(const RowOpSpec& problem) { impl_->prefetch(problem); }
-BenchResult Tuner::bench(const GemmProblem& problem) { return impl_->bench(problem); }
-BenchResult Tuner::bench(const RowOpSpec& problem) { return impl_->bench(problem); }
+BenchResult Tuner::bench(const GemmProblem& problem) { return impl_->bench(std::vector{problem}).front(); }
+BenchResult Tuner::bench(const RowOpSpec& problem) { return impl_->bench(std::vector{problem}).front(); }
+std::vector<BenchResult> Tuner::bench(const std::vector<GemmProblem>& problems) { return impl_->bench(problems); }
 
 double Tuner::copy_bandwidth_tbps() {
   auto reply = impl_->worker->call({{"op", "copy_bandwidth"}}, impl_->opt.candidate_timeout_s);

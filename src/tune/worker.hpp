@@ -4,7 +4,10 @@
 // with the argument "__worker"; it speaks one JSON object per line on the channel WorkerProcess
 // gives it (process/worker_process.hpp), each reply repeating its request's "id":
 //
-//   {"op":"problem","family":"gemm"|"rowop","problem":KEY,"seed":N}  -> {"ok":true,"sets":N}
+//   {"op":"problem","family":"gemm"|"rowop","problem":KEY,"seed":N,"hold":H}  -> {"ok":true,"sets":N}
+//       makes the problem the current one, setting it up unless it is held already; the worker
+//       holds the H (default 1) problems it was last given, so that a bench can time problems
+//       of one group (a fused GEMM and its plain one) in the same rounds, switching without setup.
 //   {"op":"measure","backend":B,"candidate":{...},"time":true,"timing":{...}}
 //                                                            -> {"ok":true,"verified":..,"us":..,...}
 //   {"op":"race","candidates":[{...},...],"rounds":N,"warmup_ms":X,"seed":N}

@@ -1,6 +1,7 @@
 // The child side of the worker protocol (see worker.hpp).
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "gemmforge/error.hpp"
@@ -45,7 +46,9 @@ int worker_main() {
   adopt_worker_duties();  // first: before any thread (CUDA's too) is started
   WorkerChannel channel;
   DeviceInfo device = DeviceInfo::query();
-  std::unique_ptr<harness::Bench> bench;
+  // The problems set up, the current one last; each under its family, key and seed.
+  std::vector<std::pair<std::string, std::unique_ptr<harness::Bench>>> held;
+  harness::Bench* bench = nullptr;
   std::string line;
   while (channel.read(line)) {
     nlohmann::json reply;
@@ -58,9 +61,20 @@ int worker_main() {
       if (op == "quit") break;
       GF_CHECK(device.present, "{}", device.absent_reason);
       if (op == "problem") {
-        bench.reset();
-        bench = harness::make_bench(req.at("family").get<std::string>(), req.at("problem").get<std::string>(), device,
-                                    req.value("seed", uint64_t(1)));
+        const std::string family = req.at("family"), problem = req.at("problem");
+        const uint64_t seed = req.value("seed", uint64_t(1));
+        const std::string id = fmt::format("{} {} {}", family, problem, seed);
+        auto it = std::find_if(held.begin(), held.end(), [&](const auto& h) { return h.first == id; });
+        if (it != held.end()) {
+          std::rotate(it, it + 1, held.end());
+        } else {
+          // Freed before the next is set up: a held problem's buffers count against the GPU's memory.
+          bench = nullptr;
+          const size_t hold = std::max(req.value("hold", size_t(1)), size_t(1));
+          while (held.size() >= hold) held.erase(held.begin());
+          held.emplace_back(id, harness::make_bench(family, problem, device, seed));
+        }
+        bench = held.back().second.get();
         reply = {{"ok", true}, {"sets", bench->sets()}};
       } else if (op == "measure") {
         GF_CHECK(bench, "measure before problem");

@@ -165,6 +165,32 @@ TEST(Tuner, ChoosesNoSlowerThanDefaultAndBenchReportsAll) {
   EXPECT_LT(chosen->measurement.us, deflt->measurement.us * 1.10);  // within noise, or faster
 }
 
+// A fused GEMM and its plain one benched as a group: every row of both timed in each of the
+// same rounds (the worker holds both problems), each problem's rows its own, verified against
+// its own reference; a problem of an awkward size with a residual and a bias.
+TEST(Tuner, GroupBenchTimesFusedAndPlainInTheSameRounds) {
+  TuneOptions o;
+  o.backends = {"cublaslt", "native"};
+  o.search = {.level = Search::fast};
+  o.db_path = fresh_db("group-bench");
+  o.bench_rounds = 3;
+  Tuner tuner(o);
+  const std::vector<GemmProblem> group = {GemmProblem::parse("1000x1040x4097:bf16"),
+                                          GemmProblem::parse("1000x1040x4097:bf16:bias+residual")};
+  const std::vector<BenchResult> benches = tuner.bench(group);
+  ASSERT_EQ(benches.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(benches[i].tuned.problem, group[i].key());
+    std::set<std::string> backends;
+    for (const auto& r : benches[i].rows) {
+      backends.insert(r.backend);
+      EXPECT_TRUE(r.measurement.verified) << group[i].key() << " " << r.backend << ": " << r.measurement.error;
+      EXPECT_EQ(r.round_us.size(), 3u) << group[i].key() << " " << r.backend;
+    }
+    EXPECT_TRUE(backends.count("native") && backends.count("cublaslt")) << group[i].key();
+  }
+}
+
 // A close call of long kernels (a backend's best two within 10%, 100 us and more: two rasters of
 // one tile) is timed alone as well; the decision is the fastest alone, at its alone time.
 TEST(Tuner, CloseCallOfLongKernelsDecidesBetweenTheTwo) {
