@@ -127,8 +127,8 @@ def fused(t, paths, rng):
             over.append((by_medians, ratios, key))
     if not over:
         return None, False
-    if paired_all:  # timed in the same rounds: the median of the per-round ratios, with its interval
-        over = [(interval([ratios], rng)[0] - 1, ratios, key) for _, ratios, key in over]
+    if paired_all:  # timed in the same rounds: the median of the per-round ratios (the worst's interval below)
+        over = [(statistics.median(ratios) - 1, ratios, key) for _, ratios, key in over]
     worst = max(over, key=lambda o: o[0])
     firm = ""
     if paired_all:
