@@ -6,34 +6,24 @@ microseconds and the ratio of native, Triton, CuTe DSL and CUTLASS to the best c
 
     scripts/summarize.py [--markdown] bench-*.json
 """
-import json
 import math
 import os
 import statistics
 import sys
 from collections import Counter, defaultdict
 
-markdown = "--markdown" in sys.argv
-paths = [a for a in sys.argv[1:] if a != "--markdown"]
-rows = defaultdict(dict)
-rounds = defaultdict(dict)  # problem -> backend -> every round's us (bench --json since --rounds)
-labels = {}
-chosen = {}  # problem -> (backend, us) of the tuned choice
-for path in paths:
-    try:
-        records = json.load(open(path))
-    except (OSError, ValueError):
-        continue
-    for r in records:
-        if r.get("verified"):
-            rows[r["problem"]][r["backend"]] = r["us"]
-            every = r.get("round_us")
-            if every and all(every):  # every round verified (a failed round is 0)
-                rounds[r["problem"]][r["backend"]] = every
-            labels[r["problem"]] = r.get("label", r["problem"])
-            if r.get("chosen"):
-                chosen[r["problem"]] = (r["backend"], r["us"])
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_stats import fused_overhead, load_bench, plain_key  # noqa: E402
 
+markdown = "--markdown" in sys.argv
+paths = [a for a in sys.argv[1:] if a != "--markdown" and os.path.exists(a)]
+problems = load_bench(paths)
+rows = {key: {b: r["us"] for b, r in e["rows"].items() if b != "choice"}
+        for key, e in problems.items() if e["rows"]}
+rounds = {key: {b: r["round_us"] for b, r in e["rows"].items()} for key, e in problems.items()}
+labels = {key: e["label"] for key, e in problems.items()}
+chosen = {key: (e["rows"]["choice"]["backend"], e["rows"]["choice"]["us"])
+          for key, e in problems.items() if "choice" in e["rows"]}  # the tuned choice: what a Runtime runs
 backends = sorted({b for times in rows.values() for b in times})
 ratio_of = [b for b in ("native", "triton", "cute", "cutlass") if b in backends]
 if markdown:
@@ -60,7 +50,7 @@ for key, times in rows.items():
         ratios[(b, m)].append(r)
         ratios_best[(b, m)].append(best / times[b])
         rb, rl = rounds[key].get(b), rounds[key].get("cublaslt")
-        if rb and rl and len(rb) == len(rl):
+        if rb and rl and len(rb) == len(rl) > 1:  # older files carry medians only
             ratios_paired[(b, m)].append(statistics.median(l / x for l, x in zip(rl, rb)))
     if markdown:
         cells = [f"{times[b]:.1f}" if b in times else "-" for b in backends]
@@ -98,10 +88,6 @@ for m, rs in sorted(choice.items()):
 
 # Each fused GEMM over its plain one, backend by backend: the medians' ratio, and the median of the
 # per-round ratios where bench timed the two in the same rounds (it groups them).
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_stats import fused_overhead, load_bench, plain_key  # noqa: E402
-
-problems = load_bench([p for p in paths if os.path.exists(p)])
 for key, e in sorted(problems.items()):
     plain = problems.get(plain_key(key))
     if plain_key(key) == key or not plain:
