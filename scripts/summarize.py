@@ -93,7 +93,7 @@ for key, e in sorted(problems.items()):
     if plain_key(key) == key or not plain:
         continue
     for b, f in sorted(e["rows"].items()):
-        if b == "choice" or b not in plain["rows"]:
+        if b in ("choice", "copy") or b not in plain["rows"]:  # a fused problem's copy moves C and bias too
             continue
         over, ratios = fused_overhead(f, plain["rows"][b])
         paired = f", paired by round {statistics.median(ratios) - 1:+.1%}" if ratios else ""

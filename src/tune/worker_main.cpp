@@ -65,12 +65,13 @@ int worker_main() {
         const uint64_t seed = req.value("seed", uint64_t(1));
         const std::string id = fmt::format("{} {} {}", family, problem, seed);
         auto it = std::find_if(held.begin(), held.end(), [&](const auto& h) { return h.first == id; });
+        // Freed before the next is set up: a held problem's buffers count against the GPU's memory.
+        const size_t hold = std::max(req.value("hold", size_t(1)), size_t(1));
+        bench = nullptr;
         if (it != held.end()) {
           std::rotate(it, it + 1, held.end());
+          while (held.size() > hold) held.erase(held.begin());
         } else {
-          // Freed before the next is set up: a held problem's buffers count against the GPU's memory.
-          bench = nullptr;
-          const size_t hold = std::max(req.value("hold", size_t(1)), size_t(1));
           while (held.size() >= hold) held.erase(held.begin());
           held.emplace_back(id, harness::make_bench(family, problem, device, seed));
         }

@@ -175,8 +175,8 @@ TEST(Tuner, GroupBenchTimesFusedAndPlainInTheSameRounds) {
   o.db_path = fresh_db("group-bench");
   o.bench_rounds = 3;
   Tuner tuner(o);
-  const std::vector<GemmProblem> group = {GemmProblem::parse("1000x1040x4097:bf16"),
-                                          GemmProblem::parse("1000x1040x4097:bf16:bias+residual")};
+  const std::vector<GemmProblem> group = {GemmProblem::parse("1000x1040x4104:bf16"),
+                                          GemmProblem::parse("1000x1040x4104:bf16:bias+residual")};
   const std::vector<BenchResult> benches = tuner.bench(group);
   ASSERT_EQ(benches.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {

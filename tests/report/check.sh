@@ -76,6 +76,7 @@ grep -q "the tuned choice vs the faster of tuned and default cuBLASLt at M=4096:
 fused=$(python3 "$root/scripts/summarize.py" "$data/fused-grouped.json")
 grep -q "native 4096x4096x4096:bf16:residual over its plain GEMM: +20.0%, paired by round +2.0%" <<<"$fused" ||
   { echo "summarize: no fused line paired by round"; echo "$fused"; exit 1; }
+! grep -q "^copy .* over its plain" <<<"$fused" || { echo "summarize: a copy read as a fused kernel"; echo "$fused"; exit 1; }
 # scripts/clocks.py (gpu-check.sh's last table): each step's clock and power from nvidia-smi's samples.
 clocks=$(python3 "$root/scripts/clocks.py" "$root/docs/data/cute/pingpong-clocks-smi.csv" \
   "$root/docs/data/cute/pingpong-clocks-marks.txt")
