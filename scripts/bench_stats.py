@@ -36,6 +36,25 @@ def load_bench(paths):
     return problems
 
 
+def load_turns(paths):
+    """The files' problems as turns: a problem's rows from several files join one entry where their
+    backends differ (one run split over calls); a backend timed again for a problem (another turn
+    of the same run) opens the next turn, so that every reading counts and none hides another."""
+    turns = []
+    for path in paths:
+        for key, e in load_bench([path]).items():
+            turn = next((t for t in turns if key not in t or not set(t[key]["rows"]) & set(e["rows"]) - {"choice"}),
+                        None)
+            if turn is None:
+                turn = {}
+                turns.append(turn)
+            if key in turn:
+                turn[key]["rows"].update(e["rows"])
+            else:
+                turn[key] = e
+    return turns
+
+
 def plain_key(key):
     """The problem without its epilogue's terms: shape:dtypes[:layout][:epilogue], the fp8 scale kept
     (it is part of the product)."""

@@ -25,7 +25,9 @@ problem_has, a regular expression, the problems that match it):
   search_gap   the fast list's best over the exhaustive best (fast, exhaustive); at_most (geomean)
   wins         which backend the tuner picked, per GEMM (`tune --json`): reported, no verdict
   chain        what programmatic dependent launch saves a chain (`bench-chain --json`): reported
-A verdict reads the point estimate; the interval beside it says how firm it is.
+Files that time a problem's backend again are further turns of it (bench_stats.load_turns): each turn
+is a reading of its own, where merging would keep only the last. A verdict reads the point estimate;
+the interval beside it says how firm it is.
 """
 import json
 import os
@@ -34,7 +36,7 @@ import random
 import statistics
 from collections import Counter
 
-from bench_stats import (baseline_of, copy_share, fmt_ci, fused_overhead, geomean, interval, load_bench, paired,
+from bench_stats import (baseline_of, copy_share, fmt_ci, fused_overhead, geomean, interval, load_turns, paired,
                          plain_key, problem_m)
 from search_gap import gaps
 
@@ -50,14 +52,22 @@ def count(n, what):
     return f"{n} {what}" + ("" if n == 1 else "s")
 
 
+def readings(keys, what):
+    """How many problems the figure covers, and how many readings where turns repeat them."""
+    n = len(set(keys))
+    return count(n, what) + (f", {len(keys)} readings" if len(keys) > n else "")
+
+
 def shape(key):
     m, n, k = (int(x) for x in key.split(":")[0].split("x")[:3])
     return m, n, k
 
 
-def select(problems, t):
-    return {key: e for key, e in problems.items()
-            if (not t.get("m") or problem_m(key) in t["m"]) and re.search(t.get("problem_has", ""), key)}
+def select(paths, t):
+    """(key, entry, its turn) of every problem the target keeps, turn by turn (load_turns): a GEMM
+    timed in two turns is two readings."""
+    return [(key, e, turn) for turn in load_turns(paths) for key, e in turn.items()
+            if (not t.get("m") or problem_m(key) in t["m"]) and re.search(t.get("problem_has", ""), key)]
 
 
 def weight_bytes(key):
@@ -74,11 +84,12 @@ def lone_launch_us(path):
 def speed(t, paths, rng):
     field = "round_graph_us" if t.get("field") == "graph" else "round_us"
     launch = t.get("launch_bound") and lone_launch_us(os.path.join(os.path.dirname(paths[0]), t["launch_bound"]))
-    samples, bounds, floors = [], [], []
-    for e in select(load_bench(paths), t).values():
+    samples, keys, bounds, floors = [], [], [], []
+    for key, e, _ in select(paths, t):
         base, row = baseline_of(e["rows"], field), e["rows"].get(t["backend"])
         if base and row and row[field]:
             samples.append(paired(base, row, field))
+            keys.append(key)
             copy = e["rows"].get("copy", {})
             copy_us = copy.get("graph_us" if field == "round_graph_us" else "us")
             bounds.append(statistics.median(base[field]) / copy_us if copy_us else None)
@@ -97,27 +108,27 @@ def speed(t, paths, rng):
     if floors:
         ceiling += (f"; streaming at the faster of its and the copy's back-to-back rate after an empty kernel's "
                     f"lone-launch cost ({launch:.2f} us): {geomean(floors):.3f}")
-    return f"{fmt_ci(p, lo, hi)}, min {worst:.3f} ({count(len(samples), 'GEMM')}){ceiling}", met
+    return f"{fmt_ci(p, lo, hi)}, min {worst:.3f} ({readings(keys, 'GEMM')}){ceiling}", met
 
 
 def tflops(t, paths, rng):
-    rates = []
-    for key, e in select(load_bench(paths), t).items():
+    rates, keys = [], []
+    for key, e, _ in select(paths, t):
         row = e["rows"].get(t["backend"])
         if row and row["round_us"]:
             m, n, k = shape(key)
             rates.append(2.0 * m * n * k / (statistics.median(row["round_us"]) * 1e6))
+            keys.append(key)
     if not rates:
         return None, False
-    return (f"{geomean(rates):.0f} TFLOP/s geomean, {span(rates, '.0f')} ({count(len(rates), 'GEMM')})",
+    return (f"{geomean(rates):.0f} TFLOP/s geomean, {span(rates, '.0f')} ({readings(keys, 'GEMM')})",
             geomean(rates) >= t["at_least"] if "at_least" in t else None)
 
 
 def fused(t, paths, rng):
-    problems = load_bench(paths)
     over, paired_all = [], True
-    for key, e in select(problems, t).items():
-        plain = problems.get(plain_key(key))
+    for key, e, turn in select(paths, t):
+        plain = turn.get(plain_key(key))
         if plain_key(key) == key or not plain:
             continue
         f, p = e["rows"].get(t["backend"]), plain["rows"].get(t["backend"])
@@ -134,19 +145,20 @@ def fused(t, paths, rng):
     if paired_all:
         _, lo, hi = interval([worst[1]], rng)
         firm = f", paired by round [{lo - 1:+.1%}, {hi - 1:+.1%}]"
-    return (f"{span([o for o, _, _ in over], '+.1%')} ({count(len(over), 'epilogue')}; worst `{worst[2]}`{firm})",
+    return (f"{span([o for o, _, _ in over], '+.1%')} ({readings([k for _, _, k in over], 'epilogue')}; worst `{worst[2]}`{firm})",
             worst[0] <= t["at_most"] if "at_most" in t else None)
 
 
 def copy(t, paths, rng):
-    shares = []
-    for key, e in select(load_bench(paths), t).items():
+    shares, keys = [], []
+    for key, e, _ in select(paths, t):
         share = copy_share(e["rows"], t["backend"])
         if share is not None and weight_bytes(key) >= t.get("min_weight_mb", 0) * 1e6:
             shares.append(share)
+            keys.append(key)
     if not shares:
         return None, False
-    return (f"{span(shares, '.0%')} of the copy ({count(len(shares), 'GEMM')})",
+    return (f"{span(shares, '.0%')} of the copy ({readings(keys, 'GEMM')})",
             min(shares) >= t["at_least"])
 
 
