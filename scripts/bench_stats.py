@@ -43,8 +43,8 @@ def load_turns(paths):
     turns = []
     for path in paths:
         for key, e in load_bench([path]).items():
-            turn = next((t for t in turns if key not in t or not set(t[key]["rows"]) & set(e["rows"]) - {"choice"}),
-                        None)
+            timed = set(e["rows"]) - {"choice"}
+            turn = next((t for t in turns if key not in t or not set(t[key]["rows"]) & timed), None)
             if turn is None:
                 turn = {}
                 turns.append(turn)
@@ -63,6 +63,13 @@ def plain_key(key):
         return key
     scale = [x for x in parts[-1].split("+") if x.startswith("scale=")]
     return ":".join(parts[:-1] + scale)
+
+
+def plain_of(key, problems):
+    """The entry of a fused problem's plain GEMM among problems, or None (no such entry, or key has
+    no epilogue terms to drop)."""
+    plain = plain_key(key)
+    return problems.get(plain) if plain != key else None
 
 
 def fused_overhead(fused, plain):

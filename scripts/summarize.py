@@ -13,7 +13,7 @@ import sys
 from collections import Counter, defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_stats import fused_overhead, load_bench, plain_key  # noqa: E402
+from bench_stats import fused_overhead, load_bench, plain_of  # noqa: E402
 
 markdown = "--markdown" in sys.argv
 paths = [a for a in sys.argv[1:] if a != "--markdown" and os.path.exists(a)]
@@ -89,8 +89,8 @@ for m, rs in sorted(choice.items()):
 # Each fused GEMM over its plain one, backend by backend: the medians' ratio, and the median of the
 # per-round ratios where bench timed the two in the same rounds (it groups them).
 for key, e in sorted(problems.items()):
-    plain = problems.get(plain_key(key))
-    if plain_key(key) == key or not plain:
+    plain = plain_of(key, problems)
+    if not plain:
         continue
     for b, f in sorted(e["rows"].items()):
         if b in ("choice", "copy") or b not in plain["rows"]:  # a fused problem's copy moves C and bias too

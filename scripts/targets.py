@@ -37,7 +37,7 @@ import statistics
 from collections import Counter
 
 from bench_stats import (baseline_of, copy_share, fmt_ci, fused_overhead, geomean, interval, load_turns, paired,
-                         plain_key, problem_m)
+                         plain_of, problem_m)
 from search_gap import gaps
 
 FP8_BYTES = {"e4m3": 1, "e5m2": 1}
@@ -128,8 +128,8 @@ def tflops(t, paths, rng):
 def fused(t, paths, rng):
     over, paired_all = [], True
     for key, e, turn in select(paths, t):
-        plain = turn.get(plain_key(key))
-        if plain_key(key) == key or not plain:
+        plain = plain_of(key, turn)
+        if not plain:
             continue
         f, p = e["rows"].get(t["backend"]), plain["rows"].get(t["backend"])
         if f and p:
