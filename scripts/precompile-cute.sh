@@ -19,7 +19,7 @@ cmake --build build >/dev/null
 "$gf" compile -b cute --model llama3-8b --tokens 16,128,4096,8192 -s fast
 "$gf" compile -b cute --model llama3-8b --tokens 16,128,4096 --dtype e4m3 --epilogue scale=rowcol -s fast
 "$gf" compile -b cute --model llama3-8b --tokens 16,128,4096 --dtype e4m3 --epilogue scale=block128 -s fast
-"$gf" compile -b cute --model llama3-8b --tokens 16,128,4096 --fuse natural -s fast  # gate_up+swiglu, qkv+bias, ...
+"$gf" compile -b cute --model llama3-8b --tokens 16,128,4096,8192 --fuse natural -s fast  # gate_up+swiglu, qkv+bias, ...
 # gpu-check.sh fused: e4m3 rowwise o + residual, gate_up + SwiGLU, up + bias + GELU at 128 and 4096 tokens.
 for m in 128 4096; do
   "$gf" compile -b cute -s fast -p "${m}x4096x4096:e4m3->bf16:scale=rowcol+residual" \
@@ -41,6 +41,7 @@ shapes=(1x8x8:bf16 77x1000x1008:bf16 4097x1000x4104:bf16 4096x4096x4096:bf16 300
         77x1040x1008:bf16:swiglu 130x400x512:bf16:bias+swiglu_split 1000x96x1024:e4m3-\>bf16:scale=rowcol+swiglu
         5x4104x4096:bf16:rowbias+relu 33x1000x1008:e4m3-\>bf16:scale=rowcol+bias 64x1000x1000:f16:alpha=0.5+bias+residual
         16x1000x4104:bf16:alpha=0.5+residual 4100x4000x2048:bf16:residual 4100x6000x1024:bf16:bias+gelu_tanh
+        4100x6000x1024:bf16:swiglu 4100x4000x2048:bf16:bias+gelu 4100x6000x1024:e4m3-\>bf16:scale=rowcol+swiglu
         77x1000x1008:e4m3-\>bf16:scale=block128 4097x1000x4112:e4m3-\>bf16:scale=block128+bias+gelu
         1000x384x4096:e4m3xe5m2-\>f16:scale=block128+residual 16x4096x4096:e4m3-\>bf16:scale=block128
         1x136x128:e4m3-\>bf16:scale=block128+rowbias+silu 33x2064x4096:e4m3-\>bf16:scale=rowcol+swiglu_split

@@ -59,6 +59,9 @@ INSTANTIATE_TEST_SUITE_P(
         "16x1000x4104:bf16:alpha=0.5+residual",
         // 256-row tiles (default list) past M's and N's tiles: C and a bias.
         "4100x4000x2048:bf16:residual", "4100x6000x1024:bf16:bias+gelu_tanh",
+        // 256-row tiles with a gate (N / 2 not a multiple of 96) and erf GELU.
+        "4100x6000x1024:bf16:swiglu", "4100x4000x2048:bf16:bias+gelu",
+        "4100x6000x1024:e4m3->bf16:scale=rowcol+swiglu",
         // Block scales: an odd and an even count of k-blocks (the
         // two sets of products), a last k-block and a last column
         // block in part, K past 4096 (promotion needed), split-K
