@@ -6,23 +6,18 @@
 #include <random>
 #include <vector>
 
+#include "core/median.hpp"
 #include "harness/fill.hpp"
 
 namespace gf::harness {
 namespace {
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 Timing summary(std::vector<double> us) {
   Timing t;
   t.reps = int(us.size());
   t.min_us = *std::min_element(us.begin(), us.end());
   t.max_us = *std::max_element(us.begin(), us.end());
-  t.median_us = median_of(std::move(us));
+  t.median_us = median(us);
   return t;
 }
 

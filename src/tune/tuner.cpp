@@ -10,6 +10,7 @@
 #include <random>
 
 #include "core/log.hpp"
+#include "core/median.hpp"
 #include "core/parallel.hpp"
 #include "core/ranking.hpp"
 #include "core/task_queue.hpp"
@@ -33,9 +34,13 @@ constexpr size_t kContenders = 3;
 // at 4096x4096x14336, which ran 12-20% faster alone (2026-12-06). So where the final race's best runs
 // kConfirmMinUs or longer (where the power a kernel draws sets the clock), each backend's
 // kConfirmEach fastest within kConfirmBand of its best, and its default pick there, are timed
-// alone (in order, then in reverse against drift; each timing costs a 100 ms warm-up).
+// alone, kConfirmPasses times (in order, then in reverse, against drift; each timing costs a 100 ms
+// warm-up), each keeping its median. Three a backend and four passes, since at 4096x28672x4096 the
+// CuTe DSL's 256x192 tile raced third, 1.6% behind, and ran fastest in bench's rounds, while one
+// kernel's alone times, two passes averaged, read 1403 and 1526 us in two tunes (H100, 2026-12-08).
 constexpr double kConfirmBand = 1.10;
-constexpr size_t kConfirmEach = 2;
+constexpr size_t kConfirmEach = 3;
+constexpr int kConfirmPasses = 4;
 constexpr double kConfirmMinUs = 100.0;
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -232,8 +237,7 @@ void rescale_others(std::vector<Measurement>& all, const std::vector<Measurement
     if (contenders[i]->verified && contenders[i]->us > 0 && screened_us[i] > 0)
       ratios.push_back(contenders[i]->us / screened_us[i]);
   if (ratios.empty()) return;
-  std::nth_element(ratios.begin(), ratios.begin() + ptrdiff_t(ratios.size() / 2), ratios.end());
-  const double ratio = ratios[ratios.size() / 2];
+  const double ratio = median(ratios);
   for (Measurement& m : all)
     if (m.verified && m.us > 0 && std::find(contenders.begin(), contenders.end(), &m) == contenders.end()) {
       m.us *= ratio;
@@ -253,14 +257,16 @@ void time_alone(tune::MeasureSession& session, std::vector<Measurement>& all,
   if (!best || best->us < kConfirmMinUs) return;
   const std::vector<Measurement*> field = close_per_backend(contenders, kConfirmBand, kConfirmEach);
   if (field.size() < 2) return;
-  std::vector<double> alone(field.size(), 0.0);
-  for (int pass = 0; pass < 2; ++pass)
+  std::vector<std::vector<double>> passes(field.size());
+  for (int pass = 0; pass < kConfirmPasses; ++pass)
     for (size_t k = 0; k < field.size(); ++k) {
-      const size_t i = pass == 0 ? k : field.size() - 1 - k;
+      const size_t i = pass % 2 == 0 ? k : field.size() - 1 - k;
       const Measurement t = session.measure(candidate_of(*field[i]), /*time=*/true);
       if (!t.verified || t.us <= 0) return;
-      alone[i] += t.us / 2;
+      passes[i].push_back(t.us);
     }
+  std::vector<double> alone;
+  for (auto& p : passes) alone.push_back(median(p));
   std::vector<double> raced;
   for (size_t i = 0; i < field.size(); ++i) {
     Measurement& m = *field[i];

@@ -1,7 +1,10 @@
-// Cutting a model-ranked list to a search level's size, and the --only name filter (core/ranking.hpp).
+// Cutting a model-ranked list to a search level's size, the --only name filter (core/ranking.hpp), and
+// the median timings keep (core/median.hpp).
 #include "core/ranking.hpp"
 
 #include <gtest/gtest.h>
+
+#include "core/median.hpp"
 
 using namespace gf;
 
@@ -80,4 +83,13 @@ TEST(CloseFields, EachGroupsBestTwoWithinTheBandAndItsKeptOnes) {
   // A band too narrow for the kept one.
   EXPECT_EQ(close_fields(groups, times, keep, 1.05, 2), (std::vector<size_t>{0, 2, 1, 6}));
   EXPECT_TRUE(close_fields({"native"}, {0.0}, {false}, 1.10, 2).empty());
+}
+
+// The middle of a few timings, the mean of the middle two for an even count: an outlier pass (a
+// kernel's alone time read 1403 and 1526 us in two tunes) moves it no further than its neighbour.
+TEST(Median, MiddleValueOrMeanOfTheMiddleTwo) {
+  EXPECT_EQ(gf::median({}), 0.0);
+  EXPECT_EQ(gf::median({3.0}), 3.0);
+  EXPECT_EQ(gf::median({5.0, 1.0, 3.0}), 3.0);
+  EXPECT_EQ(gf::median({1400.0, 1526.0, 1402.0, 1404.0}), 1403.0);
 }
