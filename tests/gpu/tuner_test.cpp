@@ -191,7 +191,7 @@ TEST(Tuner, GroupBenchTimesFusedAndPlainInTheSameRounds) {
   }
 }
 
-// A close call of long kernels (a backend's best two within 10%, 100 us and more: two rasters of
+// A close call of long kernels (a backend's best within 10%, 100 us and more: two rasters of
 // one tile) is timed alone as well; the decision is the fastest alone, at its alone time.
 TEST(Tuner, CloseCallOfLongKernelsDecidesBetweenTheTwo) {
   TuneOptions o;
