@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "core/median.hpp"
 #include "core/parallel.hpp"
 #include "core/ranking.hpp"
 #include "core/strings.hpp"
@@ -159,10 +160,7 @@ void run_compile(const CandidateArgs& a) {
     }
     table.print();
     for (const auto& n : notes) fmt::print("  no candidates from {}\n", n);
-    if (!cold.empty()) {
-      std::sort(cold.begin(), cold.end());
-      fmt::print("  {} cold compiles, median {:.3f} s\n", cold.size(), cold[cold.size() / 2]);
-    }
+    if (!cold.empty()) fmt::print("  {} cold compiles, median {:.3f} s\n", cold.size(), median(cold));
     fmt::print("\n");
   });
   if (!a.json.empty()) write_json(a.json, out);

@@ -266,7 +266,7 @@ void time_alone(tune::MeasureSession& session, std::vector<Measurement>& all,
       passes[i].push_back(t.us);
     }
   std::vector<double> alone;
-  for (auto& p : passes) alone.push_back(median(p));
+  for (const auto& p : passes) alone.push_back(median(p));
   std::vector<double> raced;
   for (size_t i = 0; i < field.size(); ++i) {
     Measurement& m = *field[i];
